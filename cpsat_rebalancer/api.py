@@ -1,0 +1,128 @@
+"""``ProblemSolver``: the Rebalancer Python binding's surface, recording into a scenario dict.
+
+Swap ``from rebalancer import ProblemSolver`` for ``from cpsat_rebalancer import
+ProblemSolver`` and the same calls give the proven optimum. Every call only records; all
+validation happens at :meth:`ProblemSolver.solve` (or :meth:`to_scenario`), with paths into
+the recorded scenario in the error messages.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .cpsat.driver import solve_model
+from .evaluate import Evaluation, evaluate
+from .result import SolveResult
+from .scenario import Scenario, SolverOptions, parse_scenario
+
+
+class ProblemSolver:
+    def __init__(self, service_name: str = "", service_scope: str = ""):
+        self.service_name = service_name
+        self.service_scope = service_scope
+        self._data: dict[str, Any] = {"goals": [], "constraints": []}
+
+    # ---- universe ----
+    def set_object_name(self, object_name: str) -> ProblemSolver:
+        self._data["objectName"] = object_name
+        return self
+
+    def set_container_name(self, container_name: str) -> ProblemSolver:
+        self._data["containerName"] = container_name
+        return self
+
+    def set_assignment(self, container_to_objects: dict[str, list[str]]) -> ProblemSolver:
+        self._data["assignment"] = copy.deepcopy(container_to_objects)
+        return self
+
+    def add_object_dimension(self, dimension_name: str, object_to_value: dict[str, float],
+                             default_value: float = 0.0) -> ProblemSolver:
+        self._data.setdefault("objectDimensions", {})[dimension_name] = dict(object_to_value)
+        if default_value != 0.0:
+            self._data.setdefault("objectDimensionDefaults", {})[dimension_name] = default_value
+        return self
+
+    def add_container_dimension(self, dimension_name: str, container_to_value: dict[str, float],
+                                default_value: float = 1.0) -> ProblemSolver:
+        self._data.setdefault("containerDimensions", {})[dimension_name] = dict(container_to_value)
+        if default_value != 1.0:
+            self._data.setdefault("containerDimensionDefaults", {})[dimension_name] = default_value
+        return self
+
+    def add_scope(self, scope_name: str, container_to_scope_item: dict[str, str]) -> ProblemSolver:
+        self._data.setdefault("scopes", {})[scope_name] = dict(container_to_scope_item)
+        return self
+
+    def add_scope_dimension(self, dimension_name: str, scope_name: str,
+                            scope_item_to_value: dict[str, float]) -> ProblemSolver:
+        dims = self._data.setdefault("scopeDimensions", {}).setdefault(scope_name, {})
+        dims[dimension_name] = dict(scope_item_to_value)
+        return self
+
+    def add_partition(self, partition_name: str,
+                      group_to_objects: dict[str, list[str]]) -> ProblemSolver:
+        self._data.setdefault("partitions", {})[partition_name] = copy.deepcopy(group_to_objects)
+        return self
+
+    # ---- goals and constraints ----
+    def add_goal(self, spec: dict, weight: float = 1.0,
+                 tuple_pos: int | None = None) -> ProblemSolver:
+        entry: dict[str, Any] = {"spec": copy.deepcopy(spec), "weight": weight}
+        if tuple_pos is not None:
+            entry["tuplePos"] = tuple_pos
+        self._data["goals"].append(entry)
+        return self
+
+    def add_goal_boundary(self) -> ProblemSolver:
+        self._data["goals"].append({"boundary": True})
+        return self
+
+    def get_current_goal_index(self) -> int:
+        return sum(1 for g in self._data["goals"] if g.get("boundary"))
+
+    def add_constraint(self, spec: dict, policy: Any = None, invalid_cost: float | None = None,
+                       invalid_state: float | None = None,
+                       tuple_pos_if_broken: int | None = None) -> ProblemSolver:
+        entry: dict[str, Any] = {"spec": copy.deepcopy(spec)}
+        for key, value in (("policy", policy), ("invalidCost", invalid_cost),
+                           ("invalidState", invalid_state),
+                           ("tuplePosIfBroken", tuple_pos_if_broken)):
+            if value is not None:
+                entry[key] = value
+        self._data["constraints"].append(entry)
+        return self
+
+    def set_constraint_policy(self, policy: Any) -> ProblemSolver:
+        self._data["constraintPolicy"] = policy
+        return self
+
+    def set_default_constraint_params(self, params: dict) -> ProblemSolver:
+        self._data["defaultConstraintParams"] = dict(params)
+        return self
+
+    # ---- results ----
+    def to_dict(self) -> dict[str, Any]:
+        """The recorded scenario, in the scenario-file format."""
+        return copy.deepcopy(self._data)
+
+    def to_scenario(self) -> Scenario:
+        return parse_scenario(self.to_dict())
+
+    def solve(self, time_limit: float | None = None, workers: int | None = None,
+              seed: int | None = None, deterministic_time: float | None = None,
+              log: bool = False) -> SolveResult:
+        scenario = self.to_scenario()
+        options = SolverOptions.checked(time_limit, workers, seed, deterministic_time, log,
+                                        path="solve")
+        return solve_model(scenario.problem, scenario.model, options)
+
+    def evaluate(self, assignment: dict[str, list[str]]) -> Evaluation:
+        """Rebalancer-scale values of every goal and constraint for moving to ``assignment``."""
+        scenario = self.to_scenario()
+        final = scenario.problem.assignment_array(assignment)
+        return evaluate(scenario.problem, scenario.model, final)
+
+
+def solve_scenario(scenario: Scenario, options: SolverOptions | None = None) -> SolveResult:
+    return solve_model(scenario.problem, scenario.model, options or scenario.options)

@@ -1,0 +1,204 @@
+"""Command line: ``cpsat-rebalancer solve|evaluate SCENARIO``.
+
+Exit codes: 0 solved (optimal or feasible), 2 bad input (one line, no traceback),
+3 infeasible, 4 no solution found in time, 1 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .api import solve_scenario
+from .errors import InputError, InternalError
+from .evaluate import Evaluation, evaluate
+from .result import INFEASIBLE, NO_SOLUTION, SolveResult, value_table
+from .scenario import SolverOptions, parse_scenario, read_data_file
+
+EXIT_INPUT, EXIT_INTERNAL, EXIT_INFEASIBLE, EXIT_NO_SOLUTION = 2, 1, 3, 4
+MODEL_KEYS = ("goals", "constraints", "constraintPolicy", "defaultConstraintParams")
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write the whole file or nothing: a temporary file beside it, then a rename."""
+    target = Path(path)
+    handle, temporary = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.")
+    try:
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def load(path: str, model: str | None) -> dict[str, Any]:
+    """The scenario dict, with goals and constraints taken from ``model`` when given."""
+    data = read_data_file(path)
+    if not isinstance(data, dict):
+        raise InputError(path, "a scenario must be a mapping at the top level")
+    if model:
+        model_data = read_data_file(model)
+        if not isinstance(model_data, dict):
+            raise InputError(model, "a model must be a mapping at the top level")
+        unknown = sorted(set(model_data) - set(MODEL_KEYS) - {"name", "description"})
+        if unknown:
+            raise InputError(f"{model}: {unknown[0]}", "unknown model field (a model holds "
+                             + ", ".join(MODEL_KEYS) + ")")
+        data = {k: v for k, v in data.items() if k not in MODEL_KEYS}
+        data.update({k: v for k, v in model_data.items() if k in MODEL_KEYS})
+    return data
+
+
+def format_number(value: Any) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def print_table(frame: pd.DataFrame, out=sys.stdout) -> None:
+    if frame.empty:
+        print("  (none)", file=out)
+        return
+    shown = frame.map(format_number) if hasattr(frame, "map") else frame.applymap(format_number)
+    print(shown.to_string(index=False), file=out)
+
+
+def print_values(initial: Evaluation, final: Evaluation) -> None:
+    table = value_table(initial, final)
+    print("\nGoals and constraints (Rebalancer's scale; constraints show their violation):")
+    if not table.empty:
+        table = table[["kind", "name", "position", "weight", "initial", "final"]]
+    print_table(table)
+    positions = sorted(set(initial.positions) | set(final.positions))
+    if positions:
+        print("\nObjective per tuple position (weighted goals + soft constraint terms):")
+        print_table(pd.DataFrame({
+            "position": positions,
+            "initial": [initial.positions.get(p, 0.0) for p in positions],
+            "final": [final.positions.get(p, 0.0) for p in positions],
+        }))
+    broken = final.broken_hard()
+    print("\nHard constraints: " + ("all hold" if not broken else "BROKEN: " + "; ".join(broken)))
+
+
+def print_result(result: SolveResult) -> None:
+    print(f"Status: {result.status} ({result.termination}) in {result.seconds:.2f} s, "
+          f"{result.problem.num_objects} objects in {result.classes} classes, "
+          f"{result.problem.num_containers} containers")
+    print("\nBuckets (tuple positions, solved in order):")
+    rows = []
+    for b in result.buckets:
+        note = ""
+        if b.leximin_levels is not None:
+            note = f"leximin {b.leximin_levels}/{b.leximin_items} levels"
+        rows.append({"position": b.position, "status": b.status, "value": b.objective,
+                     "bound": b.bound, "gap": b.gap, "error bound": b.approximation_error,
+                     "seconds": b.seconds, "note": note})
+    print_table(pd.DataFrame(rows))
+    moves = result.moves
+    print(f"\nMoves: {len(moves)}")
+    print_table(moves.head(50))
+    if len(moves) > 50:
+        print(f"  ... and {len(moves) - 50} more (see --json)")
+    print_values(result.initial_evaluation, result.final_evaluation)
+    if result.approximation:
+        print("\nApproximations (bound on |model - exact|): " + ", ".join(
+            f"{k}: {v:.3g}" for k, v in result.approximation.items()))
+
+
+def command_solve(args: argparse.Namespace) -> int:
+    scenario = parse_scenario(load(args.scenario, args.model))
+    base = scenario.options
+    options = SolverOptions.checked(
+        args.time_limit if args.time_limit is not None else base.time_limit,
+        args.workers if args.workers is not None else base.workers,
+        args.seed if args.seed is not None else base.seed,
+        args.deterministic_time if args.deterministic_time is not None
+        else base.deterministic_time, args.log or base.log, path="options")
+    result = solve_scenario(scenario, options)
+    print_result(result)
+    if args.json:
+        write_atomically(args.json, result.to_json())
+        print(f"\nWrote {args.json}")
+    return {INFEASIBLE: EXIT_INFEASIBLE, NO_SOLUTION: EXIT_NO_SOLUTION}.get(result.status, 0)
+
+
+def command_evaluate(args: argparse.Namespace) -> int:
+    scenario = parse_scenario(load(args.scenario, args.model))
+    data = read_data_file(args.assignment)
+    if isinstance(data, dict) and isinstance(data.get("assignment"), dict):
+        data = data["assignment"]  # a result file written by `solve --json`
+    final = scenario.problem.assignment_array(data, path=str(args.assignment))
+    initial_eval = evaluate(scenario.problem, scenario.model, scenario.problem.initial)
+    final_eval = evaluate(scenario.problem, scenario.model, final)
+    moved = int((final != scenario.problem.initial).sum())
+    print(f"Assignment {args.assignment}: {moved} moves, "
+          f"{'feasible' if final_eval.feasible else 'INFEASIBLE'}")
+    print_values(initial_eval, final_eval)
+    if args.json:
+        from .result import constraint_dict, objective_dict
+
+        payload = {"feasible": final_eval.feasible, "moves": moved,
+                   "initialObjective": objective_dict(initial_eval, 0),
+                   "finalObjective": objective_dict(final_eval, 0),
+                   "initialGlobalObjective": objective_dict(initial_eval),
+                   "finalGlobalObjective": objective_dict(final_eval),
+                   "initialConstraint": constraint_dict(initial_eval),
+                   "finalConstraint": constraint_dict(final_eval),
+                   "brokenHardConstraints": final_eval.broken_hard()}
+        write_atomically(args.json, json.dumps(payload, indent=2))
+        print(f"\nWrote {args.json}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cpsat-rebalancer", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    solve = sub.add_parser("solve", help="solve a scenario to proven optimality")
+    solve.add_argument("scenario", help="scenario file (JSON or YAML)")
+    solve.add_argument("--model", help="take goals and constraints from this model file")
+    solve.add_argument("--time-limit", type=float, help="seconds for the whole solve chain")
+    solve.add_argument("--workers", type=int, help="CP-SAT workers (default 2)")
+    solve.add_argument("--seed", type=int, help="CP-SAT random seed (default 0)")
+    solve.add_argument("--deterministic-time", type=float,
+                       help="CP-SAT deterministic time budget per solve (repeatable results)")
+    solve.add_argument("--log", action="store_true", help="print CP-SAT's search log")
+    solve.add_argument("--json", help="write the full result as JSON to this file")
+    solve.set_defaults(run=command_solve)
+    ev = sub.add_parser("evaluate", help="evaluate a given assignment without solving")
+    ev.add_argument("scenario", help="scenario file (JSON or YAML)")
+    ev.add_argument("--assignment", required=True,
+                    help="JSON/YAML {container: [objects]} or a result file from solve --json")
+    ev.add_argument("--model", help="take goals and constraints from this model file")
+    ev.add_argument("--json", help="write the values as JSON to this file")
+    ev.set_defaults(run=command_evaluate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INPUT
+    except InternalError as error:
+        print(f"internal error (please report): {error}", file=sys.stderr)
+        return EXIT_INTERNAL
+    except BrokenPipeError:  # output piped into head and the like
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

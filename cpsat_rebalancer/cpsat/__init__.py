@@ -1,0 +1,1 @@
+"""CP-SAT side: the model builder, piecewise-linear pieces and the lexicographic driver."""

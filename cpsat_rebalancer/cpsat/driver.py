@@ -1,0 +1,379 @@
+"""The lexicographic solve chain: one CP-SAT solve per tuple position, each frozen before
+the next; IDEAL alone in its bucket is ordered leximin through sums of the k largest.
+
+The driver knows no spec formula: specs compile to forms, the driver minimizes and freezes.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ..errors import InternalError
+from ..evaluate import EvalContext, Evaluation, evaluate, split_policy
+from ..problem import Problem
+from ..result import (
+    FEASIBLE,
+    INFEASIBLE,
+    NO_SOLUTION,
+    OPTIMAL,
+    BucketReport,
+    SolveResult,
+)
+from ..scenario import Model, SolverOptions
+from .linear import Lin, lin_sum
+from .model import ModelBuilder
+
+CHECK_TOLERANCE = 1e-7  # slack of the independent result check beyond the stated error
+
+
+@dataclass
+class Bucket:
+    position: int
+    terms: list[Lin] = field(default_factory=list)
+    leximin: list[Lin] | None = None  # set when an IDEAL goal is alone in this bucket
+    error: float = 0.0
+
+
+def restrictions_of(problem: Problem, model: Model) -> tuple[frozenset[int], frozenset[int]]:
+    fixed: set[int] = set()
+    non_accepting: set[int] = set()
+    for _, restriction in model.restrictions(problem):
+        fixed |= restriction.fixed_objects
+        non_accepting |= restriction.non_accepting
+    return frozenset(fixed), frozenset(non_accepting)
+
+
+def named_objects(model: Model) -> set[int]:
+    named: set[int] = set()
+    for entry in [*model.goals, *model.constraints]:
+        named |= set(entry.spec.object_roles())
+    return named
+
+
+def compile_model(problem: Problem, model: Model) -> tuple[ModelBuilder, dict[int, Bucket]]:
+    """Build the CP-SAT model: hard parts of constraints, and one objective form per bucket."""
+    fixed, non_accepting = restrictions_of(problem, model)
+    builder = ModelBuilder(problem, fixed, non_accepting, named_objects(model))
+    ctx0 = EvalContext(problem, problem.initial, problem.initial)
+    buckets: dict[int, Bucket] = {}
+
+    def bucket(position: int) -> Bucket:
+        return buckets.setdefault(position, Bucket(position))
+
+    def errors_since(before: dict[str, float]) -> float:
+        return sum(v - before.get(k, 0.0) for k, v in builder.errors.items())
+
+    for entry in model.constraints:
+        before = dict(builder.errors)
+        infos = entry.spec.compile_infos(builder)
+        split = split_policy(entry, np.asarray(entry.spec.infos(ctx0), dtype=float))
+        soft_terms = []
+        for k, info in enumerate(infos):
+            if split.hard[k]:
+                rhs = builder.initial_value(info.expr) if split.soft[k] else Fraction(0)
+                builder.require(info.expr, rhs, gate=info.gate)
+            if split.soft[k]:
+                violation = builder.positive_part(info.expr, gate=info.gate, what=entry.spec.name)
+                soft_terms.append(violation * entry.invalid_cost)
+                if entry.invalid_state != 0:
+                    soft_terms.append(builder.step(info.expr, gate=info.gate)
+                                      * entry.invalid_state)
+        if split.has_soft_term:
+            target = bucket(entry.position)
+            target.terms.extend(soft_terms)
+            target.error += errors_since(before) * max(entry.invalid_cost, 1.0)
+
+    soft_positions = set(buckets)
+    leximin_positions = model.leximin_positions(soft_positions)
+    for entry in model.goals:
+        before = dict(builder.errors)
+        form = entry.spec.compile_goal(builder)
+        target = bucket(entry.position)
+        target.terms.append(form.value * entry.weight)
+        target.error += errors_since(before) * abs(entry.weight)
+        if entry.position in leximin_positions:
+            target.leximin = form.leximin
+    return builder, dict(sorted(buckets.items()))
+
+
+class Chain:
+    """Runs the solves of one compiled model under one global deadline."""
+
+    def __init__(self, builder: ModelBuilder, options: SolverOptions):
+        self.builder = builder
+        self.options = options
+        self.started = time.monotonic()
+        self.solver: cp_model.CpSolver | None = None
+        self.values: list[int] | None = None  # last solution, one value per CP-SAT variable
+        self.stopped_by_time = False
+
+    def remaining(self) -> float | None:
+        if self.options.time_limit is None:
+            return None
+        return self.options.time_limit - (time.monotonic() - self.started)
+
+    def hint(self) -> None:
+        cp = self.builder.cp
+        cp.clear_hints()
+        if self.values is None:
+            counts = self.initial_counts()
+            for var, value in zip(self.builder.count_vars, counts):
+                cp.add_hint(var, value)
+            return
+        for index, value in enumerate(self.values):
+            cp.add_hint(cp.get_int_var_from_proto_index(index), value)
+
+    def initial_counts(self) -> list[int]:
+        b = self.builder
+        sizes = b.classes.sizes
+        return [int(sizes[k]) if b.classes.initial[k] == c else 0
+                for k, c in zip(b.var_class, b.var_cont)]
+
+    def solve(self, objective: object | None) -> tuple[int, cp_model.CpSolver]:
+        """One CP-SAT solve; keeps the solution (if any) for hints and decoding."""
+        cp = self.builder.cp
+        if objective is None:
+            cp.clear_objective()
+        else:
+            cp.minimize(objective)
+        self.hint()
+        solver = cp_model.CpSolver()
+        params = solver.parameters
+        params.num_workers = self.options.workers
+        params.random_seed = self.options.seed
+        params.absolute_gap_limit = 0.0
+        params.relative_gap_limit = 0.0
+        params.log_search_progress = self.options.log
+        if self.options.deterministic_time is not None:
+            params.max_deterministic_time = self.options.deterministic_time
+            params.interleave_search = True
+        remaining = self.remaining()
+        if remaining is not None:
+            params.max_time_in_seconds = max(remaining, 0.001)
+        status = solver.solve(cp)
+        if status == cp_model.INFEASIBLE and self.values is not None:
+            # Impossible: the previous solution satisfies every constraint of this solve. Seen
+            # with CP-SAT's presolve (probing) on large coefficients; solve again without it.
+            params.cp_model_presolve = False
+            status = solver.solve(cp)
+        if status == cp_model.MODEL_INVALID:
+            raise InternalError(f"CP-SAT rejected the model: {cp.validate()}")
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            variables = len(cp.proto.variables)
+            self.values = [solver.value(cp.get_int_var_from_proto_index(i))
+                           for i in range(variables)]
+        if status in (cp_model.FEASIBLE, cp_model.UNKNOWN):
+            self.stopped_by_time = True
+        self.solver = solver
+        return status, solver
+
+    def decode(self) -> np.ndarray:
+        """A concrete assignment from class counts, moving the fewest objects of each class."""
+        b = self.builder
+        final = b.problem.initial.copy()
+        if self.values is None:
+            return final
+        counts = self.values[: len(b.count_vars)]
+        for k, members in enumerate(b.classes.members):
+            home = int(b.classes.initial[k])
+            indices = b.class_vars[k]
+            staying = sum(counts[j] for j in indices if b.var_cont[j] == home)
+            movers = iter(members[staying:])
+            for j in indices:
+                c = int(b.var_cont[j])
+                if c != home:
+                    for _ in range(counts[j]):
+                        final[next(movers)] = c
+        return final
+
+
+def _bucket_values(status: int, solver: cp_model.CpSolver, objective_expr: object,
+                   factor: Fraction) -> tuple[int | None, float | None, float | None]:
+    """The incumbent as an exact integer (for freezing) and objective / bound on the user's
+    scale. CP-SAT reports objectives as doubles, which are inexact beyond 2^53."""
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None, None, None
+    incumbent = int(solver.value(objective_expr))
+    bound = incumbent if status == cp_model.OPTIMAL else min(
+        incumbent, math.ceil(solver.best_objective_bound))
+    return incumbent, float(Fraction(incumbent) / factor), float(Fraction(bound) / factor)
+
+
+STATUS_NAMES = {cp_model.OPTIMAL: OPTIMAL, cp_model.FEASIBLE: FEASIBLE,
+                cp_model.INFEASIBLE: INFEASIBLE, cp_model.UNKNOWN: NO_SOLUTION}
+
+
+def solve_model(problem: Problem, model: Model, options: SolverOptions) -> SolveResult:
+    """Solve every bucket in tuple-position order and evaluate the result independently."""
+    started = time.monotonic()
+    builder, buckets = compile_model(problem, model)
+    chain = Chain(builder, options)
+    reports: list[BucketReport] = []
+    overall = OPTIMAL
+    infeasible = False
+    if not buckets:
+        buckets = {0: Bucket(0)}  # still find an assignment satisfying the hard constraints
+    for position, bucket in buckets.items():
+        t0 = time.monotonic()
+        remaining = chain.remaining()
+        if infeasible or (remaining is not None and remaining <= 0):
+            reports.append(BucketReport(position, "NOT_SOLVED", "skipped" if infeasible
+                                        else "time_limit", 0.0, None, None, None, None,
+                                        bucket.error, 0.0))
+            overall = overall if infeasible else FEASIBLE
+            continue
+        if bucket.leximin is not None:
+            report = _solve_leximin(chain, bucket)
+        else:
+            report = _solve_bucket(chain, bucket)
+        report.seconds = time.monotonic() - t0
+        reports.append(report)
+        if report.status == INFEASIBLE:
+            infeasible = True
+            overall = INFEASIBLE
+        elif report.status == NO_SOLUTION and chain.values is None:
+            overall = NO_SOLUTION
+        elif report.status != OPTIMAL and overall == OPTIMAL:
+            overall = FEASIBLE
+
+    final = chain.decode() if not infeasible else problem.initial.copy()
+    initial_eval = evaluate(problem, model, problem.initial)
+    final_eval = evaluate(problem, model, final)
+    for report in reports:
+        report.objective = final_eval.positions.get(report.position, 0.0)
+        if report.position in final_eval.leximin:
+            report.leximin = list(final_eval.leximin[report.position])
+    if overall in (OPTIMAL, FEASIBLE):
+        check_result(final_eval, reports)
+    termination = "optimal" if overall == OPTIMAL else (
+        "infeasible" if overall == INFEASIBLE else "time_limit")
+    return SolveResult(problem, overall, termination, final, initial_eval, final_eval, reports,
+                       time.monotonic() - started, dict(builder.errors),
+                       classes=len(builder.classes.members))
+
+
+def _solve_bucket(chain: Chain, bucket: Bucket) -> BucketReport:
+    builder = chain.builder
+    form = builder.integerize(lin_sum(bucket.terms))
+    error = bucket.error + form.error
+    status, solver = chain.solve(form.expr)
+    incumbent, objective, bound = _bucket_values(status, solver, form.expr, form.factor)
+    if incumbent is not None:
+        # freeze this bucket; where the model approximates, keep every assignment whose
+        # compiled value is within the stated error (its exact value may tie the optimum)
+        slack = math.ceil(error * form.factor)
+        builder.cp.add(form.expr <= incumbent + slack)
+    return _report(bucket.position, status, objective, bound, error)
+
+
+def _report(position: int, status: int, objective: float | None, bound: float | None,
+            error: float) -> BucketReport:
+    name = STATUS_NAMES.get(status, NO_SOLUTION)
+    termination = {OPTIMAL: "optimal", FEASIBLE: "time_limit", INFEASIBLE: "infeasible"}.get(
+        name, "time_limit")
+    gap = relative = None
+    if objective is not None and bound is not None:
+        gap = max(0.0, objective - bound)
+        relative = gap / abs(objective) if objective else 0.0
+    return BucketReport(position, name, termination, 0.0, objective, bound, gap, relative,
+                        error, 0.0)
+
+
+def _solve_leximin(chain: Chain, bucket: Bucket) -> BucketReport:
+    """Leximin of the relative utilizations: minimize the sum of the k largest, k = 1..n,
+    freezing each (sorted vectors compare lexicographically exactly as these sums do)."""
+    builder = chain.builder
+    forms = builder.integerize_all(bucket.leximin)
+    n = len(forms)
+    lo = min(f.lo for f in forms)
+    hi = max(f.hi for f in forms)
+    worst = OPTIMAL
+    levels = 0
+    objective = bound = None
+    for k in range(1, n + 1):
+        if chain.remaining() is not None and chain.remaining() <= 0:
+            worst = FEASIBLE
+            break
+        t = builder.cp.new_int_var(lo, hi, f"top{k}_threshold")
+        excess = []
+        for f in forms:
+            z = builder.cp.new_int_var(0, max(0, f.hi - lo), f"top{k}_excess")
+            builder.cp.add(z >= f.expr - t)
+            excess.append(z)
+        top_sum = k * t + sum(excess)
+        status, solver = chain.solve(top_sum)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            if status == cp_model.INFEASIBLE:
+                return _report(bucket.position, status, None, None, bucket.error)
+            worst = FEASIBLE if chain.values is not None else NO_SOLUTION
+            break
+        incumbent, objective, bound = _bucket_values(status, solver, top_sum, forms[0].factor)
+        builder.cp.add(top_sum <= incumbent)
+        levels = k
+        if status != cp_model.OPTIMAL:
+            worst = FEASIBLE
+            break
+    report = _report(bucket.position, cp_model.OPTIMAL if worst == OPTIMAL else
+                     cp_model.FEASIBLE, None, None, bucket.error)
+    report.status = worst
+    report.leximin_levels = levels
+    report.leximin_items = n
+    report.compiled_objective = objective  # of the last level: sum of the k largest
+    report.bound = bound
+    return report
+
+
+def check_result(evaluation: Evaluation, reports: list[BucketReport]) -> None:
+    """Independent check: hard constraints hold in the evaluator, bounds do not exceed
+    incumbents, and the evaluator never finds more than the model claimed."""
+    if not evaluation.feasible:
+        raise InternalError("the solver's assignment breaks hard constraints: "
+                            + "; ".join(evaluation.broken_hard()))
+    for report in reports:
+        if report.leximin_levels is not None or report.compiled_objective is None:
+            continue
+        tolerance = CHECK_TOLERANCE * max(1.0, abs(report.compiled_objective))
+        if report.bound is not None and report.bound > report.compiled_objective + tolerance:
+            raise InternalError(f"bucket {report.position}: bound {report.bound} above the "
+                                f"incumbent {report.compiled_objective}")
+        if report.objective > report.compiled_objective + report.approximation_error + tolerance:
+            raise InternalError(
+                f"bucket {report.position}: the evaluator's value {report.objective!r} exceeds "
+                f"the compiled objective {report.compiled_objective!r} "
+                f"(stated error {report.approximation_error:g})")
+
+
+def compiled_values(problem: Problem, model: Model, final: np.ndarray,
+                    workers: int = 1) -> dict[int, tuple[float, float]]:
+    """Score an assignment through the compiled model: per bucket, the objective CP-SAT sees
+    with the counts fixed to ``final`` (auxiliaries at their best), and its stated error.
+    Used to check that compiler and evaluator agree."""
+    builder, buckets = compile_model(problem, model)
+    chain = Chain(builder, SolverOptions(workers=workers))
+    counts = np.zeros(len(builder.count_vars), dtype=np.int64)
+    lookup = {(int(k), int(c)): j for j, (k, c) in enumerate(zip(builder.var_class,
+                                                                  builder.var_cont))}
+    for obj, cont in enumerate(final):
+        key = (int(builder.classes.of_object[obj]), int(cont))
+        if key not in lookup:
+            raise ValueError(f"assignment moves object {problem.objects[obj]} where the "
+                             "restrictions forbid it")
+        counts[lookup[key]] += 1
+    for var, value in zip(builder.count_vars, counts):
+        builder.cp.add(var == int(value))
+    values = {}
+    for position, bucket in buckets.items():
+        form = builder.integerize(lin_sum(bucket.terms))
+        status, solver = chain.solve(form.expr)
+        if status != cp_model.OPTIMAL:
+            raise ValueError(f"bucket {position}: the fixed assignment is "
+                             f"{STATUS_NAMES.get(status)}")
+        values[position] = (float(Fraction(int(solver.value(form.expr))) / form.factor),
+                            bucket.error + form.error)
+    return values

@@ -1,0 +1,107 @@
+"""Piecewise-linear pieces for the convex penalties (x^1.1, squares) with stated error bounds.
+
+Utilizations are integer sums of scaled object sizes, so a convex function of one item's
+utilization is represented by chords between integer breakpoints: exact at every reachable
+point when the range is small enough to take every integer, otherwise an upper envelope
+whose largest gap to the function is bounded and reported.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from fractions import Fraction
+
+import numpy as np
+
+from .linear import Lin
+from .model import ModelBuilder
+
+ALL_INTEGERS_UP_TO = 400  # ranges this short get a breakpoint at every integer (exact)
+SEGMENTS = 64  # otherwise this many uniform segments, plus the kinks
+VALUE_DIGITS = 9  # function values are kept to about this many digits
+
+
+def _resolution(values: Iterable[float]) -> int:
+    """Units per 1.0 of value: 10^-12 absolute for values up to 1 (so terms of one sum share
+    a scale), about 12 significant digits above."""
+    top = max((abs(v) for v in values), default=0.0)
+    if top <= 1:
+        return 10**VALUE_DIGITS
+    return 10 ** max(0, VALUE_DIGITS - int(math.ceil(math.log10(top))))
+
+
+def _breakpoints(lo: int, hi: int, kinks: Iterable[float]) -> list[int]:
+    if hi - lo <= ALL_INTEGERS_UP_TO:
+        return list(range(lo, hi + 1))
+    points = set(np.linspace(lo, hi, SEGMENTS + 1).round().astype(np.int64).tolist())
+    for kink in kinks:
+        for p in (math.floor(kink), math.ceil(kink)):
+            if lo <= p <= hi:
+                points.add(int(p))
+    return sorted(points)
+
+
+def convex_pwl(builder: ModelBuilder, x: Lin, g: Callable[[float], float],
+               kinks: Iterable[float] = (), what: str = "piecewise-linear") -> Lin:
+    """A form >= g(x), tight under minimization, for convex g of a one-atom form ``x``.
+
+    ``kinks`` are values of x where g bends sharply (the threshold of an excess).
+    """
+    if x.is_constant:
+        return Lin(const=Fraction(g(float(x.const))))
+    ((atom_index, coef),) = [(a, c) for a, c in x.terms.items() if c != 0]
+    atom = builder.atoms[atom_index]
+
+    def at(u: int) -> float:
+        return g(float(coef * u + x.const))
+
+    u_kinks = [float((Fraction(k) - x.const) / coef) for k in kinks]
+    points = _breakpoints(atom.lo, atom.hi, u_kinks)
+    values = [at(p) for p in points]
+    if len(points) == 1:
+        return Lin(const=Fraction(values[0]))
+    resolution = _resolution(values)
+    scaled = [round(resolution * v) for v in values]
+    z = builder.cp.new_int_var(min(scaled), max(scaled), "pwl")
+    error = 1.0 / resolution
+    for j in range(len(points) - 1):
+        a, b = points[j], points[j + 1]
+        width = b - a
+        builder.cp.add(width * z >= width * scaled[j] + (scaled[j + 1] - scaled[j])
+                       * (atom.expr - a))
+        if width > 1:  # chord above a convex function: gap <= (g'(b) - g'(a)) * width / 4
+            slope_gap = (at(b + 1) - at(b)) - (at(a) - at(a - 1))
+            error = max(error, slope_gap * width / 4 + 1.0 / resolution)
+    builder.note_error(what, error)
+    return Lin.atom(builder.new_atom(z, min(scaled), max(scaled)), Fraction(1, resolution))
+
+
+def lower_table(builder: ModelBuilder, t: Lin, f: Callable[[float], float],
+                what: str = "threshold table") -> Lin:
+    """A form <= f(max(t, 0)) and as large as the solver can make it, for nondecreasing f of
+    a (possibly many-atom) form ``t``: used where a threshold that depends on the assignment
+    is subtracted inside an excess (f(t) cannot be represented from above by lines)."""
+    if t.is_constant:
+        return Lin(const=Fraction(f(float(t.const))))
+    form = builder.integerize(t)
+    if form.hi - form.lo <= 4 * ALL_INTEGERS_UP_TO:
+        points = list(range(form.lo, form.hi + 1))
+    else:
+        points = sorted(set(np.linspace(form.lo, form.hi, 4 * SEGMENTS + 1)
+                            .round().astype(np.int64).tolist()))
+    factor = float(form.factor)
+    values = [f(max(p, 0) / factor) for p in points]  # bounds below 0 are loose, not reached
+    resolution = _resolution(values)
+    floors = [math.floor(resolution * v) for v in values]
+    index = builder.cp.new_int_var(0, len(points) - 1, "table_index")
+    grid = builder.cp.new_int_var(points[0], points[-1], "table_point")
+    value = builder.cp.new_int_var(min(floors), max(floors), "table_value")
+    builder.cp.add_element(index, points, grid)
+    builder.cp.add_element(index, floors, value)
+    builder.cp.add(grid <= form.expr)
+    gaps = [values[j + 1] - values[j] for j in range(len(points) - 1)] if len(points) > 1 else [0]
+    if len(points) == form.hi - form.lo + 1:
+        gaps = [0.0]  # every reachable value is a grid point
+    builder.note_error(what, max(gaps) + 1.0 / resolution + form.error)
+    return Lin.atom(builder.new_atom(value, min(floors), max(floors)), Fraction(1, resolution))

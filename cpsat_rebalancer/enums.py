@@ -1,0 +1,60 @@
+"""Rebalancer's Thrift enums: names and integer values (ProblemSpecs.thrift, Types.thrift).
+
+Spec dicts may carry an enum either as its name (``"SQUARES"``) or as Rebalancer's integer
+(``2``); :func:`parse_enum` accepts both and returns the name, :func:`enum_value` goes back.
+"""
+
+from __future__ import annotations
+
+from .errors import InputError
+
+ENUMS: dict[str, dict[str, int]] = {
+    "LimitType": {"ABSOLUTE": 1, "RELATIVE": 2},
+    "FilterType": {"SCOPE_ITEM": 1, "GROUP": 2},
+    "BalanceSpecFormula": {
+        "LINEAR": 1,
+        "SQUARES": 2,
+        "MAX": 3,
+        "IDEAL": 4,
+        "LEGACY": 5,
+        "RELATIVE_UTIL_VARIANCE": 6,
+    },
+    "BalanceSpecBoundType": {"ABSOLUTE": 1, "RELATIVE": 2, "RELATIVE_UTIL": 3},
+    "BalanceSpecDefinition": {"AFTER": 1, "DURING": 2, "NEW": 3, "OLD": 4},
+    "BalanceSpecMetric": {"RELATIVE_UTIL": 1, "CAPACITY_PER_ITEM": 2},
+    "ToFreeSpecFormula": {"MINIMIZE_TOTAL_UTILIZATION": 1, "MINIMIZE_OCCUPIED_CONTAINERS": 2},
+    "CapacitySpecDefinition": {
+        "AFTER": 1,
+        "DURING_AND_AFTER": 2,
+        "DURING": 3,
+        "DOUBLE_DURING_AND_AFTER": 4,
+        "DOUBLE_DURING": 5,
+        "NEW": 6,
+        "OLD": 7,
+        "MOVED_DATA": 8,
+    },
+    "CapacitySpecBound": {"MAX": 1, "MIN": 2},
+    "ConstraintPolicy": {"DEFAULT": 1, "HARD": 2, "SOFT": 3},
+}
+
+
+def parse_enum(enum: str, value: object, path: str) -> str:
+    """Return the member name of ``enum`` given as a name or as Rebalancer's integer."""
+    members = ENUMS[enum]
+    if isinstance(value, bool):
+        raise InputError(path, f"expected a {enum} name or integer", value)
+    if isinstance(value, str):
+        name = value.upper()
+        if name in members:
+            return name
+    elif isinstance(value, int):
+        for name, number in members.items():
+            if number == value:
+                return name
+    choices = ", ".join(f"{n}={v}" for n, v in members.items())
+    raise InputError(path, f"invalid {enum} (expected one of {choices})", value)
+
+
+def enum_value(enum: str, name: str) -> int:
+    """Rebalancer's integer for a member name (the wheel takes integers only)."""
+    return ENUMS[enum][name]

@@ -1,0 +1,103 @@
+"""The indexed problem: names resolved to integer indices and numpy arrays, once.
+
+Everything downstream (evaluator, compiler, heuristics) works on indices; names only come
+back at the edges (results, CLI).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+OUT_OF_SCOPE = -1
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A partition of containers into scope items; containers not mapped are out of scope."""
+
+    name: str
+    items: list[str]
+    item_index: dict[str, int]
+    container_item: np.ndarray  # int per container, OUT_OF_SCOPE when not in this scope
+    capacities: dict[str, np.ndarray]  # dimension -> capacity per item (float)
+
+    def capacity(self, dimension: str) -> np.ndarray:
+        """Capacities of ``dimension``; Rebalancer gives 1.0 to every item when none was set."""
+        caps = self.capacities.get(dimension)
+        if caps is None:
+            return np.ones(len(self.items))
+        return caps
+
+    @property
+    def covers_all_containers(self) -> bool:
+        return bool(np.all(self.container_item != OUT_OF_SCOPE))
+
+    def members(self) -> list[np.ndarray]:
+        """Container indices of each item."""
+        order = np.argsort(self.container_item, kind="stable")
+        keys = self.container_item[order]
+        return [order[keys == i] for i in range(len(self.items))]
+
+
+@dataclass(frozen=True)
+class Problem:
+    object_name: str
+    container_name: str
+    objects: list[str]
+    object_index: dict[str, int]
+    containers: list[str]
+    container_index: dict[str, int]
+    initial: np.ndarray  # container index per object
+    object_dims: dict[str, np.ndarray]  # dimension -> value per object (float, >= 0)
+    scopes: dict[str, Scope]
+    partitions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+
+    @property
+    def count_dimension(self) -> str:
+        return f"{self.object_name}_count"
+
+    @property
+    def num_objects(self) -> int:
+        return len(self.objects)
+
+    @property
+    def num_containers(self) -> int:
+        return len(self.containers)
+
+    @property
+    def container_scope(self) -> Scope:
+        return self.scopes[self.container_name]
+
+    def assignment_dict(self, assignment: np.ndarray) -> dict[str, list[str]]:
+        """``{container: [objects]}`` for every container, in index order."""
+        result: dict[str, list[str]] = {c: [] for c in self.containers}
+        for obj, cont in zip(self.objects, assignment):
+            result[self.containers[cont]].append(obj)
+        return result
+
+    def assignment_array(self, assignment: dict[str, list[str]],
+                         path: str = "assignment") -> np.ndarray:
+        """Index array from ``{container: [objects]}``; every object exactly once."""
+        from .errors import InputError
+
+        if not isinstance(assignment, dict):
+            raise InputError(path, "expected a mapping container -> list of objects", assignment)
+        result = np.full(self.num_objects, -1, dtype=np.int64)
+        for cont, objs in assignment.items():
+            if cont not in self.container_index:
+                raise InputError(f"{path}.{cont}", "unknown container", cont)
+            if not isinstance(objs, list):
+                raise InputError(f"{path}.{cont}", "expected a list of objects", objs)
+            for obj in objs:
+                idx = self.object_index.get(obj) if isinstance(obj, str) else None
+                if idx is None:
+                    raise InputError(f"{path}.{cont}", "unknown object", obj)
+                if result[idx] >= 0:
+                    raise InputError(f"{path}.{cont}", "object listed in two containers", obj)
+                result[idx] = self.container_index[cont]
+        missing = np.flatnonzero(result < 0)
+        if len(missing):
+            raise InputError(path, "object without a container", self.objects[missing[0]])
+        return result

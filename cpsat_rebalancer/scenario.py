@@ -1,0 +1,397 @@
+"""Scenario files and dicts: parse and validate into a :class:`Problem` and a :class:`Model`.
+
+The scenario dict is the one wire format: the Python API (:mod:`api`) records its calls into
+it, the CLI reads it from JSON or YAML. Every mistake raises :class:`InputError` with a path
+into the input, before any model is built.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .enums import parse_enum
+from .errors import InputError
+from .problem import OUT_OF_SCOPE, Problem, Scope
+from .specs.common import REGISTRY, Fields, Restrictions, Spec, check_number
+
+TOP_LEVEL_KEYS = {
+    "name", "description", "objectName", "containerName", "objects", "containers",
+    "assignment", "objectDimensions", "objectDimensionDefaults", "containerDimensions",
+    "containerDimensionDefaults", "scopes", "scopeDimensions", "partitions", "goals",
+    "constraints", "constraintPolicy", "defaultConstraintParams", "solver",
+}
+
+
+@dataclass(frozen=True)
+class GoalEntry:
+    spec: Spec
+    weight: float
+    position: int
+
+
+@dataclass(frozen=True)
+class ConstraintEntry:
+    spec: Spec
+    policy: str  # DEFAULT, HARD or SOFT
+    invalid_cost: float
+    invalid_state: float
+    position: int  # tuple position of the soft term
+
+
+@dataclass
+class Model:
+    """The goals and constraints of a scenario, in the order given."""
+
+    goals: list[GoalEntry]
+    constraints: list[ConstraintEntry]
+
+    def restrictions(self, problem: Problem) -> list[tuple[Spec, Restrictions]]:
+        specs = [g.spec for g in self.goals] + [c.spec for c in self.constraints]
+        return [(s, s.restrictions(problem)) for s in specs]
+
+    def leximin_positions(self, soft_positions: set[int]) -> dict[int, int]:
+        """Positions holding exactly one goal with a leximin order (IDEAL) and nothing else."""
+        by_position: dict[int, list[int]] = {}
+        for index, entry in enumerate(self.goals):
+            by_position.setdefault(entry.position, []).append(index)
+        return {
+            position: members[0]
+            for position, members in by_position.items()
+            if len(members) == 1 and position not in soft_positions
+            and getattr(self.goals[members[0]].spec, "has_leximin", False)
+        }
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    time_limit: float | None = None  # seconds for the whole chain of solves
+    workers: int = 2
+    seed: int = 0
+    deterministic_time: float | None = None  # CP-SAT deterministic budget, for repeatability
+    log: bool = False
+
+    @classmethod
+    def parse(cls, data: Any, path: str = "solver") -> SolverOptions:
+        fields = Fields(data if data is not None else {}, path)
+        time_limit = fields.number("timeLimit")
+        workers = fields.raw("workers")
+        seed = fields.raw("seed")
+        deterministic = fields.number("deterministicTime")
+        log = fields.flag("log")
+        fields.done("solver options")
+        return cls.checked(time_limit, workers, seed, deterministic, log, path)
+
+    @classmethod
+    def checked(cls, time_limit, workers, seed, deterministic=None, log=False,
+                path: str = "solver") -> SolverOptions:
+        if time_limit is not None:
+            time_limit = check_number(time_limit, f"{path}.timeLimit")
+            if time_limit <= 0:
+                raise InputError(f"{path}.timeLimit", "must be positive", time_limit)
+        workers = 2 if workers is None else workers
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise InputError(f"{path}.workers", "expected a positive integer", workers)
+        seed = 0 if seed is None else seed
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise InputError(f"{path}.seed", "expected an integer", seed)
+        if deterministic is not None and deterministic <= 0:
+            raise InputError(f"{path}.deterministicTime", "must be positive", deterministic)
+        return cls(time_limit, workers, seed, deterministic, log)
+
+
+@dataclass
+class Scenario:
+    problem: Problem
+    model: Model
+    options: SolverOptions
+    source: dict = field(repr=False, default_factory=dict)
+
+
+def _names(value: Any, path: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(path, "expected a list of names", value)
+    return value
+
+
+def _mapping(value: Any, path: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(path, "expected a mapping", value)
+    return value
+
+
+def _position(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(path, "expected a non-negative integer tuple position", value)
+    if value < 0:
+        raise InputError(path, "tuple positions must not be negative", value)
+    return value
+
+
+def parse_problem(data: dict) -> Problem:
+    """Objects, containers, dimensions, scopes and partitions of a scenario dict."""
+    object_name = data.get("objectName", "object")
+    container_name = data.get("containerName", "container")
+    for key, value in (("objectName", object_name), ("containerName", container_name)):
+        if not isinstance(value, str) or not value:
+            raise InputError(key, "expected a non-empty name", value)
+
+    assignment = _mapping(data.get("assignment"), "assignment")
+    containers = list(assignment)
+    container_index = {c: i for i, c in enumerate(containers)}
+    listed: set[str] = set()
+    for k, name in enumerate(_names(data.get("containers", []), "containers")):
+        if name in listed:
+            raise InputError(f"containers[{k}]", "duplicate container", name)
+        listed.add(name)
+        if name not in container_index:  # an empty container not named in the assignment
+            container_index[name] = len(containers)
+            containers.append(name)
+    objects: list[str] = []
+    object_index: dict[str, int] = {}
+    initial_list: list[int] = []
+    for cont, objs in assignment.items():
+        for k, obj in enumerate(_names(objs, f"assignment.{cont}")):
+            if obj in object_index:
+                raise InputError(f"assignment.{cont}[{k}]", "object listed twice "
+                                 "(in two containers or twice in one)", obj)
+            object_index[obj] = len(objects)
+            objects.append(obj)
+            initial_list.append(container_index[cont])
+    if "objects" in data:
+        seen = set()
+        for k, name in enumerate(_names(data["objects"], "objects")):
+            if name in seen:
+                raise InputError(f"objects[{k}]", "duplicate object", name)
+            seen.add(name)
+            if name not in object_index:
+                raise InputError(f"objects[{k}]", "object without a container", name)
+    initial = np.asarray(initial_list, dtype=np.int64)
+
+    count_dim = f"{object_name}_count"
+    dim_defaults = _mapping(data.get("objectDimensionDefaults"), "objectDimensionDefaults")
+    object_dims: dict[str, np.ndarray] = {count_dim: np.ones(len(objects))}
+    for dim, values in _mapping(data.get("objectDimensions"), "objectDimensions").items():
+        path = f"objectDimensions.{dim}"
+        if dim == count_dim:
+            raise InputError(path, "this dimension is built in (1 per object)", dim)
+        default = check_number(dim_defaults.get(dim, 0.0), f"objectDimensionDefaults.{dim}",
+                               nonnegative=True)
+        array = np.full(len(objects), default)
+        for obj, value in _mapping(values, path).items():
+            index = object_index.get(obj)
+            if index is None:
+                raise InputError(f"{path}.{obj}", "unknown object", obj)
+            array[index] = check_number(value, f"{path}.{obj}", nonnegative=True)
+        object_dims[dim] = array
+    for dim in dim_defaults:
+        if dim not in object_dims:
+            raise InputError(f"objectDimensionDefaults.{dim}", "unknown dimension", dim)
+
+    def capacities(values: Any, path: str, index: dict[str, int], default: float) -> np.ndarray:
+        array = np.full(len(index), default)
+        for item, value in _mapping(values, path).items():
+            position = index.get(item)
+            if position is None:
+                raise InputError(f"{path}.{item}", "unknown scope item", item)
+            array[position] = check_number(value, f"{path}.{item}", nonnegative=True)
+        return array
+
+    def check_dim(dim: str, path: str) -> None:
+        if dim not in object_dims:
+            known = ", ".join(sorted(object_dims))
+            raise InputError(path, f"unknown dimension (objects have: {known})", dim)
+
+    cont_defaults = _mapping(data.get("containerDimensionDefaults"), "containerDimensionDefaults")
+    cont_caps = {}
+    for dim, values in _mapping(data.get("containerDimensions"), "containerDimensions").items():
+        check_dim(dim, f"containerDimensions.{dim}")
+        default = check_number(cont_defaults.get(dim, 1.0), f"containerDimensionDefaults.{dim}",
+                               nonnegative=True)
+        cont_caps[dim] = capacities(values, f"containerDimensions.{dim}", container_index, default)
+    for dim in cont_defaults:
+        if dim not in cont_caps:
+            raise InputError(f"containerDimensionDefaults.{dim}", "unknown dimension", dim)
+    scopes = {container_name: Scope(container_name, containers, container_index,
+                                    np.arange(len(containers)), cont_caps)}
+
+    scope_dims = _mapping(data.get("scopeDimensions"), "scopeDimensions")
+    for name, mapping in _mapping(data.get("scopes"), "scopes").items():
+        path = f"scopes.{name}"
+        if name == container_name:
+            raise InputError(path, "the container scope is built in; use containerDimensions", name)
+        items: list[str] = []
+        item_index: dict[str, int] = {}
+        container_item = np.full(len(containers), OUT_OF_SCOPE, dtype=np.int64)
+        for cont, item in _mapping(mapping, path).items():
+            if cont not in container_index:
+                raise InputError(f"{path}.{cont}", "unknown container", cont)
+            if not isinstance(item, str):
+                raise InputError(f"{path}.{cont}", "expected a scope item name", item)
+            if item not in item_index:
+                item_index[item] = len(items)
+                items.append(item)
+            container_item[container_index[cont]] = item_index[item]
+        caps = {}
+        for dim, values in _mapping(scope_dims.get(name), f"scopeDimensions.{name}").items():
+            check_dim(dim, f"scopeDimensions.{name}.{dim}")
+            caps[dim] = capacities(values, f"scopeDimensions.{name}.{dim}", item_index, 1.0)
+        scopes[name] = Scope(name, items, item_index, container_item, caps)
+    for name in scope_dims:
+        if name == container_name:
+            raise InputError(f"scopeDimensions.{name}", "use containerDimensions for the "
+                             "container scope", name)
+        if name not in scopes:
+            raise InputError(f"scopeDimensions.{name}", "unknown scope", name)
+
+    partitions: dict[str, dict[str, np.ndarray]] = {}
+    for name, groups in _mapping(data.get("partitions"), "partitions").items():
+        members: dict[str, np.ndarray] = {}
+        owner: dict[int, str] = {}
+        for group, objs in _mapping(groups, f"partitions.{name}").items():
+            path = f"partitions.{name}.{group}"
+            indices = []
+            for k, obj in enumerate(_names(objs, path)):
+                index = object_index.get(obj)
+                if index is None:
+                    raise InputError(f"{path}[{k}]", "unknown object", obj)
+                if index in owner:
+                    raise InputError(f"{path}[{k}]", f"object already in group '{owner[index]}'",
+                                     obj)
+                owner[index] = group
+                indices.append(index)
+            members[group] = np.asarray(indices, dtype=np.int64)
+        partitions[name] = members
+
+    return Problem(object_name, container_name, objects, object_index, containers,
+                   container_index, initial, object_dims, scopes, partitions)
+
+
+def parse_spec(data: Any, path: str, problem: Problem, *, as_goal: bool) -> Spec:
+    """A spec dict ``{"<arm>": {...}}`` into its registered spec type."""
+    if not isinstance(data, dict) or len(data) != 1:
+        raise InputError(path, 'expected exactly one spec, as {"<specName>": {...}}', data)
+    arm, body = next(iter(data.items()))
+    cls = REGISTRY.get(arm)
+    if cls is None:
+        known = ", ".join(sorted(REGISTRY))
+        raise InputError(path, f"unknown spec (supported: {known})", arm)
+    role = "goal" if as_goal else "constraint"
+    if not (cls.goal_allowed if as_goal else cls.constraint_allowed):
+        raise InputError(f"{path}.{arm}", f"{arm} cannot be used as a {role}")
+    return cls.from_dict(body, f"{path}.{arm}", problem, as_goal=as_goal)
+
+
+def parse_model(data: dict, problem: Problem) -> Model:
+    goals: list[GoalEntry] = []
+    current = 0
+    goal_list = data.get("goals", [])
+    if not isinstance(goal_list, list):
+        raise InputError("goals", "expected a list", goal_list)
+    for k, entry in enumerate(goal_list):
+        path = f"goals[{k}]"
+        fields = Fields(entry, path)
+        if fields.flag("boundary"):
+            fields.done("goal boundary")
+            current += 1
+            continue
+        raw_spec = fields.raw("spec")
+        weight = fields.number("weight", 1.0)
+        position = fields.raw("tuplePos")
+        fields.done("goal entry")
+        position = current if position is None else _position(position, f"{path}.tuplePos")
+        spec = parse_spec(raw_spec, f"{path}.spec", problem, as_goal=True)
+        goals.append(GoalEntry(spec, weight, position))
+
+    policy = parse_enum("ConstraintPolicy", data.get("constraintPolicy", "DEFAULT"),
+                        "constraintPolicy")
+    defaults = Fields(_mapping(data.get("defaultConstraintParams"), "defaultConstraintParams"),
+                      "defaultConstraintParams")
+    default_cost = defaults.number("invalidCost", 100.0)
+    default_state = defaults.number("invalidState", 10000.0)
+    default_position = defaults.raw("tuplePosIfBroken")
+    defaults.done("defaultConstraintParams")
+    default_position = 0 if default_position is None else _position(
+        default_position, "defaultConstraintParams.tuplePosIfBroken")
+
+    constraints = []
+    constraint_list = data.get("constraints", [])
+    if not isinstance(constraint_list, list):
+        raise InputError("constraints", "expected a list", constraint_list)
+    for k, entry in enumerate(constraint_list):
+        path = f"constraints[{k}]"
+        fields = Fields(entry, path)
+        raw_spec = fields.raw("spec")
+        own_policy = fields.raw("policy")
+        cost = fields.number("invalidCost")
+        state = fields.number("invalidState")
+        position = fields.raw("tuplePosIfBroken")
+        fields.done("constraint entry")
+        spec = parse_spec(raw_spec, f"{path}.spec", problem, as_goal=False)
+        if spec.single_parameter:  # Rebalancer ignores per-constraint arguments here (§1)
+            own_policy = cost = state = position = None
+        constraints.append(ConstraintEntry(
+            spec,
+            policy if own_policy is None else parse_enum("ConstraintPolicy", own_policy,
+                                                         f"{path}.policy"),
+            default_cost if cost is None else cost,
+            default_state if state is None else state,
+            default_position if position is None else _position(position,
+                                                                 f"{path}.tuplePosIfBroken"),
+        ))
+    return Model(goals, constraints)
+
+
+def parse_scenario(data: Any) -> Scenario:
+    """Validate a scenario dict completely; raise InputError naming the first problem."""
+    if not isinstance(data, dict):
+        raise InputError("", "a scenario must be a mapping at the top level", type(data).__name__)
+    for key in data:
+        if key not in TOP_LEVEL_KEYS:
+            raise InputError(str(key), "unknown scenario field", key)
+    if "assignment" not in data:
+        raise InputError("assignment", "missing: the initial assignment {container: [objects]}")
+    problem = parse_problem(data)
+    model = parse_model(data, problem)
+    options = SolverOptions.parse(data.get("solver"))
+    return Scenario(problem, model, options, data)
+
+
+def read_data_file(path: str | Path) -> Any:
+    """Read JSON or YAML (by extension; JSON first otherwise) with line/column on errors."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read file: {exc.strerror}") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        return _read_yaml(text, path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if path.suffix.lower() == ".json":
+            raise InputError(f"{path}:{exc.lineno}:{exc.colno}",
+                             f"invalid JSON: {exc.msg}") from None
+        return _read_yaml(text, path)
+
+
+def _read_yaml(text: str, path: Path) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(where, f"invalid YAML: {problem}") from None
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    return parse_scenario(read_data_file(path))

@@ -1,0 +1,62 @@
+"""AvoidAssignmentsSpec: listed objects should not end up in listed scope items (§9)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..cpsat.linear import lin_sum
+from ..cpsat.model import Info, ModelBuilder
+from ..errors import InputError
+from ..evaluate import EvalContext
+from ..problem import Problem, Scope
+from .common import Fields, Spec, register, resolve_items, resolve_objects, resolve_scope, spec_name
+
+
+@register
+@dataclass(frozen=True, eq=False)
+class AvoidAssignmentsSpec(Spec):
+    arm = "avoidAssignmentsSpec"
+    goal_allowed = False
+
+    name: str
+    scope: Scope
+    item_objects: list[tuple[int, np.ndarray]]  # (item, distinct objects to keep out of it)
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str, problem: Problem, *,
+                  as_goal: bool) -> AvoidAssignmentsSpec:
+        f = Fields(data, path)
+        name = spec_name(f, cls.arm)
+        scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
+        entries = f.raw("assignments")
+        f.done(cls.arm)
+        if entries is None:
+            entries = []
+        if not isinstance(entries, list):
+            raise InputError(f.at("assignments"), "expected a list", entries)
+        per_item: dict[int, set[int]] = {}
+        for k, entry in enumerate(entries):
+            sub = Fields(entry, f"{f.at('assignments')}[{k}]")
+            obj = resolve_objects(problem, [sub.text("object")], sub.at("object"))[0]
+            items = resolve_items(scope, sub.names("scopeItems"), sub.at("scopeItems"))
+            sub.done("AvoidAssignment")
+            for item in items:
+                per_item.setdefault(item, set()).add(obj)
+        return cls(name, scope, [(i, np.asarray(sorted(o), dtype=np.int64))
+                                 for i, o in per_item.items()])
+
+    def infos(self, ctx: EvalContext) -> np.ndarray:
+        final_item = self.scope.container_item[ctx.final]
+        return np.asarray([float((final_item[objs] == item).sum())
+                           for item, objs in self.item_objects])
+
+    def compile_infos(self, b: ModelBuilder) -> list[Info]:
+        return [Info(lin_sum(b.object_in_item(int(o), self.scope, item) for o in objs))
+                for item, objs in self.item_objects]
+
+    def object_roles(self) -> dict[int, Hashable]:
+        return {int(o): "avoid" for _, objs in self.item_objects for o in objs}

@@ -1,0 +1,49 @@
+"""AvoidMovingSpec: the listed objects stay where they are (§7). Constraint only; the
+objects are fixed whatever the policy, as Rebalancer does."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..cpsat.linear import Lin
+from ..cpsat.model import Info, ModelBuilder
+from ..evaluate import EvalContext
+from ..problem import Problem
+from .common import Fields, Restrictions, Spec, register, resolve_objects, spec_name
+
+
+@register
+@dataclass(frozen=True, eq=False)
+class AvoidMovingSpec(Spec):
+    arm = "avoidMovingSpec"
+    goal_allowed = False
+    single_parameter = True
+
+    name: str
+    objects: np.ndarray
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str, problem: Problem, *, as_goal: bool) -> AvoidMovingSpec:
+        f = Fields(data, path)
+        name = spec_name(f, cls.arm)
+        objects = resolve_objects(problem, f.names("objects"), f.at("objects"))
+        f.done(cls.arm)
+        return cls(name, np.asarray(sorted(set(objects)), dtype=np.int64))
+
+    def infos(self, ctx: EvalContext) -> np.ndarray:
+        stayed = ctx.final[self.objects] == ctx.initial[self.objects]
+        return np.asarray([len(self.objects) - stayed.sum()], dtype=float)
+
+    def compile_infos(self, b: ModelBuilder) -> list[Info]:
+        # the objects are fixed by restrictions(), so nothing can move: e is identically 0
+        return [Info(Lin())]
+
+    def restrictions(self, problem: Problem) -> Restrictions:
+        return Restrictions(fixed_objects=frozenset(self.objects.tolist()))
+
+    def object_roles(self) -> dict[int, Hashable]:
+        return {int(o): "fixed" for o in self.objects}

@@ -1,0 +1,262 @@
+"""BalanceSpec: spread relative utilization over scope items (semantics reference §2).
+
+Formulas LINEAR, SQUARES, MAX, IDEAL, RELATIVE_UTIL_VARIANCE; goal only. IDEAL alone in its
+bucket is ordered leximin by the driver (``leximin`` in the compiled form); its reported
+value is Rebalancer's scalar Σ a_i u_i².
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..cpsat.linear import Lin, lin_sum, to_fraction
+from ..cpsat.model import ModelBuilder
+from ..cpsat.pwl import convex_pwl, lower_table
+from ..errors import InputError
+from ..evaluate import EvalContext, positive
+from ..problem import Problem, Scope
+from .common import (
+    Fields,
+    GoalForm,
+    Spec,
+    parse_filter,
+    register,
+    resolve_dimension,
+    resolve_items,
+    resolve_scope,
+    spec_name,
+)
+
+POWER = 1.1  # Rebalancer's SQUARES exponent
+
+
+def power(x: float) -> float:
+    """x^1.1 on utilizations; loose variable bounds may probe x < 0, never reached."""
+    return max(x, 0.0) ** POWER
+
+
+@register
+@dataclass(frozen=True, eq=False)
+class BalanceSpec(Spec):
+    arm = "balanceSpec"
+    constraint_allowed = False
+
+    name: str
+    scope: Scope
+    dimension: str
+    items: np.ndarray  # indices of balanced items: filtered, non-zero capacity
+    definition: str  # AFTER, DURING, NEW, OLD
+    formula: str
+    bound_type: str
+    upper_bound: float
+    soft_upper_bound: float | None
+    fixed_average: bool
+    extra_average_items: np.ndarray  # includeInInitialAverage items not already balanced
+    legacy_average: bool
+    bound_on_ideal: bool
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str, problem: Problem, *, as_goal: bool) -> BalanceSpec:
+        f = Fields(data, path)
+        name = spec_name(f, cls.arm)
+        scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
+        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"))
+        upper = f.number("upperBound", 1.0)
+        soft = f.number("softUpperBound")
+        bound_type = f.enum("boundType", "BalanceSpecBoundType", "RELATIVE")
+        formula = f.enum("formula", "BalanceSpecFormula", "LINEAR")
+        mask = parse_filter(f.raw("filter"), f.at("filter"), scope)
+        definition = f.enum("definition", "BalanceSpecDefinition", "AFTER")
+        fix = f.flag("fixAverageToInitial")
+        include = resolve_items(scope, f.names("includeInInitialAverage"),
+                                f.at("includeInInitialAverage"))
+        legacy = f.flag("useLegacyAverage")
+        ignore = f.flag("ignoreUpperBoundForIdealWithAbsOrRelBoundTypes", True)
+        metric = f.enum("balanceMetric", "BalanceSpecMetric", "RELATIVE_UTIL")
+        if f.raw("capacityPerItemCountDimension") is not None or metric != "RELATIVE_UTIL":
+            raise InputError(f.at("balanceMetric"), "only RELATIVE_UTIL balance is supported",
+                             metric)
+        f.done(cls.arm)
+        if formula == "LEGACY":
+            raise InputError(f.at("formula"), "the LEGACY formula is not supported; use LINEAR, "
+                             "SQUARES, MAX, IDEAL or RELATIVE_UTIL_VARIANCE", formula)
+        if not ignore and formula != "IDEAL":
+            raise InputError(f.at("ignoreUpperBoundForIdealWithAbsOrRelBoundTypes"),
+                             "may be false only with the IDEAL formula", formula)
+        if legacy and include:
+            raise InputError(f.at("includeInInitialAverage"),
+                             "cannot be combined with useLegacyAverage")
+        if formula == "SQUARES" and bound_type == "ABSOLUTE" and upper < 0:
+            raise InputError(f.at("upperBound"), "SQUARES with a negative ABSOLUTE bound is "
+                             "undefined (Rebalancer reports NaN)", upper)
+        caps = scope.capacity(dimension)
+        balanced = mask & (caps > 0)
+        fixed = fix or (definition == "AFTER" and bool(balanced.all())
+                        and scope.covers_all_containers)
+        extra = np.asarray(sorted({i for i in include if not balanced[i] and caps[i] > 0}),
+                           dtype=np.int64)
+        return cls(name, scope, dimension, np.flatnonzero(balanced), definition, formula,
+                   bound_type, upper, soft, fixed, extra, legacy,
+                   bound_type == "RELATIVE_UTIL" or not ignore)
+
+    @property
+    def has_leximin(self) -> bool:
+        return self.formula == "IDEAL"
+
+    @property
+    def caps(self) -> np.ndarray:
+        return self.scope.capacity(self.dimension)[self.items]
+
+    # ---------- evaluation ----------
+    def _relative(self, ctx: EvalContext) -> np.ndarray:
+        return ctx.util(self.scope, self.dimension, self.definition)[self.items] / self.caps
+
+    def _average(self, ctx: EvalContext) -> float:
+        source = ctx.at_initial if self.fixed_average else ctx
+        util = source.util(self.scope, self.dimension, self.definition)
+        all_caps = self.scope.capacity(self.dimension)
+        if self.legacy_average:
+            return float(util[self.items].sum() / self.caps.sum())
+        used = np.concatenate([self.items, self.extra_average_items]) if self.fixed_average \
+            else self.items
+        return float(np.mean(util[used] / all_caps[used]))
+
+    def _bound(self, average: float) -> float:
+        if self.bound_type == "ABSOLUTE":
+            return average + self.upper_bound
+        if self.bound_type == "RELATIVE":
+            return self.upper_bound * average
+        return self.upper_bound
+
+    def evaluate(self, ctx: EvalContext) -> float:
+        n = len(self.items)
+        if n == 0:
+            return 0.0
+        u = self._relative(ctx)
+        bound = self._bound(self._average(ctx))
+        threshold = bound if self.soft_upper_bound is None else max(self.soft_upper_bound, bound)
+        if self.formula == "LINEAR":
+            return float(positive(u - threshold).sum() / n)
+        if self.formula == "SQUARES":
+            if threshold < 0:
+                return float("nan")
+            return float(positive(u**POWER - threshold**POWER).sum() / n)
+        if self.formula == "MAX":
+            return float(max(0.0, u.max() - threshold))
+        if self.formula == "IDEAL":
+            a = self.caps / (self.caps.sum() / n)
+            if self.bound_on_ideal:
+                return float(positive(a * u**2 - a * bound**2).sum())
+            return float((a * u**2).sum())
+        v = positive(u - bound)  # RELATIVE_UTIL_VARIANCE
+        return float((v**2).sum() - v.sum() ** 2 / n)
+
+    def leximin_key(self, ctx: EvalContext) -> tuple[float, ...]:
+        return tuple(self._relative(ctx).tolist())
+
+    # ---------- compilation ----------
+    def _relative_forms(self, b: ModelBuilder) -> list[Lin]:
+        util = b.util(self.scope, self.dimension, self.definition)
+        return [util[i] / to_fraction(float(c)) for i, c in zip(self.items, self.caps)]
+
+    def _average_form(self, b: ModelBuilder, rel: list[Lin]) -> Lin:
+        all_caps = self.scope.capacity(self.dimension)
+        util = b.util(self.scope, self.dimension, self.definition)
+        if self.fixed_average:
+            def initial(i: int) -> Fraction:
+                return b.initial_value(util[i])
+            if self.legacy_average:
+                total = sum((initial(i) for i in self.items), Fraction(0))
+                return Lin(const=total / sum(to_fraction(float(c)) for c in self.caps))
+            used = list(self.items) + list(self.extra_average_items)
+            total = sum((initial(i) / to_fraction(float(all_caps[i])) for i in used), Fraction(0))
+            return Lin(const=total / len(used))
+        if self.legacy_average:
+            return lin_sum(util[i] for i in self.items) / sum(
+                to_fraction(float(c)) for c in self.caps)
+        return lin_sum(rel) / len(rel)
+
+    def _bound_form(self, average: Lin) -> Lin:
+        upper = to_fraction(self.upper_bound)
+        if self.bound_type == "ABSOLUTE":
+            return average + upper
+        if self.bound_type == "RELATIVE":
+            return average * upper
+        return Lin(const=upper)
+
+    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+        n = len(self.items)
+        if n == 0:
+            return GoalForm(Lin())
+        rel = self._relative_forms(b)
+        bound = self._bound_form(self._average_form(b, rel))
+        threshold = bound
+        if self.soft_upper_bound is not None:
+            threshold = b.exact_max([Lin(const=to_fraction(self.soft_upper_bound)), bound])
+        what = f"{self.name} ({self.formula})"
+        if self.formula == "LINEAR":
+            return GoalForm(lin_sum(b.positive_part(u - threshold, what=what) for u in rel) / n)
+        if self.formula == "MAX":
+            return GoalForm(b.maximum([Lin()] + [u - threshold for u in rel], what=what))
+        if self.formula == "SQUARES":
+            if threshold.is_constant:
+                t = float(threshold.const)
+                if t < 0:
+                    raise InputError(self.name, "SQUARES threshold is negative (Rebalancer "
+                                     "reports NaN)", t)
+                terms = [convex_pwl(b, b.as_atom(u), lambda x, t=t: max(0.0, power(x) - t**POWER),
+                                    kinks=[t], what=what) for u in rel]
+            else:
+                table = lower_table(b, threshold, power, what=what)
+                terms = [b.positive_part(convex_pwl(b, b.as_atom(u), power, what=what) - table,
+                                         what=what) for u in rel]
+            return GoalForm(lin_sum(terms) / n)
+        if self.formula == "IDEAL":
+            return GoalForm(self._ideal(b, rel, bound, what), leximin=rel)
+        return GoalForm(self._variance(b, rel, bound))
+
+    def _ideal(self, b: ModelBuilder, rel: list[Lin], bound: Lin, what: str) -> Lin:
+        caps = [to_fraction(float(c)) for c in self.caps]
+        average_cap = sum(caps, Fraction(0)) / len(caps)
+        weights = [c / average_cap for c in caps]
+        if not self.bound_on_ideal:
+            return lin_sum(convex_pwl(b, b.as_atom(u), lambda x, a=float(a): a * x * x, what=what)
+                           for u, a in zip(rel, weights))
+        if bound.is_constant:
+            level = float(bound.const) ** 2
+            return lin_sum(
+                convex_pwl(b, b.as_atom(u), lambda x, a=float(a): max(0.0, a * (x * x - level)),
+                           kinks=[abs(float(bound.const))], what=what)
+                for u, a in zip(rel, weights))
+        squared = lower_table(b, bound, lambda x: x * x, what=what)
+        return lin_sum(
+            b.positive_part(convex_pwl(b, b.as_atom(u), lambda x, a=float(a): a * x * x,
+                                       what=what) - squared * a, what=what)
+            for u, a in zip(rel, weights))
+
+    def _variance(self, b: ModelBuilder, rel: list[Lin], bound: Lin) -> Lin:
+        """Σ v² − (Σ v)²/n with v = (u − B)⁺, exactly, through integer products."""
+        forms = b.integerize_all([u - bound for u in rel], limit=2**28)
+        factor = forms[0].factor
+        excess, squares = [], []
+        for form in forms:
+            b.note_error(f"{self.name} (RELATIVE_UTIL_VARIANCE)", form.error)
+            hi = max(form.hi, 0)
+            v = b.cp.new_int_var(0, hi, "excess")
+            b.cp.add_max_equality(v, [form.expr, 0])
+            square = b.cp.new_int_var(0, hi * hi, "excess_sq")
+            b.cp.add_multiplication_equality(square, [v, v])
+            excess.append((v, hi))
+            squares.append(Lin.atom(b.new_atom(square, 0, hi * hi)))
+        top = sum(hi for _, hi in excess)
+        total = b.cp.new_int_var(0, top, "excess_sum")
+        b.cp.add(total == sum(v for v, _ in excess))
+        total_sq = b.cp.new_int_var(0, top * top, "excess_sum_sq")
+        b.cp.add_multiplication_equality(total_sq, [total, total])
+        n = len(rel)
+        value = lin_sum(squares) - Lin.atom(b.new_atom(total_sq, 0, top * top)) / n
+        return value / (factor * factor)

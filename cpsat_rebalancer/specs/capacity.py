@@ -1,0 +1,181 @@
+"""CapacitySpec: MAX or MIN utilization per scope item, under a Limit (§5)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..cpsat.linear import Lin, lin_sum, to_fraction
+from ..cpsat.model import Info, ModelBuilder
+from ..errors import InputError
+from ..evaluate import EvalContext, positive
+from ..problem import Problem, Scope
+from .common import (
+    TOLERANCE,
+    Fields,
+    GoalForm,
+    Limit,
+    Restrictions,
+    Spec,
+    parse_filter,
+    register,
+    resolve_dimension,
+    resolve_scope,
+    spec_name,
+)
+
+# utilization metrics per definition; DURING_AND_AFTER as a constraint is special (below)
+METRICS = {
+    "AFTER": ["AFTER"], "DURING": ["DURING"], "NEW": ["NEW"], "OLD": ["OLD"],
+    "MOVED_DATA": ["MOVED"], "DOUBLE_DURING": ["DURING", "OLD"],
+    "DURING_AND_AFTER": ["DURING", "AFTER"], "DOUBLE_DURING_AND_AFTER": ["DURING", "AFTER", "OLD"],
+}
+
+
+@register
+@dataclass(frozen=True, eq=False)
+class CapacitySpec(Spec):
+    arm = "capacitySpec"
+
+    name: str
+    scope: Scope
+    dimension: str
+    definition: str
+    bound: str  # MAX or MIN
+    items: np.ndarray  # filtered items
+    thresholds: np.ndarray  # absolute threshold per filtered item (inf: unbounded)
+    norm: np.ndarray  # normalization coefficient per filtered item
+    zero_allowed: bool
+    is_constraint: bool
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str, problem: Problem, *, as_goal: bool) -> CapacitySpec:
+        f = Fields(data, path)
+        name = spec_name(f, cls.arm)
+        scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
+        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"))
+        definition = f.enum("definition", "CapacitySpecDefinition", "AFTER")
+        bound = f.enum("bound", "CapacitySpecBound", "MAX")
+        limit = Limit.parse(f.raw("limit"), f.at("limit"), scope)
+        items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))
+        zero_allowed = f.flag("zeroAllowed")
+        legacy = f.flag("useLegacyFormula")
+        if f.raw("utilizationBound") is not None:
+            raise InputError(f.at("utilizationBound"), "group utilization bounds are not "
+                             "supported")
+        f.done(cls.arm)
+        caps = scope.capacity(dimension)[items]
+        limits = limit.per_item[items]
+        thresholds = limits * caps if limit.kind == "RELATIVE" else limits.astype(float)
+        thresholds = np.where(np.isinf(limits), math.inf, thresholds)
+        if legacy:
+            if np.any(caps == 0):
+                raise InputError(f.at("useLegacyFormula"), "the legacy formula needs non-zero "
+                                 "capacities", scope.items[items[np.argmax(caps == 0)]])
+            norm = 1.0 / caps
+        else:
+            average = caps.mean() if len(caps) else 0.0
+            norm = np.full(len(items), 1.0 if average == 0 else 1.0 / average)
+        return cls(name, scope, dimension, definition, bound, items, thresholds, norm,
+                   zero_allowed, not as_goal)
+
+    # ---------- which (metric, item) pairs carry an expression ----------
+    def _kept(self) -> np.ndarray:
+        """Positions (into items) with an expression: finite thresholds; MIN skips T·nc = 0."""
+        keep = np.isfinite(self.thresholds)
+        if self.bound == "MIN":
+            keep &= self.thresholds * self.norm != 0
+        return np.flatnonzero(keep)
+
+    def _pairs(self, initial_during: np.ndarray | None) -> list[tuple[str, int]]:
+        """(metric, position) pairs in Rebalancer's order. As a constraint, DURING_AND_AFTER
+        checks AFTER only where DURING is initially broken."""
+        kept = self._kept()
+        metrics = METRICS[self.definition]
+        if self.is_constraint and self.definition in ("DURING_AND_AFTER",
+                                                      "DOUBLE_DURING_AND_AFTER"):
+            pairs = []
+            for p in kept:
+                pairs.append(("DURING", p))
+                if initial_during[p] > TOLERANCE:
+                    pairs.append(("AFTER", p))
+            if self.definition == "DOUBLE_DURING_AND_AFTER":
+                pairs += [("OLD", p) for p in kept]
+            return pairs
+        return [(metric, p) for metric in metrics for p in kept]
+
+    # ---------- evaluation ----------
+    def _expressions(self, ctx: EvalContext, metric: str) -> np.ndarray:
+        util = ctx.util(self.scope, self.dimension, metric)[self.items]
+        with np.errstate(invalid="ignore"):
+            if self.bound == "MAX":
+                return self.norm * (util - self.thresholds)
+            e = self.norm * (self.thresholds - util)
+            if self.zero_allowed:
+                e = np.where((util == 0) | (util >= self.thresholds), 0.0, e)
+            return e
+
+    def _initial_during(self, ctx: EvalContext) -> np.ndarray:
+        return self._expressions(ctx.at_initial, "DURING")
+
+    def infos(self, ctx: EvalContext) -> np.ndarray:
+        initial = self._initial_during(ctx) if self.is_constraint else None
+        cache = {}
+        values = []
+        for metric, p in self._pairs(initial):
+            if metric not in cache:
+                cache[metric] = self._expressions(ctx, metric)
+            values.append(cache[metric][p])
+        return np.asarray(values, dtype=float)
+
+    def evaluate(self, ctx: EvalContext) -> float:
+        return float(positive(self.infos(ctx)).sum())
+
+    # ---------- compilation ----------
+    def _info_forms(self, b: ModelBuilder) -> list[Info]:
+        initial = None
+        if self.is_constraint:
+            initial = self._initial_during(EvalContext(b.problem, b.problem.initial,
+                                                       b.problem.initial))
+        utils: dict[str, list[Lin]] = {}
+        forms = []
+        for metric, p in self._pairs(initial):
+            if metric not in utils:
+                utils[metric] = b.util(self.scope, self.dimension, metric)
+            util = utils[metric][self.items[p]]
+            norm = to_fraction(float(self.norm[p]))
+            threshold = to_fraction(float(self.thresholds[p]))
+            if self.bound == "MAX":
+                forms.append(Info((util - threshold) * norm))
+            elif self.zero_allowed:
+                forms.append(Info((Lin(const=threshold) - util) * norm, gate=util))
+            else:
+                forms.append(Info((Lin(const=threshold) - util) * norm))
+        return forms
+
+    def compile_infos(self, b: ModelBuilder) -> list[Info]:
+        return self._info_forms(b)
+
+    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+        return GoalForm(lin_sum(b.positive_part(info.expr, gate=info.gate, what=self.name)
+                                for info in self._info_forms(b)))
+
+    def restrictions(self, problem: Problem) -> Restrictions:
+        """Rebalancer makes single-container items whose DURING expression is initially at or
+        above its limit non-accepting (constraints with a DURING metric, no zero-size objects)."""
+        if not self.is_constraint or "DURING" not in METRICS[self.definition]:
+            return Restrictions()
+        if np.any(problem.object_dims[self.dimension] == 0):
+            return Restrictions()
+        ctx = EvalContext(problem, problem.initial, problem.initial)
+        during = self._initial_during(ctx)
+        members = self.scope.members()
+        blocked = set()
+        for p in self._kept():
+            containers = members[self.items[p]]
+            if during[p] >= -TOLERANCE and len(containers) == 1:
+                blocked.add(int(containers[0]))
+        return Restrictions(non_accepting=frozenset(blocked))

@@ -1,0 +1,272 @@
+"""Pieces every spec shares: field reading, scopes, dimensions, Filter, Limit, the registry.
+
+A spec module defines a frozen dataclass registered under its Thrift union arm name and
+implements the contract of :class:`Spec`: parse (``from_dict``), evaluate (numpy, for the
+evaluator) and compile (CP-SAT, through the builder). Nothing here imports CP-SAT.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from ..enums import parse_enum
+from ..errors import InputError
+from ..problem import Problem, Scope
+
+if TYPE_CHECKING:
+    from ..cpsat.model import Info, ModelBuilder
+    from ..evaluate import EvalContext
+
+TOLERANCE = 1e-10  # Rebalancer's absolute tolerance in comparisons (step, "initially broken")
+
+REGISTRY: dict[str, type[Spec]] = {}
+
+
+def register(cls: type[Spec]) -> type[Spec]:
+    """Class decorator: make a spec type known under its Thrift arm name."""
+    REGISTRY[cls.arm] = cls
+    return cls
+
+
+@dataclass(frozen=True)
+class Restrictions:
+    """Moves a spec forbids whatever the policy: fixed objects, non-accepting containers."""
+
+    fixed_objects: frozenset[int] = frozenset()
+    non_accepting: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class GoalForm:
+    """What a goal compiles to: its scalar value, and for IDEAL the items to order leximin."""
+
+    value: Any  # a cpsat.model.Lin
+    leximin: list | None = None  # relative utilizations (Lin) when the goal has a leximin order
+    error: float = 0.0  # bound on |compiled - exact| from piecewise-linear pieces and rounding
+
+
+class Spec:
+    """Base of every spec type; see the module docstring for the contract."""
+
+    arm: ClassVar[str]
+    goal_allowed: ClassVar[bool] = True
+    constraint_allowed: ClassVar[bool] = True
+    single_parameter: ClassVar[bool] = False  # policy args ignored (Rebalancer §1)
+    name: str
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str, problem: Problem, *, as_goal: bool) -> Spec:
+        raise NotImplementedError
+
+    # -- evaluation (numpy) --
+    def evaluate(self, ctx: EvalContext) -> float:
+        """The goal value g on Rebalancer's scale (unweighted)."""
+        raise NotImplementedError
+
+    def infos(self, ctx: EvalContext) -> np.ndarray:
+        """Constraint expressions e_k (each meaning e_k <= 0)."""
+        raise NotImplementedError
+
+    def leximin_key(self, ctx: EvalContext) -> tuple[float, ...] | None:
+        """The vector whose descending sort orders this goal leximin, if it has that order."""
+        return None
+
+    # -- compilation (CP-SAT through the builder) --
+    def compile_goal(self, builder: ModelBuilder) -> GoalForm:
+        raise NotImplementedError
+
+    def compile_infos(self, builder: ModelBuilder) -> list[Info]:
+        raise NotImplementedError
+
+    # -- structure --
+    def restrictions(self, problem: Problem) -> Restrictions:
+        return Restrictions()
+
+    def object_roles(self) -> dict[int, Hashable]:
+        """Objects this spec names individually, with the role each plays (for classes)."""
+        return {}
+
+
+class Fields:
+    """Typed, path-aware access to a spec dict; unknown keys are reported by :meth:`done`."""
+
+    def __init__(self, data: Any, path: str):
+        if not isinstance(data, dict):
+            raise InputError(path, "expected an object (mapping of fields)", data)
+        self.data = data
+        self.path = path
+        self.seen: set[str] = set()
+
+    def _get(self, key: str) -> Any:
+        self.seen.add(key)
+        return self.data.get(key)
+
+    def at(self, key: str) -> str:
+        return f"{self.path}.{key}"
+
+    def text(self, key: str, default: str = "") -> str:
+        value = self._get(key)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise InputError(self.at(key), "expected a string", value)
+        return value
+
+    def number(self, key: str, default: float | None = None) -> float | None:
+        value = self._get(key)
+        if value is None:
+            return default
+        return check_number(value, self.at(key))
+
+    def flag(self, key: str, default: bool = False) -> bool:
+        value = self._get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise InputError(self.at(key), "expected true or false", value)
+        return value
+
+    def enum(self, key: str, enum: str, default: str) -> str:
+        value = self._get(key)
+        if value is None:
+            return default
+        return parse_enum(enum, value, self.at(key))
+
+    def names(self, key: str) -> list[str]:
+        value = self._get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InputError(self.at(key), "expected a list of names", value)
+        return value
+
+    def mapping(self, key: str) -> dict:
+        value = self._get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise InputError(self.at(key), "expected a mapping", value)
+        return value
+
+    def raw(self, key: str) -> Any:
+        return self._get(key)
+
+    def done(self, spec: str) -> None:
+        unknown = sorted(set(self.data) - self.seen)
+        if unknown:
+            raise InputError(self.at(unknown[0]), f"unknown field of {spec}", unknown[0])
+
+
+def check_number(value: Any, path: str, *, nonnegative: bool = False) -> float:
+    """A finite real number (bool is not a number here)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(path, "expected a number", value)
+    number = float(value)
+    if not math.isfinite(number):
+        raise InputError(path, "must be finite (NaN and infinity are not allowed)", value)
+    if nonnegative and number < 0:
+        raise InputError(path, "must not be negative", value)
+    return number
+
+
+def resolve_scope(problem: Problem, name: str, path: str) -> Scope:
+    """The named scope; empty means Rebalancer's built-in container scope."""
+    if not name:
+        return problem.container_scope
+    scope = problem.scopes.get(name)
+    if scope is None:
+        known = ", ".join(sorted(problem.scopes))
+        raise InputError(path, f"unknown scope (known: {known})", name)
+    return scope
+
+
+def resolve_dimension(problem: Problem, name: str, path: str, default: str | None = None) -> str:
+    """An object dimension name; ``default`` (usually the count dimension) when empty."""
+    if not name:
+        if default is None:
+            raise InputError(path, "a dimension is required")
+        return default
+    if name not in problem.object_dims:
+        known = ", ".join(sorted(problem.object_dims))
+        raise InputError(path, f"unknown dimension (known: {known})", name)
+    return name
+
+
+def resolve_items(scope: Scope, names: list[str], path: str) -> list[int]:
+    """Item indices for names of ``scope``; an unknown name is an error."""
+    indices = []
+    for k, name in enumerate(names):
+        index = scope.item_index.get(name)
+        if index is None:
+            raise InputError(f"{path}[{k}]", f"unknown item of scope '{scope.name}'", name)
+        indices.append(index)
+    return indices
+
+
+def resolve_objects(problem: Problem, names: list[str], path: str) -> list[int]:
+    indices = []
+    for k, name in enumerate(names):
+        index = problem.object_index.get(name)
+        if index is None:
+            raise InputError(f"{path}[{k}]", "unknown object", name)
+        indices.append(index)
+    return indices
+
+
+def parse_filter(data: Any, path: str, scope: Scope) -> np.ndarray:
+    """Mask of the items a Filter keeps: whitelist exactly, or all but the blacklist."""
+    mask = np.ones(len(scope.items), dtype=bool)
+    if data is None:
+        return mask
+    fields = Fields(data, path)
+    white = fields.raw("itemsWhitelist")
+    black = fields.raw("itemsBlacklist")
+    kind = fields.enum("type", "FilterType", "SCOPE_ITEM")
+    fields.done("Filter")
+    if kind != "SCOPE_ITEM":
+        raise InputError(fields.at("type"), "only SCOPE_ITEM filters are supported", kind)
+    if white is not None and black is not None:
+        raise InputError(path, "both itemsWhitelist and itemsBlacklist are set; give one")
+    for key, keep in (("itemsWhitelist", True), ("itemsBlacklist", False)):
+        if fields.raw(key) is not None:
+            mask[:] = not keep
+            mask[resolve_items(scope, fields.names(key), fields.at(key))] = keep
+    return mask
+
+
+@dataclass(frozen=True)
+class Limit:
+    """Rebalancer's Limit, resolved per scope item (item-only specs: per-item, else global)."""
+
+    kind: str  # ABSOLUTE or RELATIVE
+    per_item: np.ndarray  # limit value per item, inf where unbounded
+
+    @classmethod
+    def parse(cls, data: Any, path: str, scope: Scope, default_kind: str = "RELATIVE",
+              default_global: float = 1.0) -> Limit:
+        fields = Fields(data if data is not None else {}, path)
+        kind = fields.enum("type", "LimitType", default_kind)
+        global_limit = fields.number("globalLimit", default_global)
+        items = fields.mapping("scopeItemLimits")
+        unbounded = fields.flag("isDefaultLimitUnbounded", False)
+        for key in ("groupLimits", "scopeItemToGroupLimits"):
+            if fields.mapping(key):
+                raise InputError(fields.at(key), "group limits have no effect on this spec")
+        fields.done("Limit")
+        per_item = np.full(len(scope.items), math.inf if unbounded else global_limit)
+        for name, value in items.items():
+            index = scope.item_index.get(name)
+            if index is None:
+                raise InputError(f"{fields.at('scopeItemLimits')}.{name}",
+                                 f"limit for an unknown item of scope '{scope.name}'", name)
+            per_item[index] = check_number(value, f"{fields.at('scopeItemLimits')}.{name}")
+        return cls(kind, per_item)
+
+
+def spec_name(fields: Fields, arm: str) -> str:
+    return fields.text("name", "") or arm

@@ -1,0 +1,82 @@
+"""MinimizeMovementSpec: the (normalized) size of what moves into each scope item (§6)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..cpsat.linear import Lin, lin_sum, to_fraction
+from ..cpsat.model import Info, ModelBuilder
+from ..errors import InputError
+from ..evaluate import EvalContext
+from ..problem import Problem, Scope
+from .common import Fields, GoalForm, Spec, register, resolve_dimension, resolve_scope, spec_name
+
+MAGIC_SCALING = 0.001
+
+
+@register
+@dataclass(frozen=True, eq=False)
+class MinimizeMovementSpec(Spec):
+    arm = "minimizeMovementSpec"
+
+    name: str
+    scope: Scope
+    dimension: str
+    magic_scaling: bool
+    normalize: bool
+    allowance: float
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str, problem: Problem, *,
+                  as_goal: bool) -> MinimizeMovementSpec:
+        f = Fields(data, path)
+        name = spec_name(f, cls.arm)
+        scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
+        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
+                                      default=problem.count_dimension)
+        magic = f.flag("magicScaling", True)
+        normalize = not f.flag("doNotNormalize")
+        allowance = f.number("allowance", 0.0)
+        f.done(cls.arm)
+        if normalize:
+            caps = scope.capacity(dimension)
+            if (caps == 0).any():
+                raise InputError(f.at("dimension"), "normalized movement divides by capacity; "
+                                 "this scope item has zero capacity (set doNotNormalize)",
+                                 scope.items[int((caps == 0).argmax())])
+            if not scope.items:
+                raise InputError(f.at("scope"), "normalized movement needs at least one item")
+        return cls(name, scope, dimension, magic, normalize, allowance)
+
+    def evaluate(self, ctx: EvalContext) -> float:
+        new = ctx.util(self.scope, self.dimension, "NEW")
+        outside = ctx.out_of_scope_new(self.scope, self.dimension)
+        if self.normalize:
+            weight = MAGIC_SCALING if self.magic_scaling else 1.0
+            caps = self.scope.capacity(self.dimension)
+            return float(weight / len(caps) * ((new / caps).sum() + outside))
+        total = float(new.sum() + outside)
+        return max(0.0, total - self.allowance) if self.allowance != 0 else total
+
+    def infos(self, ctx: EvalContext):
+        return [self.evaluate(ctx)]
+
+    def _form(self, b: ModelBuilder) -> Lin:
+        new = b.util(self.scope, self.dimension, "NEW")
+        outside = b.out_of_scope_new(self.scope, self.dimension)
+        if self.normalize:
+            weight = to_fraction(MAGIC_SCALING) if self.magic_scaling else 1
+            caps = self.scope.capacity(self.dimension)
+            total = lin_sum(n / to_fraction(float(c)) for n, c in zip(new, caps)) + outside
+            return total * weight / len(caps)
+        total = lin_sum(new) + outside
+        if self.allowance != 0:
+            return b.positive_part(total - to_fraction(self.allowance), what=self.name)
+        return total
+
+    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+        return GoalForm(self._form(b))
+
+    def compile_infos(self, b: ModelBuilder) -> list[Info]:
+        return [Info(self._form(b))]

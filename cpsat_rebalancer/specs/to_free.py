@@ -1,0 +1,81 @@
+"""ToFreeSpec: empty the listed containers (§4). Goal: total utilization or (optimal-solver
+flavour) occupied containers; constraint: no utilization and nothing new on them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..cpsat.linear import lin_sum
+from ..cpsat.model import Info, ModelBuilder
+from ..errors import InputError
+from ..evaluate import EvalContext, step
+from ..problem import Problem
+from .common import Fields, GoalForm, Restrictions, Spec, register, resolve_items, spec_name
+
+
+@register
+@dataclass(frozen=True, eq=False)
+class ToFreeSpec(Spec):
+    arm = "toFreeSpec"
+
+    name: str
+    containers: np.ndarray  # container indices (= items of the container scope)
+    dimension: str
+    formula: str
+    is_constraint: bool
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str, problem: Problem, *, as_goal: bool) -> ToFreeSpec:
+        f = Fields(data, path)
+        name = spec_name(f, cls.arm)
+        scope = problem.container_scope
+        containers = resolve_items(scope, f.names("containers"), f.at("containers"))
+        dim = f.raw("dimension")
+        if dim is not None and not isinstance(dim, str):
+            raise InputError(f.at("dimension"), "expected a string", dim)
+        if dim and dim not in problem.object_dims:
+            raise InputError(f.at("dimension"), "unknown dimension", dim)
+        formula = f.enum("formula", "ToFreeSpecFormula", "MINIMIZE_TOTAL_UTILIZATION")
+        f.done(cls.arm)
+        if not as_goal and formula != "MINIMIZE_TOTAL_UTILIZATION":
+            raise InputError(f.at("formula"), "as a constraint only MINIMIZE_TOTAL_UTILIZATION "
+                             "is allowed", formula)
+        return cls(name, np.asarray(sorted(set(containers)), dtype=np.int64),
+                   dim or problem.count_dimension, formula, not as_goal)
+
+    def _scope(self, problem: Problem):
+        return problem.container_scope
+
+    def evaluate(self, ctx: EvalContext) -> float:
+        after = ctx.util(self._scope(ctx.problem), self.dimension, "AFTER")[self.containers]
+        if self.formula == "MINIMIZE_OCCUPIED_CONTAINERS":
+            return float(step(after).sum())
+        return float(after.sum())
+
+    def infos(self, ctx: EvalContext) -> np.ndarray:
+        scope = self._scope(ctx.problem)
+        after = ctx.util(scope, self.dimension, "AFTER")[self.containers]
+        new = ctx.util(scope, self.dimension, "NEW")[self.containers]
+        return np.column_stack([after, new]).reshape(-1)
+
+    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+        after = b.util(self._scope(b.problem), self.dimension, "AFTER")
+        if self.formula == "MINIMIZE_OCCUPIED_CONTAINERS":
+            return GoalForm(lin_sum(b.step(after[c]) for c in self.containers))
+        return GoalForm(lin_sum(after[c] for c in self.containers))
+
+    def compile_infos(self, b: ModelBuilder) -> list[Info]:
+        scope = self._scope(b.problem)
+        after = b.util(scope, self.dimension, "AFTER")
+        new = b.util(scope, self.dimension, "NEW")
+        return [Info(form) for c in self.containers for form in (after[c], new[c])]
+
+    def restrictions(self, problem: Problem) -> Restrictions:
+        """As a constraint, the containers accept nothing new unless zero-size objects exist
+        (Rebalancer's rule: a zero-size object could enter without breaking the spec)."""
+        if self.is_constraint and bool(np.all(problem.object_dims[self.dimension] > 0)):
+            return Restrictions(non_accepting=frozenset(self.containers.tolist()))
+        return Restrictions()

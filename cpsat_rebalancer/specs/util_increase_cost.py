@@ -1,0 +1,94 @@
+"""UtilIncreaseCostSpec: price utilization increases above max(lowerBound, initial) (§3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..cpsat.linear import Lin, lin_sum, to_fraction
+from ..cpsat.model import ModelBuilder
+from ..cpsat.pwl import convex_pwl
+from ..errors import InputError
+from ..evaluate import EvalContext, positive
+from ..problem import Problem, Scope
+from .common import (
+    Fields,
+    GoalForm,
+    Spec,
+    parse_filter,
+    register,
+    resolve_dimension,
+    resolve_scope,
+    spec_name,
+)
+
+POWER = 1.1
+
+
+@register
+@dataclass(frozen=True, eq=False)
+class UtilIncreaseCostSpec(Spec):
+    arm = "utilIncreaseCostSpec"
+    constraint_allowed = False
+
+    name: str
+    scope: Scope
+    dimension: str
+    items: np.ndarray
+    lower_bound: float
+    squares: bool
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str, problem: Problem, *,
+                  as_goal: bool) -> UtilIncreaseCostSpec:
+        f = Fields(data, path)
+        name = spec_name(f, cls.arm)
+        scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
+        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"))
+        lower = f.number("lowerBound", 0.0)
+        squares = f.flag("squares")
+        items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))
+        f.done(cls.arm)
+        zero = [scope.items[i] for i in items if scope.capacity(dimension)[i] == 0]
+        if zero:
+            raise InputError(f.at("dimension"), "scope item has zero capacity, so its relative "
+                             "utilization is undefined (filter it out)", zero[0])
+        return cls(name, scope, dimension, items, lower, squares)
+
+    def _f(self, x: np.ndarray | float):
+        return x**POWER if self.squares else x
+
+    def _reference(self, initial_relative: np.ndarray) -> np.ndarray:
+        return self._f(np.maximum(self.lower_bound, initial_relative))
+
+    def evaluate(self, ctx: EvalContext) -> float:
+        if len(self.items) == 0:
+            return 0.0
+        caps = self.scope.capacity(self.dimension)[self.items]
+        u = ctx.util(self.scope, self.dimension, "AFTER")[self.items] / caps
+        u0 = ctx.at_initial.util(self.scope, self.dimension, "AFTER")[self.items] / caps
+        return float(positive(self._f(u) - self._reference(u0)).sum() / len(self.items))
+
+    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+        if len(self.items) == 0:
+            return GoalForm(Lin())
+        util = b.util(self.scope, self.dimension, "AFTER")
+        initial = b.initial_util(self.scope, self.dimension)
+        caps = self.scope.capacity(self.dimension)
+        terms = []
+        for i in self.items:
+            cap = to_fraction(float(caps[i]))
+            u = util[i] / cap
+            level = max(to_fraction(self.lower_bound), initial[i] / cap)
+            if self.squares:
+                reference = float(level) ** POWER
+
+                def excess(x: float, r: float = reference) -> float:
+                    return max(0.0, max(x, 0.0) ** POWER - r)
+
+                terms.append(convex_pwl(b, u, excess, kinks=[float(level)], what=self.name))
+            else:
+                terms.append(b.positive_part(u - level, what=self.name))
+        return GoalForm(lin_sum(terms) / len(self.items))

@@ -1,0 +1,61 @@
+"""The solver's final tuple equals the lexicographic minimum found by enumeration."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from randomized import brute_force, leximin_less, random_scenario
+
+from cpsat_rebalancer import parse_scenario
+from cpsat_rebalancer.cpsat.driver import solve_model
+from cpsat_rebalancer.result import INFEASIBLE, OPTIMAL
+from cpsat_rebalancer.scenario import SolverOptions
+
+OPTIONS = SolverOptions(workers=1, seed=0)
+
+
+def check_against_enumeration(seed: int, max_objects: int) -> None:
+    data = random_scenario(seed, max_objects=max_objects)
+    scenario = parse_scenario(data)
+    feasible = brute_force(scenario)
+    result = solve_model(scenario.problem, scenario.model, OPTIONS)
+    if not feasible:
+        assert result.status == INFEASIBLE, f"seed {seed}: enumeration finds nothing"
+        return
+    assert result.status == OPTIMAL, f"seed {seed}: {result.status}"
+    assert result.final_evaluation.feasible
+    candidates = feasible
+    evaluation = result.final_evaluation
+    for report in result.buckets:
+        p = report.position
+        tol = 1e-9 + 1e-9 * abs(report.objective) + report.approximation_error
+        if p in evaluation.leximin:
+            best = candidates[0][1].leximin[p]
+            for _, ev in candidates[1:]:
+                if leximin_less(ev.leximin[p], best, 1e-9) < 0:
+                    best = ev.leximin[p]
+            ours = evaluation.leximin[p]
+            assert leximin_less(ours, best, tol) == 0, (
+                f"seed {seed} position {p}: leximin {ours} vs enumeration {best}\n{data}")
+            candidates = [c for c in candidates if leximin_less(c[1].leximin[p], best, tol) == 0]
+        else:
+            best = min(ev.positions.get(p, 0.0) for _, ev in candidates)
+            ours = evaluation.positions.get(p, 0.0)
+            assert not math.isnan(ours)
+            assert ours <= best + tol, (
+                f"seed {seed} position {p}: ours {ours} > optimum {best} (tol {tol})\n{data}")
+            assert ours >= best - tol, (
+                f"seed {seed} position {p}: ours {ours} below enumeration {best}\n{data}")
+            candidates = [c for c in candidates if c[1].positions.get(p, 0.0) <= best + tol]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_small_random_instances_match_enumeration(seed: int) -> None:
+    check_against_enumeration(seed, max_objects=5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(1000, 1150))
+def test_seven_object_instances_match_enumeration(seed: int) -> None:
+    check_against_enumeration(seed, max_objects=7)
