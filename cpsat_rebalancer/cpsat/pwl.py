@@ -42,6 +42,21 @@ def _breakpoints(lo: int, hi: int, kinks: Iterable[float]) -> list[int]:
     return sorted(points)
 
 
+def _lower_hull(xs: list[int], ys: list[int]) -> list[tuple[int, int]]:
+    """Lower convex hull of points sorted by x: rounding the values of a convex function can
+    break convexity, and lines through non-convex points would cut above the function."""
+    hull: list[tuple[int, int]] = []
+    for point in zip(xs, ys):
+        while len(hull) >= 2:
+            (x1, y1), (x2, y2) = hull[-2], hull[-1]
+            if (y2 - y1) * (point[0] - x1) >= (point[1] - y1) * (x2 - x1):
+                hull.pop()  # hull[-1] lies on or above the segment hull[-2] -> point
+            else:
+                break
+        hull.append(point)
+    return hull
+
+
 def convex_pwl(builder: ModelBuilder, x: Lin, g: Callable[[float], float],
                kinks: Iterable[float] = (), what: str = "piecewise-linear") -> Lin:
     """A form >= g(x), tight under minimization, for convex g of a one-atom form ``x``.
@@ -62,17 +77,17 @@ def convex_pwl(builder: ModelBuilder, x: Lin, g: Callable[[float], float],
     if len(points) == 1:
         return Lin(const=Fraction(values[0]))
     resolution = _resolution(values)
-    scaled = [round(resolution * v) for v in values]
+    hull = _lower_hull(points, [round(resolution * v) for v in values])
+    scaled = [value for _, value in hull]
     z = builder.cp.new_int_var(min(scaled), max(scaled), "pwl")
     error = 1.0 / resolution
-    for j in range(len(points) - 1):
-        a, b = points[j], points[j + 1]
+    for (a, ga), (b, gb) in zip(hull, hull[1:]):
         width = b - a
-        builder.cp.add(width * z >= width * scaled[j] + (scaled[j + 1] - scaled[j])
-                       * (atom.expr - a))
-        if width > 1:  # chord above a convex function: gap <= (g'(b) - g'(a)) * width / 4
+        builder.cp.add(width * z >= width * ga + (gb - ga) * (atom.expr - a))
+    for a, b in zip(points, points[1:]):
+        if b - a > 1:  # chord above a convex function: gap <= (g'(b) - g'(a)) * width / 4
             slope_gap = (at(b + 1) - at(b)) - (at(a) - at(a - 1))
-            error = max(error, slope_gap * width / 4 + 1.0 / resolution)
+            error = max(error, slope_gap * (b - a) / 4 + 1.0 / resolution)
     builder.note_error(what, error)
     return Lin.atom(builder.new_atom(z, min(scaled), max(scaled)), Fraction(1, resolution))
 

@@ -1,0 +1,126 @@
+"""Bad input raises InputError naming where (a path into the input) and what, before any
+model is built; nothing the user gave is modified."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+
+from cpsat_rebalancer import InputError, ProblemSolver, parse_scenario
+
+
+def base() -> dict:
+    return {
+        "objectName": "task", "containerName": "host",
+        "assignment": {"h0": ["t0", "t1"], "h1": ["t2"]},
+        "objectDimensions": {"cpu": {"t0": 1, "t1": 2, "t2": 3}},
+        "containerDimensions": {"cpu": {"h0": 10, "h1": 10}},
+        "scopes": {"rack": {"h0": "r0", "h1": "r0"}},
+        "goals": [{"spec": {"balanceSpec": {"scope": "host", "dimension": "cpu"}}}],
+        "constraints": [],
+    }
+
+
+def error_of(mutate) -> str:
+    data = base()
+    mutate(data)
+    with pytest.raises(InputError) as info:
+        parse_scenario(data)
+    return str(info.value)
+
+
+CASES = {
+    "unknown dimension": (
+        lambda d: d["goals"][0]["spec"]["balanceSpec"].update(dimension="ram"),
+        ["goals[0].spec.balanceSpec.dimension", "unknown dimension", "'ram'"]),
+    "unknown scope": (
+        lambda d: d["goals"][0]["spec"]["balanceSpec"].update(scope="region"),
+        ["goals[0].spec.balanceSpec.scope", "unknown scope", "'region'"]),
+    "object in two containers": (
+        lambda d: d["assignment"]["h1"].append("t0"),
+        ["assignment.h1[1]", "object listed twice", "'t0'"]),
+    "NaN size": (
+        lambda d: d["objectDimensions"]["cpu"].update(t1=math.nan),
+        ["objectDimensions.cpu.t1", "finite"]),
+    "negative size": (
+        lambda d: d["objectDimensions"]["cpu"].update(t1=-2),
+        ["objectDimensions.cpu.t1", "negative", "-2"]),
+    "negative capacity": (
+        lambda d: d["containerDimensions"]["cpu"].update(h0=-1),
+        ["containerDimensions.cpu.h0", "negative"]),
+    "unknown spec": (
+        lambda d: d["goals"].append({"spec": {"balancSpec": {}}}),
+        ["goals[1].spec", "unknown spec", "'balancSpec'"]),
+    "unknown field": (
+        lambda d: d["goals"][0]["spec"]["balanceSpec"].update(upperBund=2),
+        ["goals[0].spec.balanceSpec.upperBund", "unknown field of balanceSpec"]),
+    "wrong field type": (
+        lambda d: d["goals"][0]["spec"]["balanceSpec"].update(upperBound="high"),
+        ["goals[0].spec.balanceSpec.upperBound", "expected a number", "'high'"]),
+    "invalid enum": (
+        lambda d: d["goals"][0]["spec"]["balanceSpec"].update(formula="CUBES"),
+        ["goals[0].spec.balanceSpec.formula", "invalid BalanceSpecFormula", "'CUBES'"]),
+    "invalid enum integer": (
+        lambda d: d["goals"][0]["spec"]["balanceSpec"].update(formula=9),
+        ["goals[0].spec.balanceSpec.formula", "BalanceSpecFormula", "9"]),
+    "both whitelist and blacklist": (
+        lambda d: d["goals"][0]["spec"]["balanceSpec"].update(
+            filter={"itemsWhitelist": ["h0"], "itemsBlacklist": ["h1"]}),
+        ["goals[0].spec.balanceSpec.filter", "both itemsWhitelist and itemsBlacklist"]),
+    "filter naming an unknown item": (
+        lambda d: d["goals"][0]["spec"]["balanceSpec"].update(filter={"itemsWhitelist": ["h9"]}),
+        ["goals[0].spec.balanceSpec.filter.itemsWhitelist[0]", "unknown item", "'h9'"]),
+    "limit for an unknown item": (
+        lambda d: d["constraints"].append({"spec": {"capacitySpec": {
+            "scope": "rack", "dimension": "cpu", "limit": {"scopeItemLimits": {"r7": 1}}}}}),
+        ["constraints[0].spec.capacitySpec.limit.scopeItemLimits.r7", "unknown item"]),
+    "negative tuple position": (
+        lambda d: d["goals"][0].update(tuplePos=-1),
+        ["goals[0].tuplePos", "negative"]),
+    "goal-only spec as a constraint": (
+        lambda d: d["constraints"].append({"spec": {"balanceSpec": {"dimension": "cpu"}}}),
+        ["constraints[0].spec.balanceSpec", "cannot be used as a constraint"]),
+    "unknown object in a spec": (
+        lambda d: d["constraints"].append({"spec": {"avoidMovingSpec": {"objects": ["t9"]}}}),
+        ["constraints[0].spec.avoidMovingSpec.objects[0]", "unknown object", "'t9'"]),
+    "unknown policy": (
+        lambda d: d["constraints"].append({"spec": {"toFreeSpec": {"containers": ["h0"]}},
+                                           "policy": "STRICT"}),
+        ["constraints[0].policy", "ConstraintPolicy", "'STRICT'"]),
+    "non-positive time limit": (
+        lambda d: d.update(solver={"timeLimit": 0}),
+        ["solver.timeLimit", "positive"]),
+    "unknown top-level field": (
+        lambda d: d.update(gaols=[]),
+        ["gaols", "unknown scenario field"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_names_the_field_and_the_value(case: str) -> None:
+    mutate, fragments = CASES[case]
+    message = error_of(mutate)
+    for fragment in fragments:
+        assert fragment in message, f"{case}: {fragment!r} not in {message!r}"
+
+
+def test_enum_integers_are_rebalancers() -> None:
+    data = base()
+    data["goals"][0]["spec"]["balanceSpec"]["formula"] = 2
+    spec = parse_scenario(data).model.goals[0].spec
+    assert spec.formula == "SQUARES"
+
+
+def test_the_api_never_modifies_what_the_user_passed() -> None:
+    spec = {"balanceSpec": {"scope": "host", "dimension": "cpu"}}
+    assignment = {"h0": ["t0", "t1"], "h1": ["t2"]}
+    frozen = copy.deepcopy((spec, assignment))
+    ps = ProblemSolver().set_object_name("task").set_container_name("host")
+    ps.set_assignment(assignment)
+    ps.add_object_dimension("cpu", {"t0": 1, "t1": 2, "t2": 3})
+    ps.add_container_dimension("cpu", {"h0": 10, "h1": 10})
+    ps.add_goal(spec)
+    ps.solve()
+    assert (spec, assignment) == frozen
