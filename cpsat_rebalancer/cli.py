@@ -14,12 +14,22 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .api import solve_scenario
 from .errors import InputError, InternalError
 from .evaluate import Evaluation, evaluate
-from .result import INFEASIBLE, NO_SOLUTION, SolveResult, value_table
+from .problem import Problem
+from .result import (
+    INFEASIBLE,
+    NO_SOLUTION,
+    SolveResult,
+    constraint_dict,
+    global_objective_dict,
+    objective_dict,
+    value_table,
+)
 from .scenario import SolverOptions, parse_scenario, read_data_file
 
 EXIT_INPUT, EXIT_INTERNAL, EXIT_INFEASIBLE, EXIT_NO_SOLUTION = 2, 1, 3, 4
@@ -133,12 +143,23 @@ def command_solve(args: argparse.Namespace) -> int:
     return {INFEASIBLE: EXIT_INFEASIBLE, NO_SOLUTION: EXIT_NO_SOLUTION}.get(result.status, 0)
 
 
+def read_assignment(problem: Problem, path: str) -> np.ndarray:
+    """``{container: [objects]}``, Rebalancer's ``{object: container}``, or a result file
+    written by ``solve --json`` (its ``assignment``)."""
+    data = read_data_file(path)
+    if isinstance(data, dict) and isinstance(data.get("assignment"), dict):
+        data = data["assignment"]
+    if isinstance(data, dict) and data and all(isinstance(v, str) for v in data.values()):
+        by_container: dict[str, list[str]] = {}
+        for obj, cont in data.items():
+            by_container.setdefault(cont, []).append(obj)
+        data = by_container
+    return problem.assignment_array(data, path=str(path))
+
+
 def command_evaluate(args: argparse.Namespace) -> int:
     scenario = parse_scenario(load(args.scenario, args.model))
-    data = read_data_file(args.assignment)
-    if isinstance(data, dict) and isinstance(data.get("assignment"), dict):
-        data = data["assignment"]  # a result file written by `solve --json`
-    final = scenario.problem.assignment_array(data, path=str(args.assignment))
+    final = read_assignment(scenario.problem, args.assignment)
     initial_eval = evaluate(scenario.problem, scenario.model, scenario.problem.initial)
     final_eval = evaluate(scenario.problem, scenario.model, final)
     moved = int((final != scenario.problem.initial).sum())
@@ -146,13 +167,11 @@ def command_evaluate(args: argparse.Namespace) -> int:
           f"{'feasible' if final_eval.feasible else 'INFEASIBLE'}")
     print_values(initial_eval, final_eval)
     if args.json:
-        from .result import constraint_dict, objective_dict
-
         payload = {"feasible": final_eval.feasible, "moves": moved,
                    "initialObjective": objective_dict(initial_eval, 0),
                    "finalObjective": objective_dict(final_eval, 0),
-                   "initialGlobalObjective": objective_dict(initial_eval),
-                   "finalGlobalObjective": objective_dict(final_eval),
+                   "initialGlobalObjective": global_objective_dict(initial_eval),
+                   "finalGlobalObjective": global_objective_dict(final_eval),
                    "initialConstraint": constraint_dict(initial_eval),
                    "finalConstraint": constraint_dict(final_eval),
                    "brokenHardConstraints": final_eval.broken_hard()}

@@ -88,18 +88,25 @@ class SolveResult:
         return value_table(self.initial_evaluation, self.final_evaluation)
 
     def to_dict(self) -> dict[str, Any]:
+        """Rebalancer's solution keys and shapes where they exist (``assignment`` maps each
+        object to its container; objectives list goals per tuple position), plus ours."""
         initial, final = self.initial_evaluation, self.final_evaluation
+        problem = self.problem
+        solved = self.status == OPTIMAL
         return {
+            "assignment": {o: problem.containers[c] for o, c in zip(problem.objects, self.final)},
+            "initialAssignment": {o: problem.containers[c]
+                                  for o, c in zip(problem.objects, problem.initial)},
+            "initialObjective": objective_dict(initial, position=0),
+            "finalObjective": objective_dict(final, position=0, solved=solved),
+            "initialGlobalObjective": global_objective_dict(initial),
+            "finalGlobalObjective": global_objective_dict(final, solved=solved),
+            "initialConstraint": constraint_dict(initial),
+            "finalConstraint": constraint_dict(final, solved=solved),
             "status": self.status,
             "termination": self.termination,
-            "assignment": self.assignment,
+            "containerAssignment": self.assignment,
             "moves": self.moves.to_dict(orient="records"),
-            "initialObjective": objective_dict(initial, position=0),
-            "finalObjective": objective_dict(final, position=0),
-            "initialGlobalObjective": objective_dict(initial),
-            "finalGlobalObjective": objective_dict(final),
-            "initialConstraint": constraint_dict(initial),
-            "finalConstraint": constraint_dict(final),
             "buckets": [asdict(b) for b in self.buckets],
             "approximation": self.approximation,
             "conflict": self.conflict,
@@ -117,22 +124,29 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
-def objective_dict(evaluation: Evaluation, position: int | None = None) -> dict[str, Any]:
-    """Rebalancer's objective shape: per position, the sum and the weighted terms."""
-    goals = []
-    for p, total in evaluation.positions.items():
-        if position is not None and p != position:
-            continue
-        objs = [{"name": g.name, "value": g.weighted, "weight": g.weight}
-                for g in evaluation.goals if g.position == p]
-        objs += [{"name": c.name, "value": c.soft, "weight": 1.0}
-                 for c in evaluation.constraints if c.position == p and c.has_soft_term]
-        goals.append({"position": p, "value": total, "objs": objs})
-    return {"goals": goals}
+def objective_dict(evaluation: Evaluation, position: int = 0,
+                   solved: bool = False) -> dict[str, Any]:
+    """One tuple position as Rebalancer reports it: its sum and the weighted terms."""
+    objs = [{"name": g.name, "weight": g.weight, "value": g.weighted}
+            for g in evaluation.goals if g.position == position]
+    objs += [{"name": c.name, "weight": 1.0, "value": c.soft}
+             for c in evaluation.constraints if c.position == position and c.has_soft_term]
+    return {"solved": solved, "value": evaluation.positions.get(position, 0.0), "objs": objs}
 
 
-def constraint_dict(evaluation: Evaluation) -> dict[str, Any]:
-    return {"constraints": [{"name": c.name, "value": c.violation, "policy": c.policy,
+def global_objective_dict(evaluation: Evaluation, solved: bool = False) -> dict[str, Any]:
+    """Every tuple position from 0 to the last used one."""
+    last = max(evaluation.positions, default=-1)
+    return {"solved": solved,
+            "goals": [objective_dict(evaluation, p, solved) for p in range(last + 1)]}
+
+
+def constraint_dict(evaluation: Evaluation, solved: bool = False) -> dict[str, Any]:
+    broken = [c for c in evaluation.constraints if c.violation > 1e-10]
+    return {"solved": solved,
+            "brokenVal": sum(c.violation for c in broken),
+            "brokenCount": len(broken),
+            "constraints": [{"name": c.name, "value": c.violation, "policy": c.policy,
                              "hardHolds": c.hard_excess <= 1e-10}
                             for c in evaluation.constraints]}
 

@@ -61,7 +61,17 @@ def test_cli_solve_prints_buckets_moves_and_values_and_writes_json(tmp_path: Pat
     assert "balance_memory" in done.stdout and "memory_capacity" in done.stdout
     data = json.loads(out.read_text())
     assert {"assignment", "initialObjective", "finalObjective"} <= set(data)
-    assert data["finalObjective"]["goals"][0]["value"] == 0.0
+    assert data["finalObjective"]["value"] == 0.0
+    assert data["finalObjective"]["objs"][0] == {"name": "balance_memory", "weight": 1.0,
+                                                 "value": 0.0}
+    assert data["initialObjective"]["value"] == pytest.approx(10050.25)  # capacity broken
+    assert sorted(data["assignment"]) == ["task0", "task1", "task2", "task3"]
+
+    # the result file is itself an assignment `evaluate` accepts
+    done = run_cli("evaluate", str(SCENARIOS / "seed_balance_memory.json"),
+                   "--assignment", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "0 moves" not in done.stdout and "feasible" in done.stdout
 
 
 def test_cli_evaluate_scores_a_given_assignment(tmp_path: Path) -> None:
@@ -92,3 +102,18 @@ def test_cli_bad_input_is_one_line_and_exit_code_2(tmp_path: Path, content: str,
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert fragment in done.stderr
+
+
+def test_cli_model_file_replaces_the_scenarios_goals(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    done = run_cli("solve", str(SCENARIOS / "seed_uic_below_bound.json"), "--model",
+                   str(SCENARIOS.parent / "models" / "balance_cpu_few_moves.json"),
+                   "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text())
+    names = [obj["name"] for obj in data["finalGlobalObjective"]["goals"][0]["objs"]]
+    assert names == ["balance_cpu"]
+    # ten unit tasks on three hosts of 100, average 1/30: the best is 4-3-3, LINEAR
+    # (0.04 - 1/30)/3, reached by moving 6 tasks off host0
+    assert data["finalObjective"]["value"] == pytest.approx((0.04 - 1 / 30) / 3)
+    assert len(data["moves"]) == 6

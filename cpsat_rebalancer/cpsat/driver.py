@@ -135,8 +135,10 @@ class Chain:
         return [int(sizes[k]) if b.classes.initial[k] == c else 0
                 for k, c in zip(b.var_class, b.var_cont)]
 
-    def solve(self, objective: object | None) -> tuple[int, cp_model.CpSolver]:
-        """One CP-SAT solve; keeps the solution (if any) for hints and decoding."""
+    def solve(self, objective: object | None,
+              budget: float | None = None) -> tuple[int, cp_model.CpSolver]:
+        """One CP-SAT solve of at most ``budget`` seconds (and never past the deadline);
+        keeps the solution (if any) for hints and decoding."""
         cp = self.builder.cp
         if objective is None:
             cp.clear_objective()
@@ -153,9 +155,9 @@ class Chain:
         if self.options.deterministic_time is not None:
             params.max_deterministic_time = self.options.deterministic_time
             params.interleave_search = True
-        remaining = self.remaining()
-        if remaining is not None:
-            params.max_time_in_seconds = max(remaining, 0.001)
+        limits = [t for t in (self.remaining(), budget) if t is not None]
+        if limits:
+            params.max_time_in_seconds = max(min(limits), 0.001)
         status = solver.solve(cp)
         if status == cp_model.INFEASIBLE and self.values is not None:
             # Impossible: the previous solution satisfies every constraint of this solve. Seen
@@ -219,9 +221,12 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions) -> Solve
     infeasible = False
     if not buckets:
         buckets = {0: Bucket(0)}  # still find an assignment satisfying the hard constraints
-    for position, bucket in buckets.items():
+    for index, (position, bucket) in enumerate(buckets.items()):
         t0 = time.monotonic()
         remaining = chain.remaining()
+        # under a time limit, a bucket gets an equal share of what is left, so a hard first
+        # bucket cannot starve the later ones; time it does not use flows on
+        budget = None if remaining is None else remaining / (len(buckets) - index)
         if infeasible or (remaining is not None and remaining <= 0):
             reports.append(BucketReport(position, "NOT_SOLVED", "skipped" if infeasible
                                         else "time_limit", 0.0, None, None, None, None,
@@ -229,9 +234,9 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions) -> Solve
             overall = overall if infeasible else FEASIBLE
             continue
         if bucket.leximin is not None:
-            report = _solve_leximin(chain, bucket)
+            report = _solve_leximin(chain, bucket, budget)
         else:
-            report = _solve_bucket(chain, bucket)
+            report = _solve_bucket(chain, bucket, budget)
         report.seconds = time.monotonic() - t0
         reports.append(report)
         if report.status == INFEASIBLE:
@@ -258,11 +263,11 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions) -> Solve
                        classes=len(builder.classes.members))
 
 
-def _solve_bucket(chain: Chain, bucket: Bucket) -> BucketReport:
+def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketReport:
     builder = chain.builder
     form = builder.integerize(lin_sum(bucket.terms))
     error = bucket.error + form.error
-    status, solver = chain.solve(form.expr)
+    status, solver = chain.solve(form.expr, budget)
     incumbent, objective, bound = _bucket_values(status, solver, form.expr, form.factor)
     if incumbent is not None:
         # freeze this bucket; where the model approximates, keep every assignment whose
@@ -285,7 +290,7 @@ def _report(position: int, status: int, objective: float | None, bound: float | 
                         error, 0.0)
 
 
-def _solve_leximin(chain: Chain, bucket: Bucket) -> BucketReport:
+def _solve_leximin(chain: Chain, bucket: Bucket, budget: float | None) -> BucketReport:
     """Leximin of the relative utilizations: minimize the sum of the k largest, k = 1..n,
     freezing each (sorted vectors compare lexicographically exactly as these sums do)."""
     builder = chain.builder
@@ -296,8 +301,10 @@ def _solve_leximin(chain: Chain, bucket: Bucket) -> BucketReport:
     worst = OPTIMAL
     levels = 0
     objective = bound = None
+    deadline = None if budget is None else time.monotonic() + budget
     for k in range(1, n + 1):
-        if chain.remaining() is not None and chain.remaining() <= 0:
+        share = None if deadline is None else (deadline - time.monotonic()) / (n - k + 1)
+        if share is not None and share <= 0:
             worst = FEASIBLE
             break
         t = builder.cp.new_int_var(lo, hi, f"top{k}_threshold")
@@ -307,7 +314,7 @@ def _solve_leximin(chain: Chain, bucket: Bucket) -> BucketReport:
             builder.cp.add(z >= f.expr - t)
             excess.append(z)
         top_sum = k * t + sum(excess)
-        status, solver = chain.solve(top_sum)
+        status, solver = chain.solve(top_sum, share)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             if status == cp_model.INFEASIBLE:
                 return _report(bucket.position, status, None, None, bucket.error)
