@@ -37,9 +37,11 @@ def test_compiled_objective_matches_the_evaluator(seed: int) -> None:
     final = allowed_random_final(scenario, random.Random(seed))
     if final is None:
         pytest.skip("no feasible random assignment for this scenario")
-    evaluation = evaluate(scenario.problem, scenario.model, final)
-    for position, (compiled, error) in compiled_values(scenario.problem, scenario.model,
-                                                        final).items():
+    values, canonical = compiled_values(scenario.problem, scenario.model, final)
+    evaluation = evaluate(scenario.problem, scenario.model, canonical)
+    assert (np.bincount(canonical, minlength=scenario.problem.num_containers)
+            == np.bincount(final, minlength=scenario.problem.num_containers)).all()
+    for position, (compiled, error) in values.items():
         exact = evaluation.positions.get(position, 0.0)
         tolerance = error + 1e-9 * max(1.0, abs(exact))
         assert compiled == pytest.approx(exact, abs=tolerance), (

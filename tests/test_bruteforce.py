@@ -15,8 +15,7 @@ from cpsat_rebalancer.scenario import SolverOptions
 OPTIONS = SolverOptions(workers=1, seed=0)
 
 
-def check_against_enumeration(seed: int, max_objects: int) -> None:
-    data = random_scenario(seed, max_objects=max_objects)
+def check_against_enumeration(data: dict, seed: int | str) -> None:
     scenario = parse_scenario(data)
     feasible = brute_force(scenario)
     result = solve_model(scenario.problem, scenario.model, OPTIONS)
@@ -52,10 +51,10 @@ def check_against_enumeration(seed: int, max_objects: int) -> None:
 
 @pytest.mark.parametrize("seed", range(60))
 def test_small_random_instances_match_enumeration(seed: int) -> None:
-    check_against_enumeration(seed, max_objects=5)
+    check_against_enumeration(random_scenario(seed, max_objects=5), seed)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(1000, 1150))
 def test_seven_object_instances_match_enumeration(seed: int) -> None:
-    check_against_enumeration(seed, max_objects=7)
+    check_against_enumeration(random_scenario(seed, max_objects=7), seed)

@@ -56,10 +56,21 @@ def named_objects(model: Model) -> set[int]:
     return named
 
 
-def compile_model(problem: Problem, model: Model) -> tuple[ModelBuilder, dict[int, Bucket]]:
-    """Build the CP-SAT model: hard parts of constraints, and one objective form per bucket."""
+def classes_may_span_containers(model: Model) -> bool:
+    """Whether identical objects from different initial containers may share a class: only
+    when no goal or constraint could gain from swapping them (see Spec.prefers_staying)."""
+    return (all(g.spec.prefers_staying() and g.weight >= 0 for g in model.goals)
+            and all(c.spec.prefers_staying() and c.invalid_cost >= 0 and c.invalid_state >= 0
+                    for c in model.constraints))
+
+
+def compile_model(problem: Problem, model: Model,
+                  aggregate: bool = True) -> tuple[ModelBuilder, dict[int, Bucket]]:
+    """Build the CP-SAT model: hard parts of constraints, and one objective form per bucket.
+    ``aggregate=False`` keeps each initial container's objects in classes of their own."""
     fixed, non_accepting = restrictions_of(problem, model)
-    builder = ModelBuilder(problem, fixed, non_accepting, named_objects(model))
+    builder = ModelBuilder(problem, fixed, non_accepting, named_objects(model),
+                           aggregate and classes_may_span_containers(model))
     ctx0 = EvalContext(problem, problem.initial, problem.initial)
     buckets: dict[int, Bucket] = {}
 
@@ -122,18 +133,12 @@ class Chain:
         cp = self.builder.cp
         cp.clear_hints()
         if self.values is None:
-            counts = self.initial_counts()
+            counts = self.builder.initial_counts()
             for var, value in zip(self.builder.count_vars, counts):
                 cp.add_hint(var, value)
             return
         for index, value in enumerate(self.values):
             cp.add_hint(cp.get_int_var_from_proto_index(index), value)
-
-    def initial_counts(self) -> list[int]:
-        b = self.builder
-        sizes = b.classes.sizes
-        return [int(sizes[k]) if b.classes.initial[k] == c else 0
-                for k, c in zip(b.var_class, b.var_cont)]
 
     def solve(self, objective: object | None,
               budget: float | None = None) -> tuple[int, cp_model.CpSolver]:
@@ -176,23 +181,10 @@ class Chain:
         return status, solver
 
     def decode(self) -> np.ndarray:
-        """A concrete assignment from class counts, moving the fewest objects of each class."""
-        b = self.builder
-        final = b.problem.initial.copy()
+        """The assignment of the last solution (the initial one when there is none)."""
         if self.values is None:
-            return final
-        counts = self.values[: len(b.count_vars)]
-        for k, members in enumerate(b.classes.members):
-            home = int(b.classes.initial[k])
-            indices = b.class_vars[k]
-            staying = sum(counts[j] for j in indices if b.var_cont[j] == home)
-            movers = iter(members[staying:])
-            for j in indices:
-                c = int(b.var_cont[j])
-                if c != home:
-                    for _ in range(counts[j]):
-                        final[next(movers)] = c
-        return final
+            return self.builder.problem.initial.copy()
+        return self.builder.decode(self.values[: len(self.builder.count_vars)])
 
 
 def _bucket_values(status: int, solver: cp_model.CpSolver, objective_expr: object,
@@ -211,10 +203,11 @@ STATUS_NAMES = {cp_model.OPTIMAL: OPTIMAL, cp_model.FEASIBLE: FEASIBLE,
                 cp_model.INFEASIBLE: INFEASIBLE, cp_model.UNKNOWN: NO_SOLUTION}
 
 
-def solve_model(problem: Problem, model: Model, options: SolverOptions) -> SolveResult:
+def solve_model(problem: Problem, model: Model, options: SolverOptions,
+                aggregate: bool = True) -> SolveResult:
     """Solve every bucket in tuple-position order and evaluate the result independently."""
     started = time.monotonic()
-    builder, buckets = compile_model(problem, model)
+    builder, buckets = compile_model(problem, model, aggregate)
     chain = Chain(builder, options)
     reports: list[BucketReport] = []
     overall = OPTIMAL
@@ -357,10 +350,11 @@ def check_result(evaluation: Evaluation, reports: list[BucketReport]) -> None:
 
 
 def compiled_values(problem: Problem, model: Model, final: np.ndarray,
-                    workers: int = 1) -> dict[int, tuple[float, float]]:
+                    workers: int = 1) -> tuple[dict[int, tuple[float, float]], np.ndarray]:
     """Score an assignment through the compiled model: per bucket, the objective CP-SAT sees
-    with the counts fixed to ``final`` (auxiliaries at their best), and its stated error.
-    Used to check that compiler and evaluator agree."""
+    with the class counts fixed to those of ``final`` (auxiliaries at their best), with its
+    stated error; and the assignment those counts decode to (identical objects swapped back
+    into place), whose evaluator values the compiled ones must equal."""
     builder, buckets = compile_model(problem, model)
     chain = Chain(builder, SolverOptions(workers=workers))
     counts = np.zeros(len(builder.count_vars), dtype=np.int64)
@@ -383,4 +377,4 @@ def compiled_values(problem: Problem, model: Model, final: np.ndarray,
                              f"{STATUS_NAMES.get(status)}")
         values[position] = (float(Fraction(int(solver.value(form.expr))) / form.factor),
                             bucket.error + form.error)
-    return values
+    return values, builder.decode(counts.tolist())

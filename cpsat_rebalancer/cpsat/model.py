@@ -1,10 +1,13 @@
 """The CP-SAT model of an assignment problem: object classes, count variables, utilizations.
 
-Objects with the same initial container, the same dimension values and the same partition
-groups, and not named individually by any spec, form a *class*; the model holds one integer
-count per (class, allowed container). Because a class shares its initial container, every
-utilization definition (AFTER, STAYED, DURING, NEW, OLD, MOVED) stays linear in the counts.
-A singleton class is the general case (a boolean per allowed container).
+Objects with the same dimension values and partition groups, and not named individually by
+any spec, are interchangeable: they form a *class*, and the model holds one integer count per
+(class, allowed container) instead of one boolean per object. The objects of a class that
+stay in a scope item number min(final count, initial count) there, so STAYED (and with it
+DURING, NEW, OLD, MOVED) is exact through one min per (class, item) that needs it; decoding
+realises those minima for every scope at once when the scopes nest (a laminar family, the
+usual container < rack < region). When they cross, classes are also split by initial
+container, which makes every definition linear. A singleton class is the general case.
 """
 
 from __future__ import annotations
@@ -53,22 +56,24 @@ class Info:
 
 @dataclass
 class ObjectClasses:
-    initial: np.ndarray  # initial container per class
     members: list[np.ndarray]  # object indices per class, ascending
     of_object: np.ndarray  # class index per object
+    home: list[dict[int, int]]  # initial count per container, per class
 
     @property
     def sizes(self) -> np.ndarray:
         return np.asarray([len(m) for m in self.members], dtype=np.int64)
 
 
-def object_classes(problem: Problem, named: set[int]) -> ObjectClasses:
-    """Group interchangeable objects (same initial container, dimensions, groups; unnamed)."""
+def object_classes(problem: Problem, named: set[int], by_initial_container: bool) -> ObjectClasses:
+    """Group interchangeable objects: same dimensions and groups, not named by any spec (and
+    the same initial container when ``by_initial_container``)."""
     n = problem.num_objects
     if n == 0:
-        return ObjectClasses(np.zeros(0, np.int64), [], np.zeros(0, np.int64))
-    columns = [problem.initial.astype(float)]
-    columns += [problem.object_dims[d] for d in sorted(problem.object_dims)]
+        return ObjectClasses([], np.zeros(0, np.int64), [])
+    columns = [problem.object_dims[d] for d in sorted(problem.object_dims)]
+    if by_initial_container:
+        columns.append(problem.initial.astype(float))
     for name in sorted(problem.partitions):
         group_of = np.full(n, -1.0)
         for g, members in enumerate(problem.partitions[name].values()):
@@ -90,8 +95,29 @@ def object_classes(problem: Problem, named: set[int]) -> ObjectClasses:
     sort = np.argsort(of_object, kind="stable")
     bounds = np.searchsorted(of_object[sort], np.arange(len(order) + 1))
     members = [sort[bounds[k]:bounds[k + 1]] for k in range(len(order))]
-    initial = problem.initial[[m[0] for m in members]]
-    return ObjectClasses(initial, members, of_object)
+    home = []
+    for m in members:
+        containers, counts = np.unique(problem.initial[m], return_counts=True)
+        home.append(dict(zip(containers.tolist(), counts.tolist())))
+    return ObjectClasses(members, of_object, home)
+
+
+def item_groups(scope: Scope) -> np.ndarray:
+    """Item per container, with the out-of-scope containers as one more pseudo item."""
+    return np.where(scope.container_item == OUT_OF_SCOPE, len(scope.items), scope.container_item)
+
+
+def laminar_chain(problem: Problem) -> list[Scope] | None:
+    """The custom scopes from finest to coarsest if each one's items lie inside the next
+    one's (out-of-scope containers counting as one pseudo item); None if two scopes cross."""
+    custom = [s for name, s in problem.scopes.items() if name != problem.container_name]
+    custom.sort(key=lambda s: -len(np.unique(item_groups(s))))
+    for finer, coarser in zip(custom, custom[1:]):
+        fine, coarse = item_groups(finer), item_groups(coarser)
+        for group in np.unique(fine):
+            if len(np.unique(coarse[fine == group])) > 1:
+                return None
+    return custom
 
 
 def integral_scale(values: np.ndarray) -> tuple[int, float]:
@@ -121,46 +147,89 @@ class ModelBuilder:
     """Owns the CpModel, the count variables and every shared expression specs compile to."""
 
     def __init__(self, problem: Problem, fixed: frozenset[int] = frozenset(),
-                 non_accepting: frozenset[int] = frozenset(), named: set[int] | None = None):
+                 non_accepting: frozenset[int] = frozenset(), named: set[int] | None = None,
+                 aggregate: bool = True):
         self.problem = problem
         self.cp = cp_model.CpModel()
         self.atoms: list[Atom] = []
         self.errors: dict[str, float] = {}
-        self.classes = object_classes(problem, set(named or ()) | set(fixed))
+        chain = laminar_chain(problem) if aggregate else None
+        self.scope_chain = chain or []  # custom scopes, finest first, for decoding
+        self.classes = object_classes(problem, set(named or ()) | set(fixed),
+                                      by_initial_container=chain is None)
         self._scales: dict[str, DimensionScale] = {}
-        self._utils: dict[tuple[str, str], tuple[list[int], list[int], np.ndarray]] = {}
+        self._utils: dict[tuple[str, str], tuple[list[int], list[int] | None, np.ndarray]] = {}
+        self._stays: dict[str, dict[tuple[int, int], tuple[object, int]]] = {}
         self._gates: dict[tuple, object] = {}
         self._build_counts(fixed, non_accepting)
 
     # ---- variables ----
     def _build_counts(self, fixed: frozenset[int], non_accepting: frozenset[int]) -> None:
+        """A count per (class, allowed container); non-accepting containers take no more of a
+        class than they held; fixed objects (singletons) keep their container."""
         m = self.problem.num_containers
         accepting = np.ones(m, dtype=bool)
         accepting[list(non_accepting)] = False
         var_class, var_cont, variables = [], [], []
         self.class_vars: list[list[int]] = []
         for k, members in enumerate(self.classes.members):
-            home = int(self.classes.initial[k])
             size = len(members)
+            home = self.classes.home[k]
             if size == 1 and int(members[0]) in fixed:
-                allowed = [home]
+                bounds = {next(iter(home)): 1}
             else:
-                mask = accepting.copy()
-                mask[home] = True
-                allowed = np.flatnonzero(mask).tolist()
+                bounds = {int(c): size for c in np.flatnonzero(accepting)}
+                for c, count in home.items():
+                    bounds[c] = size if accepting[c] else count
+                bounds = dict(sorted(bounds.items()))
+            self.class_vars.append(list(range(len(variables), len(variables) + len(bounds))))
             row = []
-            self.class_vars.append(list(range(len(variables), len(variables) + len(allowed))))
-            for c in allowed:
+            for c, upper in bounds.items():
                 var = (self.cp.new_bool_var(f"x{k}_{c}") if size == 1
-                       else self.cp.new_int_var(0, size, f"n{k}_{c}"))
+                       else self.cp.new_int_var(0, upper, f"n{k}_{c}"))
                 row.append(var)
                 var_class.append(k)
                 var_cont.append(c)
             variables.extend(row)
-            self.cp.add(sum(row) == size) if len(row) > 1 else self.cp.add(row[0] == size)
+            self.cp.add(sum(row) == size)
         self.var_class = np.asarray(var_class, dtype=np.int64)
         self.var_cont = np.asarray(var_cont, dtype=np.int64)
         self.count_vars = variables
+
+    def initial_counts(self) -> list[int]:
+        """Count variable values of the initial assignment (for hints)."""
+        return [self.classes.home[k].get(int(c), 0)
+                for k, c in zip(self.var_class, self.var_cont)]
+
+    def decode(self, counts: list[int]) -> np.ndarray:
+        """A concrete assignment from class counts that keeps, in every container and then in
+        every scope item (finest scope first), as many of a class's objects as the counts
+        allow, so STAYED is min(final, initial) everywhere, as the model assumed."""
+        problem = self.problem
+        final = problem.initial.copy()
+        levels = [item_groups(scope) for scope in self.scope_chain]
+        for k, members in enumerate(self.classes.members):
+            slots = {int(self.var_cont[j]): counts[j] for j in self.class_vars[k] if counts[j]}
+            waiting = []
+            for obj in members:  # keep objects in their own container while slots last
+                home = int(problem.initial[obj])
+                if slots.get(home, 0) > 0:
+                    slots[home] -= 1
+                else:
+                    waiting.append(int(obj))
+            for groups in levels + [None]:  # then within each scope item; then anywhere
+                still = []
+                for obj in waiting:
+                    group = None if groups is None else groups[problem.initial[obj]]
+                    target = next((c for c, left in slots.items() if left > 0 and (
+                        groups is None or groups[c] == group)), None)
+                    if target is None:
+                        still.append(obj)
+                    else:
+                        slots[target] -= 1
+                        final[obj] = target
+                waiting = still
+        return final
 
     def scale(self, dim: str) -> DimensionScale:
         if dim not in self._scales:
@@ -180,33 +249,69 @@ class ModelBuilder:
         return len(self.atoms) - 1
 
     # ---- utilizations ----
-    def _util_atoms(self, scope: Scope, dim: str):
-        """Atoms AFTER_i and STAYED_i (integer units) and integer INITIAL_i per item."""
+    def _class_values(self, dim: str) -> np.ndarray:
+        ints = self.scale(dim).values
+        return np.asarray([int(ints[m[0]]) for m in self.classes.members], dtype=np.int64)
+
+    def _stay_counts(self, scope: Scope) -> dict[tuple[int, int], tuple[object, int]]:
+        """Per (class, group) with initial objects there: how many stay, min(final, initial),
+        as an expression and its upper bound. Groups are items plus the out-of-scope one."""
+        if scope.name not in self._stays:
+            groups = item_groups(scope)
+            var_group = groups[self.var_cont]
+            stays = {}
+            for k, home in enumerate(self.classes.home):
+                initial: dict[int, int] = {}
+                for c, count in home.items():
+                    initial[int(groups[c])] = initial.get(int(groups[c]), 0) + count
+                size = len(self.classes.members[k])
+                for group, count in initial.items():
+                    chosen = [j for j in self.class_vars[k] if var_group[j] == group]
+                    final = sum(self.count_vars[j] for j in chosen) if chosen else 0
+                    if count >= size or not chosen:  # all of the class started here
+                        stays[(k, group)] = (final, count)
+                        continue
+                    stay = self.cp.new_int_var(0, count, f"stay{k}_{scope.name}{group}")
+                    self.cp.add_min_equality(stay, [final, count])
+                    stays[(k, group)] = (stay, count)
+            self._stays[scope.name] = stays
+        return self._stays[scope.name]
+
+    def _util_atoms(self, scope: Scope, dim: str, stayed: bool = True):
+        """Atoms AFTER_i and STAYED_i (integer units; STAYED only built when asked for) and
+        integer INITIAL_i per item."""
         key = (scope.name, dim)
         if key not in self._utils:
             ints = self.scale(dim).values
-            class_value = np.asarray([int(ints[m[0]]) for m in self.classes.members], np.int64)
+            class_value = self._class_values(dim)
             n_items = len(scope.items)
             initial_item = scope.container_item[self.problem.initial]
             initial_util = np.zeros(n_items, dtype=np.int64)
             inside = initial_item != OUT_OF_SCOPE
             np.add.at(initial_util, initial_item[inside], ints[inside])
             item_of_var = scope.container_item[self.var_cont]
-            home_item = scope.container_item[self.classes.initial][self.var_class]
             coef = class_value[self.var_class]
-            after, stayed = [], []
             order = np.argsort(item_of_var, kind="stable")
             bounds = np.searchsorted(item_of_var[order], np.arange(n_items + 1))
             total = int(ints.sum())
+            after = []
             for i in range(n_items):
                 chosen = order[bounds[i]:bounds[i + 1]]
                 chosen = chosen[coef[chosen] != 0]
-                stay = chosen[home_item[chosen] == i]
                 after.append(self.new_atom(self._weighted(chosen, coef), 0, total,
                                            int(initial_util[i])))
-                stayed.append(self.new_atom(self._weighted(stay, coef), 0, int(initial_util[i]),
-                                            int(initial_util[i])))
-            self._utils[key] = (after, stayed, initial_util)
+            self._utils[key] = (after, None, initial_util)
+        after, stays, initial_util = self._utils[key]
+        if stayed and stays is None:
+            class_value = self._class_values(dim)
+            by_item: list[list[tuple[object, int]]] = [[] for _ in range(len(scope.items))]
+            for (k, group), (expr, _) in self._stay_counts(scope).items():
+                if group < len(scope.items) and class_value[k] != 0:
+                    by_item[group].append((expr, int(class_value[k])))
+            stays = [self.new_atom(cp_model.LinearExpr.weighted_sum(
+                [e for e, _ in terms], [v for _, v in terms]) if terms else 0,
+                0, int(initial_util[i]), int(initial_util[i])) for i, terms in enumerate(by_item)]
+            self._utils[key] = (after, stays, initial_util)
         return self._utils[key]
 
     def _weighted(self, chosen: np.ndarray, coef: np.ndarray) -> object:
@@ -217,11 +322,13 @@ class ModelBuilder:
 
     def util(self, scope: Scope, dim: str, metric: str) -> list[Lin]:
         """Absolute utilization per item under a definition, on the user's scale."""
-        after, stayed, initial = self._util_atoms(scope, dim)
+        after, stayed, initial = self._util_atoms(scope, dim, stayed=metric not in (
+            "AFTER", "INITIAL"))
         unit = Fraction(1, self.scale(dim).factor)
         result = []
         for i in range(len(scope.items)):
-            a, s, init = Lin.atom(after[i], unit), Lin.atom(stayed[i], unit), initial[i] * unit
+            a, init = Lin.atom(after[i], unit), initial[i] * unit
+            s = Lin.atom(stayed[i], unit) if stayed is not None else Lin()
             result.append({
                 "AFTER": a, "INITIAL": Lin(const=init), "STAYED": s, "DURING": a + init - s,
                 "NEW": a - s, "OLD": (s * -1) + init, "MOVED": a + init - s * 2,
@@ -230,7 +337,7 @@ class ModelBuilder:
 
     def initial_util(self, scope: Scope, dim: str) -> list[Fraction]:
         """Exact initial utilization per item."""
-        _, _, initial = self._util_atoms(scope, dim)
+        _, _, initial = self._util_atoms(scope, dim, stayed=False)
         unit = Fraction(1, self.scale(dim).factor)
         return [int(v) * unit for v in initial]
 
@@ -248,14 +355,17 @@ class ModelBuilder:
 
     def out_of_scope_new(self, scope: Scope, dim: str) -> Lin:
         """Size of objects moved from inside ``scope`` to outside it (MinimizeMovement)."""
-        ints = self.scale(dim).values
-        outside = scope.container_item[self.var_cont] == OUT_OF_SCOPE
-        home_inside = scope.container_item[self.classes.initial][self.var_class] != OUT_OF_SCOPE
-        chosen = np.flatnonzero(outside & home_inside)
-        class_value = np.asarray([int(ints[m[0]]) for m in self.classes.members], np.int64)
+        class_value = self._class_values(dim)
+        out = len(scope.items)
+        outside = np.flatnonzero(scope.container_item[self.var_cont] == OUT_OF_SCOPE)
         coef = class_value[self.var_class]
-        chosen = chosen[coef[chosen] != 0]
-        atom = self.new_atom(self._weighted(chosen, coef), 0, int(ints.sum()), 0)
+        arrived = self._weighted(outside[coef[outside] != 0], coef)
+        stays = [(e, int(class_value[k])) for (k, group), (e, _) in
+                 self._stay_counts(scope).items() if group == out and class_value[k] != 0]
+        stayed = (cp_model.LinearExpr.weighted_sum([e for e, _ in stays], [v for _, v in stays])
+                  if stays else 0)
+        total = int(self.scale(dim).values.sum())
+        atom = self.new_atom(arrived - stayed, -total, total, 0)
         return Lin.atom(atom, Fraction(1, self.scale(dim).factor))
 
     # ---- evaluating forms ----

@@ -103,6 +103,14 @@ class BalanceSpec(Spec):
                    bound_type, upper, soft, fixed, extra, legacy,
                    bound_type == "RELATIVE_UTIL" or not ignore)
 
+    def prefers_staying(self) -> bool:
+        if self.definition == "AFTER":
+            return True
+        # u_i grows as STAYED shrinks; with a constant threshold every formula but the
+        # variance is increasing in u_i (a moving average could reward swaps)
+        constant = self.fixed_average or self.bound_type == "RELATIVE_UTIL"
+        return constant and self.formula != "RELATIVE_UTIL_VARIANCE"
+
     @property
     def has_leximin(self) -> bool:
         return self.formula == "IDEAL"

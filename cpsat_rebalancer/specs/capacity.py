@@ -82,6 +82,10 @@ class CapacitySpec(Spec):
         return cls(name, scope, dimension, definition, bound, items, thresholds, norm,
                    zero_allowed, not as_goal)
 
+    def prefers_staying(self) -> bool:
+        """MAX penalizes utilization, which only grows as STAYED shrinks; MIN rewards it."""
+        return self.bound == "MAX" or self.definition == "AFTER"
+
     # ---------- which (metric, item) pairs carry an expression ----------
     def _kept(self) -> np.ndarray:
         """Positions (into items) with an expression: finite thresholds; MIN skips T·nc = 0."""

@@ -91,6 +91,12 @@ class Spec:
         """Objects this spec names individually, with the role each plays (for classes)."""
         return {}
 
+    def prefers_staying(self) -> bool:
+        """True when this spec never gains from fewer objects staying where they were (it
+        reads only AFTER, or its value only grows as STAYED shrinks). Identical objects from
+        different containers may then share one class: swapping them never helps."""
+        return True
+
 
 class Fields:
     """Typed, path-aware access to a spec dict; unknown keys are reported by :meth:`done`."""
