@@ -15,8 +15,6 @@ from .problem import OUT_OF_SCOPE, Problem, Scope
 from .scenario import ConstraintEntry, Model
 from .specs.common import TOLERANCE
 
-METRICS = ("AFTER", "INITIAL", "STAYED", "DURING", "NEW", "OLD", "MOVED")
-
 
 class EvalContext:
     """Utilizations of an (initial, final) assignment pair, computed once per (scope, dim)."""

@@ -8,7 +8,7 @@ into the input, before any model is built.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +109,6 @@ class Scenario:
     problem: Problem
     model: Model
     options: SolverOptions
-    source: dict = field(repr=False, default_factory=dict)
 
 
 def _names(value: Any, path: str) -> list[str]:
@@ -360,7 +359,7 @@ def parse_scenario(data: Any) -> Scenario:
     problem = parse_problem(data)
     model = parse_model(data, problem)
     options = SolverOptions.parse(data.get("solver"))
-    return Scenario(problem, model, options, data)
+    return Scenario(problem, model, options)
 
 
 def read_data_file(path: str | Path) -> Any:
