@@ -136,9 +136,10 @@ def command_solve(args: argparse.Namespace) -> int:
         args.deterministic_time if args.deterministic_time is not None
         else base.deterministic_time, args.log or base.log, path="options")
     result = solve_scenario(scenario, options)
+    if args.json:  # before printing, so a closed pipe cannot lose it
+        write_atomically(args.json, result.to_json())
     print_result(result)
     if args.json:
-        write_atomically(args.json, result.to_json())
         print(f"\nWrote {args.json}")
     return {INFEASIBLE: EXIT_INFEASIBLE, NO_SOLUTION: EXIT_NO_SOLUTION}.get(result.status, 0)
 
@@ -163,10 +164,7 @@ def command_evaluate(args: argparse.Namespace) -> int:
     initial_eval = evaluate(scenario.problem, scenario.model, scenario.problem.initial)
     final_eval = evaluate(scenario.problem, scenario.model, final)
     moved = int((final != scenario.problem.initial).sum())
-    print(f"Assignment {args.assignment}: {moved} moves, "
-          f"{'feasible' if final_eval.feasible else 'INFEASIBLE'}")
-    print_values(initial_eval, final_eval)
-    if args.json:
+    if args.json:  # before printing, so a closed pipe cannot lose it
         payload = {"feasible": final_eval.feasible, "moves": moved,
                    "initialObjective": objective_dict(initial_eval, 0),
                    "finalObjective": objective_dict(final_eval, 0),
@@ -176,6 +174,10 @@ def command_evaluate(args: argparse.Namespace) -> int:
                    "finalConstraint": constraint_dict(final_eval),
                    "brokenHardConstraints": final_eval.broken_hard()}
         write_atomically(args.json, json.dumps(payload, indent=2))
+    print(f"Assignment {args.assignment}: {moved} moves, "
+          f"{'feasible' if final_eval.feasible else 'INFEASIBLE'}")
+    print_values(initial_eval, final_eval)
+    if args.json:
         print(f"\nWrote {args.json}")
     return 0
 
