@@ -203,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--model", help="take goals and constraints from this model file")
     ev.add_argument("--json", help="write the values as JSON to this file")
     ev.set_defaults(run=command_evaluate)
+    from .compare import add_commands  # compare, export: heuristic validation and peers
+
+    add_commands(sub)
     return parser
 
 
