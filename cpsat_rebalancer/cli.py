@@ -115,6 +115,12 @@ def print_result(result: SolveResult) -> None:
                      "bound": b.bound, "gap": b.gap, "error bound": b.approximation_error,
                      "seconds": b.seconds, "note": note})
     print_table(pd.DataFrame(rows))
+    if result.conflict:
+        print("\nThese hard constraints cannot all hold (a small conflicting set):")
+        for line in result.conflict:
+            print(f"  - {line}")
+    if result.termination == "interrupted":
+        print("\nInterrupted: the best assignment found so far is reported.")
     moves = result.moves
     print(f"\nMoves: {len(moves)}")
     print_table(moves.head(50))
@@ -219,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     except InternalError as error:
         print(f"internal error (please report): {error}", file=sys.stderr)
         return EXIT_INTERNAL
+    except KeyboardInterrupt:  # before any search started (a running search stops cleanly)
+        print("interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # output piped into head and the like
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

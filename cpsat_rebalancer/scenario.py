@@ -362,17 +362,34 @@ def parse_scenario(data: Any) -> Scenario:
     return Scenario(problem, model, options)
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
+    """json object hook: a key given twice would silently lose one of its values."""
+    result: dict = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
 def read_data_file(path: str | Path) -> Any:
-    """Read JSON or YAML (by extension; JSON first otherwise) with line/column on errors."""
+    """Read JSON or YAML (by extension; JSON first otherwise) with line/column on errors;
+    a key given twice in one mapping is an error."""
     path = Path(path)
     try:
         text = path.read_text()
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read file: {exc.strerror}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), f"cannot read file: {exc}") from None
     if path.suffix.lower() in (".yaml", ".yml"):
         return _read_yaml(text, path)
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_pairs)
+    except _DuplicateKey as exc:
+        raise InputError(str(path), "a key appears twice in one mapping", exc.args[0]) from None
     except json.JSONDecodeError as exc:
         if path.suffix.lower() == ".json":
             raise InputError(f"{path}:{exc.lineno}:{exc.colno}",
@@ -383,8 +400,20 @@ def read_data_file(path: str | Path) -> Any:
 def _read_yaml(text: str, path: Path) -> Any:
     import yaml
 
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    mark = key_node.start_mark
+                    raise InputError(f"{path}:{mark.line + 1}:{mark.column + 1}",
+                                     "a key appears twice in one mapping", key)
+                seen.add(key)
+            return super().construct_mapping(node, deep)
+
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)

@@ -124,3 +124,34 @@ def test_the_api_never_modifies_what_the_user_passed() -> None:
     ps.add_goal(spec)
     ps.solve()
     assert (spec, assignment) == frozen
+
+
+@pytest.mark.parametrize("name, content, fragment", [
+    ("s.json", '{"assignment": {"h0": ["a"], "h0": ["b"]}}', "a key appears twice"),
+    ("s.yaml", "assignment:\n  h0: [a]\n  h0: [b]\n", "s.yaml:3:3"),
+    ("s.yaml", "assignment:\n  h0: [a\n", "s.yaml:3:1: invalid YAML"),
+    ("s.json", '{"assignment": {"h0": ["a",]}}', "s.json:1:28: invalid JSON"),
+])
+def test_scenario_files_with_errors_say_where(tmp_path, name: str, content: str,
+                                              fragment: str) -> None:
+    from cpsat_rebalancer import load_scenario
+
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(InputError) as info:
+        load_scenario(path)
+    assert fragment in str(info.value)
+
+
+def test_yaml_scenarios_load(tmp_path) -> None:
+    import json
+    from pathlib import Path
+
+    import yaml
+
+    from cpsat_rebalancer import load_scenario
+
+    source = Path(__file__).parents[1] / "scenarios" / "seed_balance_memory.json"
+    target = tmp_path / "seed.yaml"
+    target.write_text(yaml.safe_dump(json.loads(source.read_text())))
+    assert load_scenario(target).problem.num_objects == 4

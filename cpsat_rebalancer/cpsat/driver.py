@@ -7,6 +7,7 @@ The driver knows no spec formula: specs compile to forms, the driver minimizes a
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -26,6 +27,7 @@ from ..result import (
     SolveResult,
 )
 from ..scenario import Model, SolverOptions
+from ..specs.common import Restrictions
 from .linear import Lin, lin_sum
 from .model import ModelBuilder
 
@@ -56,6 +58,65 @@ def named_objects(model: Model) -> set[int]:
     return named
 
 
+def restriction_label(problem: Problem, restriction: Restrictions) -> str:
+    parts = []
+    if restriction.fixed_objects:
+        parts.append("fixed " + ", ".join(problem.objects[o]
+                                          for o in sorted(restriction.fixed_objects)))
+    if restriction.non_accepting:
+        parts.append("closed " + ", ".join(problem.containers[c]
+                                           for c in sorted(restriction.non_accepting)))
+    return "; ".join(parts)
+
+
+EXPLAIN_SECONDS = 20.0  # at most this long to name the conflicting constraints
+
+
+def explain_infeasibility(problem: Problem, model: Model, options: SolverOptions) -> list[str]:
+    """A small set of hard rules that cannot hold together, one line per spec: each hard rule
+    and restriction is guarded by an assumption; CP-SAT names a sufficient subset, which is
+    then shrunk by deletion while time allows."""
+    guards: list[tuple[object, str, str]] = []
+    builder, _ = compile_model(problem, model, guards=guards)
+    cp = builder.cp
+    deadline = time.monotonic() + EXPLAIN_SECONDS
+
+    def infeasible(chosen: list[int]) -> bool | None:
+        cp.clear_assumptions()
+        cp.add_assumptions([guards[i][0] for i in chosen])
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.random_seed = options.seed
+        solver.parameters.max_time_in_seconds = max(0.01, deadline - time.monotonic())
+        status = solver.solve(cp)
+        if status == cp_model.INFEASIBLE:
+            nonlocal last
+            last = solver
+            return True
+        return False if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
+
+    last: cp_model.CpSolver | None = None
+    everything = list(range(len(guards)))
+    if not infeasible(everything):
+        return ["(the conflict could not be isolated in time)"]
+    index_of = {guard[0].Index(): i for i, guard in enumerate(guards)}
+    core = sorted({index_of[abs(v)] for v in last.sufficient_assumptions_for_infeasibility()
+                   if abs(v) in index_of}) or everything
+    for i in list(core):  # deletion: drop every guard the conflict does not need
+        if time.monotonic() >= deadline or len(core) == 1:
+            break
+        trial = [j for j in core if j != i]
+        if infeasible(trial):
+            core = trial
+    by_spec: dict[str, list[str]] = {}
+    for i in core:
+        _, name, what = guards[i]
+        by_spec.setdefault(name, [])
+        if what:
+            by_spec[name].append(what)
+    return [f"{name}: {', '.join(parts)}" if parts else name for name, parts in by_spec.items()]
+
+
 def classes_may_span_containers(model: Model) -> bool:
     """Whether identical objects from different initial containers may share a class: only
     when no goal or constraint could gain from swapping them (see Spec.prefers_staying)."""
@@ -64,13 +125,27 @@ def classes_may_span_containers(model: Model) -> bool:
                     for c in model.constraints))
 
 
-def compile_model(problem: Problem, model: Model,
-                  aggregate: bool = True) -> tuple[ModelBuilder, dict[int, Bucket]]:
+def compile_model(problem: Problem, model: Model, aggregate: bool = True,
+                  guards: list[tuple[object, str, str]] | None = None,
+                  ) -> tuple[ModelBuilder, dict[int, Bucket]]:
     """Build the CP-SAT model: hard parts of constraints, and one objective form per bucket.
-    ``aggregate=False`` keeps each initial container's objects in classes of their own."""
+    ``aggregate=False`` keeps each initial container's objects in classes of their own.
+    With ``guards`` (a list to fill), every hard rule and restriction holds only under a
+    literal of its own, recorded as (literal, spec name, what), to explain infeasibility."""
     fixed, non_accepting = restrictions_of(problem, model)
-    builder = ModelBuilder(problem, fixed, non_accepting, named_objects(model),
-                           aggregate and classes_may_span_containers(model))
+    aggregate = aggregate and classes_may_span_containers(model)
+    named = named_objects(model) | fixed
+    if guards is None:
+        builder = ModelBuilder(problem, fixed, non_accepting, named, aggregate)
+    else:
+        builder = ModelBuilder(problem, frozenset(), frozenset(), named, aggregate)
+        for spec, restriction in model.restrictions(problem):
+            if restriction.fixed_objects or restriction.non_accepting:
+                builder.guard = builder.cp.new_bool_var(f"restriction {spec.name}")
+                builder.forbid(restriction.fixed_objects, restriction.non_accepting)
+                guards.append((builder.guard, spec.name, restriction_label(problem,
+                                                                          restriction)))
+        builder.guard = None
     ctx0 = EvalContext(problem, problem.initial, problem.initial)
     buckets: dict[int, Bucket] = {}
 
@@ -84,11 +159,19 @@ def compile_model(problem: Problem, model: Model,
         before = dict(builder.errors)
         infos = entry.spec.compile_infos(builder)
         split = split_policy(entry, np.asarray(entry.spec.infos(ctx0), dtype=float))
+        labels = entry.spec.info_labels(problem) if guards is not None else None
         soft_terms = []
         for k, info in enumerate(infos):
             if split.hard[k]:
                 rhs = builder.initial_value(info.expr) if split.soft[k] else Fraction(0)
+                if guards is not None:
+                    builder.guard = builder.cp.new_bool_var(f"hard {entry.spec.name} {k}")
+                    what = labels[k] if labels else ""
+                    if split.soft[k]:
+                        what = f"{what} (no worse than initially)".strip()
+                    guards.append((builder.guard, entry.spec.name, what))
                 builder.require(info.expr, rhs, gate=info.gate)
+                builder.guard = None
             if split.soft[k]:
                 violation = builder.positive_part(info.expr, gate=info.gate, what=entry.spec.name)
                 soft_terms.append(violation * entry.invalid_cost)
@@ -114,15 +197,16 @@ def compile_model(problem: Problem, model: Model,
 
 
 class Chain:
-    """Runs the solves of one compiled model under one global deadline."""
+    """Runs the solves of one compiled model under one global deadline; Ctrl-C (SIGINT)
+    stops the current search and the chain, keeping the best solution found."""
 
-    def __init__(self, builder: ModelBuilder, options: SolverOptions):
+    def __init__(self, builder: ModelBuilder, options: SolverOptions,
+                 started: float | None = None):
         self.builder = builder
         self.options = options
-        self.started = time.monotonic()
-        self.solver: cp_model.CpSolver | None = None
+        self.started = time.monotonic() if started is None else started
         self.values: list[int] | None = None  # last solution, one value per CP-SAT variable
-        self.stopped_by_time = False
+        self.interrupted = False
 
     def remaining(self) -> float | None:
         if self.options.time_limit is None:
@@ -163,22 +247,41 @@ class Chain:
         limits = [t for t in (self.remaining(), budget) if t is not None]
         if limits:
             params.max_time_in_seconds = max(min(limits), 0.001)
-        status = solver.solve(cp)
+        params.catch_sigint_signal = False  # Ctrl-C is ours: see _interruptible
+        status = self._interruptible(solver)
         if status == cp_model.INFEASIBLE and self.values is not None:
             # Impossible: the previous solution satisfies every constraint of this solve. Seen
             # with CP-SAT's presolve (probing) on large coefficients; solve again without it.
             params.cp_model_presolve = False
-            status = solver.solve(cp)
+            status = self._interruptible(solver)
         if status == cp_model.MODEL_INVALID:
             raise InternalError(f"CP-SAT rejected the model: {cp.validate()}")
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            variables = len(cp.proto.variables)
-            self.values = [solver.value(cp.get_int_var_from_proto_index(i))
-                           for i in range(variables)]
-        if status in (cp_model.FEASIBLE, cp_model.UNKNOWN):
-            self.stopped_by_time = True
-        self.solver = solver
+            self.values = list(solver.response_proto.solution)
         return status, solver
+
+    def _interruptible(self, solver: cp_model.CpSolver) -> int:
+        """Solve in a worker thread so that Ctrl-C in the main thread can stop the search
+        (``stop_search``) and the chain, as a time limit would."""
+        outcome: list[int] = []
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                outcome.append(solver.solve(self.builder.cp))
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        while not done.is_set():
+            try:
+                done.wait(0.05)
+            except KeyboardInterrupt:
+                self.interrupted = True
+                solver.stop_search()
+        worker.join()
+        return outcome[0]
 
     def decode(self) -> np.ndarray:
         """The assignment of the last solution (the initial one when there is none)."""
@@ -205,27 +308,31 @@ STATUS_NAMES = {cp_model.OPTIMAL: OPTIMAL, cp_model.FEASIBLE: FEASIBLE,
 
 def solve_model(problem: Problem, model: Model, options: SolverOptions,
                 aggregate: bool = True) -> SolveResult:
-    """Solve every bucket in tuple-position order and evaluate the result independently."""
+    """Solve every bucket in tuple-position order and evaluate the result independently.
+
+    The time limit covers everything from here (compilation included). A chain stopped early
+    (time, Ctrl-C) returns its best assignment as FEASIBLE with the bounds reached; with no
+    assignment at all, the initial one with status NO_SOLUTION; when the hard constraints
+    cannot all hold, INFEASIBLE with the constraints that conflict."""
     started = time.monotonic()
     builder, buckets = compile_model(problem, model, aggregate)
-    chain = Chain(builder, options)
+    chain = Chain(builder, options, started)
     reports: list[BucketReport] = []
-    overall = OPTIMAL
-    infeasible = False
+    stop: str | None = None  # why the chain stopped early: infeasible, time_limit, interrupted
     if not buckets:
         buckets = {0: Bucket(0)}  # still find an assignment satisfying the hard constraints
     for index, (position, bucket) in enumerate(buckets.items()):
         t0 = time.monotonic()
         remaining = chain.remaining()
+        if stop is None and remaining is not None and remaining <= 0:
+            stop = "time_limit"
+        if stop is not None:
+            reports.append(BucketReport(position, "NOT_SOLVED", stop, 0.0, None, None, None,
+                                        None, bucket.error, 0.0))
+            continue
         # under a time limit, a bucket gets an equal share of what is left, so a hard first
         # bucket cannot starve the later ones; time it does not use flows on
         budget = None if remaining is None else remaining / (len(buckets) - index)
-        if infeasible or (remaining is not None and remaining <= 0):
-            reports.append(BucketReport(position, "NOT_SOLVED", "skipped" if infeasible
-                                        else "time_limit", 0.0, None, None, None, None,
-                                        bucket.error, 0.0))
-            overall = overall if infeasible else FEASIBLE
-            continue
         if bucket.leximin is not None:
             report = _solve_leximin(chain, bucket, budget)
         else:
@@ -233,13 +340,17 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
         report.seconds = time.monotonic() - t0
         reports.append(report)
         if report.status == INFEASIBLE:
-            infeasible = True
-            overall = INFEASIBLE
-        elif report.status == NO_SOLUTION and chain.values is None:
-            overall = NO_SOLUTION
-        elif report.status != OPTIMAL and overall == OPTIMAL:
-            overall = FEASIBLE
+            stop = "infeasible"
+        elif report.status == NO_SOLUTION:
+            # nothing better found in time; an earlier bucket's assignment (if any) stands
+            stop = "time_limit"
+            if chain.values is not None:
+                report.status = FEASIBLE
+        if chain.interrupted:
+            stop = "interrupted"
+            report.termination = "interrupted"
 
+    infeasible = stop == "infeasible"
     final = chain.decode() if not infeasible else problem.initial.copy()
     initial_eval = evaluate(problem, model, problem.initial)
     final_eval = evaluate(problem, model, final)
@@ -247,12 +358,20 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
         report.objective = final_eval.positions.get(report.position, 0.0)
         if report.position in final_eval.leximin:
             report.leximin = list(final_eval.leximin[report.position])
-    if overall in (OPTIMAL, FEASIBLE):
+    if infeasible:
+        status = INFEASIBLE
+    elif chain.values is None:
+        status = NO_SOLUTION
+    elif stop is None and all(r.status == OPTIMAL for r in reports):
+        status = OPTIMAL
+    else:
+        status = FEASIBLE
+    if status in (OPTIMAL, FEASIBLE):
         check_result(final_eval, reports)
-    termination = "optimal" if overall == OPTIMAL else (
-        "infeasible" if overall == INFEASIBLE else "time_limit")
-    return SolveResult(problem, overall, termination, final, initial_eval, final_eval, reports,
-                       time.monotonic() - started, dict(builder.errors),
+    conflict = explain_infeasibility(problem, model, options) if infeasible else []
+    termination = stop or ("optimal" if status == OPTIMAL else "time_limit")
+    return SolveResult(problem, status, termination, final, initial_eval, final_eval, reports,
+                       time.monotonic() - started, dict(builder.errors), conflict,
                        classes=len(builder.classes.members))
 
 

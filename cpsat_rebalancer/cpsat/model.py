@@ -161,6 +161,7 @@ class ModelBuilder:
         self._utils: dict[tuple[str, str], tuple[list[int], list[int] | None, np.ndarray]] = {}
         self._stays: dict[str, dict[tuple[int, int], tuple[object, int]]] = {}
         self._gates: dict[tuple, object] = {}
+        self.guard: object | None = None  # when set, hard rules hold only if it is true
         self._build_counts(fixed, non_accepting)
 
     # ---- variables ----
@@ -195,6 +196,21 @@ class ModelBuilder:
         self.var_class = np.asarray(var_class, dtype=np.int64)
         self.var_cont = np.asarray(var_cont, dtype=np.int64)
         self.count_vars = variables
+
+    def forbid(self, fixed: frozenset[int], non_accepting: frozenset[int]) -> None:
+        """Restrictions as (guarded) constraints instead of domains, to explain infeasibility:
+        fixed objects stay; non-accepting containers take no more of a class than they held."""
+        literals = [self.guard] if self.guard is not None else []
+        for obj in fixed:
+            k = int(self.classes.of_object[obj])
+            home = int(self.problem.initial[obj])
+            for j in self.class_vars[k]:
+                if self.var_cont[j] == home:
+                    self.cp.add(self.count_vars[j] == 1).only_enforce_if(literals)
+        for j, (k, c) in enumerate(zip(self.var_class, self.var_cont)):
+            if int(c) in non_accepting:
+                held = self.classes.home[int(k)].get(int(c), 0)
+                self.cp.add(self.count_vars[j] <= held).only_enforce_if(literals)
 
     def initial_counts(self) -> list[int]:
         """Count variable values of the initial assignment (for hints)."""
@@ -235,10 +251,12 @@ class ModelBuilder:
         if dim not in self._scales:
             values = self.problem.object_dims[dim]
             factor, error = integral_scale(values)
-            ints = np.round(values * factor).astype(np.int64)
-            if int(ints.sum()) >= INT_LIMIT // 4:
-                raise InputError(f"objectDimensions.{dim}", "values too large to model exactly "
-                                 "in CP-SAT's 64-bit integers")
+            scaled = np.round(values * factor)
+            if float(scaled.sum()) >= INT_LIMIT // 4:
+                raise InputError(f"objectDimensions.{dim}", "values too large to model in "
+                                 "CP-SAT's 64-bit integers (total of the dimension)",
+                                 float(values.sum()))
+            ints = scaled.astype(np.int64)
             self._scales[dim] = DimensionScale(factor, ints, error)
             if error:
                 self.errors[f"dimension {dim} rounding (per object)"] = error
@@ -479,9 +497,12 @@ class ModelBuilder:
         slack = math.ceil(form.error * form.factor) if form.error else 0
         if form.lo <= slack and form.hi <= slack:
             return
+        literals = [self.gate(gate)] if gate is not None else []
+        if self.guard is not None:
+            literals.append(self.guard)
         constraint = self.cp.add(form.expr <= slack)
-        if gate is not None:
-            constraint.only_enforce_if(self.gate(gate))
+        if literals:
+            constraint.only_enforce_if(literals)
 
     def as_atom(self, lin: Lin) -> Lin:
         """The same form over a single atom (a new variable when it spans several), so that a

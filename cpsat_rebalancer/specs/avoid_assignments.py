@@ -54,6 +54,10 @@ class AvoidAssignmentsSpec(Spec):
         return np.asarray([float((final_item[objs] == item).sum())
                            for item, objs in self.item_objects])
 
+    def info_labels(self, problem: Problem) -> list[str]:
+        return [", ".join(problem.objects[o] for o in objs) + f" not on {self.scope.items[i]}"
+                for i, objs in self.item_objects]
+
     def compile_infos(self, b: ModelBuilder) -> list[Info]:
         return [Info(lin_sum(b.object_in_item(int(o), self.scope, item) for o in objs))
                 for item, objs in self.item_objects]

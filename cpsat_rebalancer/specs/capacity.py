@@ -135,6 +135,12 @@ class CapacitySpec(Spec):
             values.append(cache[metric][p])
         return np.asarray(values, dtype=float)
 
+    def info_labels(self, problem: Problem) -> list[str]:
+        ctx = EvalContext(problem, problem.initial, problem.initial)
+        initial = self._initial_during(ctx) if self.is_constraint else None
+        return [f"{metric} {self.scope.items[self.items[p]]}"
+                for metric, p in self._pairs(initial)]
+
     def evaluate(self, ctx: EvalContext) -> float:
         return float(positive(self.infos(ctx)).sum())
 

@@ -91,6 +91,11 @@ class Spec:
         """Objects this spec names individually, with the role each plays (for classes)."""
         return {}
 
+    def info_labels(self, problem: Problem) -> list[str] | None:
+        """What each constraint expression is about (scope item, container), in the order of
+        ``infos``, for naming them when constraints conflict; None when not meaningful."""
+        return None
+
     def prefers_staying(self) -> bool:
         """True when this spec never gains from fewer objects staying where they were (it
         reads only AFTER, or its value only grows as STAYED shrinks). Identical objects from

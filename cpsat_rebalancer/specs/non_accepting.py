@@ -38,6 +38,9 @@ class NonAcceptingSpec(Spec):
         new = ctx.util(self.scope, ctx.problem.count_dimension, "NEW")
         return new[self.items].astype(float)
 
+    def info_labels(self, problem: Problem) -> list[str]:
+        return [f"nothing new on {self.scope.items[i]}" for i in self.items]
+
     def compile_infos(self, b: ModelBuilder) -> list[Info]:
         new = b.util(self.scope, b.problem.count_dimension, "NEW")
         return [Info(new[i]) for i in self.items]

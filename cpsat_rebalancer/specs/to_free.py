@@ -61,6 +61,10 @@ class ToFreeSpec(Spec):
         new = ctx.util(scope, self.dimension, "NEW")[self.containers]
         return np.column_stack([after, new]).reshape(-1)
 
+    def info_labels(self, problem: Problem) -> list[str]:
+        return [f"{what} {problem.containers[c]}" for c in self.containers
+                for what in ("empty", "nothing new on")]
+
     def compile_goal(self, b: ModelBuilder) -> GoalForm:
         after = b.util(self._scope(b.problem), self.dimension, "AFTER")
         if self.formula == "MINIMIZE_OCCUPIED_CONTAINERS":
