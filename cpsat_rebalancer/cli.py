@@ -110,7 +110,10 @@ def print_result(result: SolveResult) -> None:
     for b in result.buckets:
         note = ""
         if b.leximin_levels is not None:
-            note = f"leximin {b.leximin_levels}/{b.leximin_items} levels"
+            note = f"leximin: {b.leximin_levels}/{b.leximin_items} levels proven or reached"
+            if b.leximin_level_value is not None:
+                note += (f"; sum of the {max(b.leximin_levels, 1)} largest relative utilizations"
+                         f" {b.leximin_level_value:.6g} (bound {b.leximin_level_bound:.6g})")
         rows.append({"position": b.position, "status": b.status, "value": b.objective,
                      "bound": b.bound, "gap": b.gap, "error bound": b.approximation_error,
                      "seconds": b.seconds, "note": note})

@@ -40,6 +40,9 @@ class BucketReport:
     leximin_levels: int | None = None  # IDEAL alone: levels solved (of leximin_items)
     leximin_items: int | None = None
     leximin: list[float] | None = None  # sorted relative utilizations (IDEAL alone)
+    # at the last level reached: the sum of the k largest, and its proven lower bound
+    leximin_level_value: float | None = None
+    leximin_level_bound: float | None = None
 
 
 @dataclass

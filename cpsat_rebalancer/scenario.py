@@ -63,6 +63,7 @@ class Model:
             position: members[0]
             for position, members in by_position.items()
             if len(members) == 1 and position not in soft_positions
+            and self.goals[members[0]].weight > 0
             and getattr(self.goals[members[0]].spec, "has_leximin", False)
         }
 
@@ -316,6 +317,9 @@ def parse_model(data: dict, problem: Problem) -> Model:
     default_state = defaults.number("invalidState", 10000.0)
     default_position = defaults.raw("tuplePosIfBroken")
     defaults.done("defaultConstraintParams")
+    for key, value in (("invalidCost", default_cost), ("invalidState", default_state)):
+        if value < 0:
+            raise InputError(f"defaultConstraintParams.{key}", "must not be negative", value)
     default_position = 0 if default_position is None else _position(
         default_position, "defaultConstraintParams.tuplePosIfBroken")
 
@@ -333,6 +337,9 @@ def parse_model(data: dict, problem: Problem) -> Model:
         position = fields.raw("tuplePosIfBroken")
         fields.done("constraint entry")
         spec = parse_spec(raw_spec, f"{path}.spec", problem, as_goal=False)
+        for key, value in (("invalidCost", cost), ("invalidState", state)):
+            if value is not None and value < 0:
+                raise InputError(f"{path}.{key}", "must not be negative", value)
         if spec.single_parameter:  # Rebalancer ignores per-constraint arguments here (§1)
             own_policy = cost = state = position = None
         constraints.append(ConstraintEntry(

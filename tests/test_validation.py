@@ -155,3 +155,25 @@ def test_yaml_scenarios_load(tmp_path) -> None:
     target = tmp_path / "seed.yaml"
     target.write_text(yaml.safe_dump(json.loads(source.read_text())))
     assert load_scenario(target).problem.num_objects == 4
+
+
+def test_negative_weights_only_where_maximizing_is_exact() -> None:
+    data = base()
+    data["goals"][0]["weight"] = -1  # LINEAR balance: an excess, exact only when minimized
+    scenario = parse_scenario(data)
+    from cpsat_rebalancer.cpsat.driver import solve_model
+    from cpsat_rebalancer.scenario import SolverOptions
+
+    with pytest.raises(InputError, match=r"goals\[0\].weight"):
+        solve_model(scenario.problem, scenario.model, SolverOptions(workers=1))
+    data["goals"][0] = {"spec": {"minimizeMovementSpec": {"doNotNormalize": True}},
+                        "weight": -1}  # linear in the assignment: maximizing moves is exact
+    scenario = parse_scenario(data)
+    result = solve_model(scenario.problem, scenario.model, SolverOptions(workers=1))
+    assert result.status == "OPTIMAL" and len(result.moves) == 3
+
+
+def test_negative_constraint_costs_are_rejected() -> None:
+    message = error_of(lambda d: d["constraints"].append(
+        {"spec": {"toFreeSpec": {"containers": ["h0"]}}, "invalidCost": -5}))
+    assert "constraints[0].invalidCost" in message and "negative" in message

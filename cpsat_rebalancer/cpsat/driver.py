@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..errors import InternalError
+from ..errors import InputError, InternalError
 from ..evaluate import EvalContext, Evaluation, evaluate, split_policy
 from ..problem import Problem
 from ..result import (
@@ -72,14 +72,17 @@ def restriction_label(problem: Problem, restriction: Restrictions) -> str:
 EXPLAIN_SECONDS = 20.0  # at most this long to name the conflicting constraints
 
 
-def explain_infeasibility(problem: Problem, model: Model, options: SolverOptions) -> list[str]:
+def explain_infeasibility(problem: Problem, model: Model, options: SolverOptions,
+                          seconds: float = EXPLAIN_SECONDS) -> list[str]:
     """A small set of hard rules that cannot hold together, one line per spec: each hard rule
     and restriction is guarded by an assumption; CP-SAT names a sufficient subset, which is
     then shrunk by deletion while time allows."""
+    if seconds <= 0:
+        return ["(not explained: no time left)"]
     guards: list[tuple[object, str, str]] = []
     builder, _ = compile_model(problem, model, guards=guards)
     cp = builder.cp
-    deadline = time.monotonic() + EXPLAIN_SECONDS
+    deadline = time.monotonic() + seconds
 
     def infeasible(chosen: list[int]) -> bool | None:
         cp.clear_assumptions()
@@ -126,10 +129,11 @@ def classes_may_span_containers(model: Model) -> bool:
 
 
 def compile_model(problem: Problem, model: Model, aggregate: bool = True,
-                  guards: list[tuple[object, str, str]] | None = None,
+                  guards: list[tuple[object, str, str]] | None = None, leximin: bool = True,
                   ) -> tuple[ModelBuilder, dict[int, Bucket]]:
     """Build the CP-SAT model: hard parts of constraints, and one objective form per bucket.
-    ``aggregate=False`` keeps each initial container's objects in classes of their own.
+    ``aggregate=False`` keeps each initial container's objects in classes of their own;
+    ``leximin=False`` compiles IDEAL alone in its bucket to its scalar too.
     With ``guards`` (a list to fill), every hard rule and restriction holds only under a
     literal of its own, recorded as (literal, spec name, what), to explain infeasibility."""
     fixed, non_accepting = restrictions_of(problem, model)
@@ -184,15 +188,21 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
             target.error += errors_since(before) * max(entry.invalid_cost, 1.0)
 
     soft_positions = set(buckets)
-    leximin_positions = model.leximin_positions(soft_positions)
-    for entry in model.goals:
-        before = dict(builder.errors)
-        form = entry.spec.compile_goal(builder)
+    leximin_positions = model.leximin_positions(soft_positions) if leximin else {}
+    for index, entry in enumerate(model.goals):
         target = bucket(entry.position)
-        target.terms.append(form.value * entry.weight)
-        target.error += errors_since(before) * abs(entry.weight)
         if entry.position in leximin_positions:
-            target.leximin = form.leximin
+            target.leximin = entry.spec.compile_leximin(builder)
+            continue
+        before = dict(builder.errors)
+        value = entry.spec.compile_goal(builder).value
+        if entry.weight < 0 and builder.minimization_only(value):
+            raise InputError(f"goals[{index}].weight", f"a negative weight maximizes "
+                             f"{entry.spec.arm}, which is modelled exactly only when minimized "
+                             "(use a positive weight, or a goal linear in the assignment)",
+                             entry.weight)
+        target.terms.append(value * entry.weight)
+        target.error += errors_since(before) * abs(entry.weight)
     return builder, dict(sorted(buckets.items()))
 
 
@@ -368,7 +378,11 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
         status = FEASIBLE
     if status in (OPTIMAL, FEASIBLE):
         check_result(final_eval, reports)
-    conflict = explain_infeasibility(problem, model, options) if infeasible else []
+    conflict = []
+    if infeasible:
+        remaining = chain.remaining()
+        conflict = explain_infeasibility(problem, model, options, EXPLAIN_SECONDS if remaining
+                                         is None else min(EXPLAIN_SECONDS, remaining))
     termination = stop or ("optimal" if status == OPTIMAL else "time_limit")
     return SolveResult(problem, status, termination, final, initial_eval, final_eval, reports,
                        time.monotonic() - started, dict(builder.errors), conflict,
@@ -414,8 +428,8 @@ def _solve_leximin(chain: Chain, bucket: Bucket, budget: float | None) -> Bucket
     levels = 0
     objective = bound = None
     deadline = None if budget is None else time.monotonic() + budget
-    for k in range(1, n + 1):
-        share = None if deadline is None else (deadline - time.monotonic()) / (n - k + 1)
+    for k in range(1, n + 1):  # the first levels decide most: each may use all time left
+        share = None if deadline is None else deadline - time.monotonic()
         if share is not None and share <= 0:
             worst = FEASIBLE
             break
@@ -443,8 +457,8 @@ def _solve_leximin(chain: Chain, bucket: Bucket, budget: float | None) -> Bucket
     report.status = worst
     report.leximin_levels = levels
     report.leximin_items = n
-    report.compiled_objective = objective  # of the last level: sum of the k largest
-    report.bound = bound
+    report.leximin_level_value = objective
+    report.leximin_level_bound = bound
     return report
 
 
@@ -474,7 +488,7 @@ def compiled_values(problem: Problem, model: Model, final: np.ndarray,
     with the class counts fixed to those of ``final`` (auxiliaries at their best), with its
     stated error; and the assignment those counts decode to (identical objects swapped back
     into place), whose evaluator values the compiled ones must equal."""
-    builder, buckets = compile_model(problem, model)
+    builder, buckets = compile_model(problem, model, leximin=False)
     chain = Chain(builder, SolverOptions(workers=workers))
     counts = np.zeros(len(builder.count_vars), dtype=np.int64)
     lookup = {(int(k), int(c)): j for j, (k, c) in enumerate(zip(builder.var_class,

@@ -33,6 +33,7 @@ class Atom:
     lo: int
     hi: int
     initial: int | None = None  # value at the initial assignment, when defined by the problem
+    bounding: bool = False  # only bounds its value from above (exact under minimization only)
 
 
 @dataclass
@@ -262,9 +263,15 @@ class ModelBuilder:
                 self.errors[f"dimension {dim} rounding (per object)"] = error
         return self._scales[dim]
 
-    def new_atom(self, expr: object, lo: int, hi: int, initial: int | None = None) -> int:
-        self.atoms.append(Atom(expr, int(lo), int(hi), initial))
+    def new_atom(self, expr: object, lo: int, hi: int, initial: int | None = None,
+                 bounding: bool = False) -> int:
+        self.atoms.append(Atom(expr, int(lo), int(hi), initial, bounding))
         return len(self.atoms) - 1
+
+    def minimization_only(self, lin: Lin) -> bool:
+        """Whether ``lin`` involves a variable that only bounds its value from above (excess,
+        step, chords): minimizing it is exact, maximizing it is not."""
+        return any(self.atoms[a].bounding for a, c in lin.terms.items() if c != 0)
 
     # ---- utilizations ----
     def _class_values(self, dim: str) -> np.ndarray:
@@ -476,7 +483,7 @@ class ModelBuilder:
         constraint = self.cp.add(z >= form.expr)
         if gate is not None:
             constraint.only_enforce_if(self.gate(gate))
-        return Lin.atom(self.new_atom(z, 0, form.hi), 1 / form.factor)
+        return Lin.atom(self.new_atom(z, 0, form.hi, bounding=True), 1 / form.factor)
 
     def step(self, lin: Lin, gate: Lin | None = None) -> Lin:
         """1 when lin > 0 (and gate > 0), else 0: Rebalancer's step(e)."""
@@ -489,7 +496,7 @@ class ModelBuilder:
             constraint.only_enforce_if([s.Not(), self.gate(gate)])
         if form.lo > 0 and gate is None:
             self.cp.add(s == 1)
-        return Lin.atom(self.new_atom(s, 0, 1))
+        return Lin.atom(self.new_atom(s, 0, 1, bounding=True))
 
     def require(self, lin: Lin, rhs: Fraction = Fraction(0), gate: Lin | None = None) -> None:
         """Hard rule lin <= rhs (only when gate > 0, if a gate is given)."""
@@ -500,9 +507,24 @@ class ModelBuilder:
         literals = [self.gate(gate)] if gate is not None else []
         if self.guard is not None:
             literals.append(self.guard)
+        elif gate is None and not form.error:
+            self._tighten(lin - rhs)
         constraint = self.cp.add(form.expr <= slack)
         if literals:
             constraint.only_enforce_if(literals)
+
+    def _tighten(self, lin: Lin) -> None:
+        """An exact, unconditional hard rule c·atom + d <= 0 on one atom bounds that atom, so
+        that everything built on it later (piecewise-linear ranges, domains) is tighter."""
+        live = [(a, c) for a, c in lin.terms.items() if c != 0]
+        if len(live) != 1:
+            return
+        coef, atom = live[0][1], self.atoms[live[0][0]]
+        limit = -lin.const / coef
+        if coef > 0:
+            atom.hi = max(atom.lo, min(atom.hi, math.floor(limit)))
+        else:
+            atom.lo = min(atom.hi, max(atom.lo, math.ceil(limit)))
 
     def as_atom(self, lin: Lin) -> Lin:
         """The same form over a single atom (a new variable when it spans several), so that a
@@ -541,4 +563,4 @@ class ModelBuilder:
         for f in forms:
             self.cp.add(t >= f.expr)
             self.note_error(what, f.error)
-        return Lin.atom(self.new_atom(t, lo, hi), 1 / forms[0].factor)
+        return Lin.atom(self.new_atom(t, lo, hi, bounding=True), 1 / forms[0].factor)

@@ -89,7 +89,8 @@ def convex_pwl(builder: ModelBuilder, x: Lin, g: Callable[[float], float],
             slope_gap = (at(b + 1) - at(b)) - (at(a) - at(a - 1))
             error = max(error, slope_gap * (b - a) / 4 + 1.0 / resolution)
     builder.note_error(what, error)
-    return Lin.atom(builder.new_atom(z, min(scaled), max(scaled)), Fraction(1, resolution))
+    return Lin.atom(builder.new_atom(z, min(scaled), max(scaled), bounding=True),
+                    Fraction(1, resolution))
 
 
 def lower_table(builder: ModelBuilder, t: Lin, f: Callable[[float], float],
@@ -119,4 +120,5 @@ def lower_table(builder: ModelBuilder, t: Lin, f: Callable[[float], float],
     if len(points) == form.hi - form.lo + 1:
         gaps = [0.0]  # every reachable value is a grid point
     builder.note_error(what, max(gaps) + 1.0 / resolution + form.error)
-    return Lin.atom(builder.new_atom(value, min(floors), max(floors)), Fraction(1, resolution))
+    return Lin.atom(builder.new_atom(value, min(floors), max(floors), bounding=True),
+                    Fraction(1, resolution))

@@ -1,7 +1,7 @@
 """BalanceSpec: spread relative utilization over scope items (semantics reference §2).
 
 Formulas LINEAR, SQUARES, MAX, IDEAL, RELATIVE_UTIL_VARIANCE; goal only. IDEAL alone in its
-bucket is ordered leximin by the driver (``leximin`` in the compiled form); its reported
+bucket is ordered leximin by the driver (``compile_leximin``); its reported
 value is Rebalancer's scalar Σ a_i u_i².
 """
 
@@ -224,8 +224,11 @@ class BalanceSpec(Spec):
                                          what=what) for u in rel]
             return GoalForm(lin_sum(terms) / n)
         if self.formula == "IDEAL":
-            return GoalForm(self._ideal(b, rel, bound, what), leximin=rel)
+            return GoalForm(self._ideal(b, rel, bound, what))
         return GoalForm(self._variance(b, rel, bound))
+
+    def compile_leximin(self, b: ModelBuilder) -> list[Lin]:
+        return self._relative_forms(b)
 
     def _ideal(self, b: ModelBuilder, rel: list[Lin], bound: Lin, what: str) -> Lin:
         caps = [to_fraction(float(c)) for c in self.caps]

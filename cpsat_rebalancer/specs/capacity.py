@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,9 @@ class CapacitySpec(Spec):
     norm: np.ndarray  # normalization coefficient per filtered item
     zero_allowed: bool
     is_constraint: bool
+    limits: np.ndarray  # the limit per filtered item as given (for exact compilation)
+    relative: bool  # thresholds are limit x capacity
+    legacy: bool  # normalization 1/capacity per item instead of 1/average capacity
 
     @classmethod
     def from_dict(cls, data: Any, path: str, problem: Problem, *, as_goal: bool) -> CapacitySpec:
@@ -80,7 +84,23 @@ class CapacitySpec(Spec):
             average = caps.mean() if len(caps) else 0.0
             norm = np.full(len(items), 1.0 if average == 0 else 1.0 / average)
         return cls(name, scope, dimension, definition, bound, items, thresholds, norm,
-                   zero_allowed, not as_goal)
+                   zero_allowed, not as_goal, limits, limit.kind == "RELATIVE", legacy)
+
+    def _exact(self) -> list[tuple[Fraction, Fraction]]:
+        """Threshold and normalization per filtered item as exact fractions of the data
+        (computing them in floating point would turn 0.1 x 3 into 0.30000000000000004)."""
+        caps = [to_fraction(float(c)) for c in self.scope.capacity(self.dimension)[self.items]]
+        total = sum(caps, Fraction(0))
+        shared = Fraction(len(caps)) / total if total else Fraction(1)
+        result = []
+        for p, cap in enumerate(caps):
+            if not np.isfinite(self.limits[p]):
+                result.append((Fraction(0), Fraction(0)))  # no expression (see _kept)
+                continue
+            limit = to_fraction(float(self.limits[p]))
+            result.append((limit * cap if self.relative else limit,
+                           1 / cap if self.legacy else shared))
+        return result
 
     def prefers_staying(self) -> bool:
         """MAX penalizes utilization, which only grows as STAYED shrinks; MIN rewards it."""
@@ -151,13 +171,13 @@ class CapacitySpec(Spec):
             initial = self._initial_during(EvalContext(b.problem, b.problem.initial,
                                                        b.problem.initial))
         utils: dict[str, list[Lin]] = {}
+        exact = self._exact()
         forms = []
         for metric, p in self._pairs(initial):
             if metric not in utils:
                 utils[metric] = b.util(self.scope, self.dimension, metric)
             util = utils[metric][self.items[p]]
-            norm = to_fraction(float(self.norm[p]))
-            threshold = to_fraction(float(self.thresholds[p]))
+            threshold, norm = exact[p]
             if self.bound == "MAX":
                 forms.append(Info((util - threshold) * norm))
             elif self.zero_allowed:

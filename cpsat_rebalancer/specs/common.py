@@ -43,11 +43,9 @@ class Restrictions:
 
 @dataclass(frozen=True)
 class GoalForm:
-    """What a goal compiles to: its scalar value, and for IDEAL the items to order leximin."""
+    """What a goal compiles to: its scalar value (a cpsat.model.Lin)."""
 
-    value: Any  # a cpsat.model.Lin
-    leximin: list | None = None  # relative utilizations (Lin) when the goal has a leximin order
-    error: float = 0.0  # bound on |compiled - exact| from piecewise-linear pieces and rounding
+    value: Any
 
 
 class Spec:
@@ -81,6 +79,11 @@ class Spec:
         raise NotImplementedError
 
     def compile_infos(self, builder: ModelBuilder) -> list[Info]:
+        raise NotImplementedError
+
+    def compile_leximin(self, builder: ModelBuilder) -> list:
+        """For a goal with a leximin order: the forms (Lin) whose sorted vector is minimized,
+        used instead of compile_goal when the goal is alone in its bucket."""
         raise NotImplementedError
 
     # -- structure --
