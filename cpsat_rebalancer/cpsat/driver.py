@@ -216,6 +216,7 @@ class Chain:
         self.options = options
         self.started = time.monotonic() if started is None else started
         self.values: list[int] | None = None  # last solution, one value per CP-SAT variable
+        self.source: cp_model.CpSolver | None = None  # the solve that produced ``values``
         self.interrupted = False
 
     def remaining(self) -> float | None:
@@ -268,6 +269,7 @@ class Chain:
             raise InternalError(f"CP-SAT rejected the model: {cp.validate()}")
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.values = list(solver.response_proto.solution)
+            self.source = solver
         return status, solver
 
     def _interruptible(self, solver: cp_model.CpSolver) -> int:
@@ -292,6 +294,24 @@ class Chain:
                 solver.stop_search()
         worker.join()
         return outcome[0]
+
+    def start_from_initial(self) -> None:
+        """Complete the initial assignment into values for every variable (a solve with the
+        counts fixed), so the first search starts from a full, feasible hint: CP-SAT may
+        otherwise spend its whole time share repairing a partial one."""
+        cp = self.builder.cp
+        cp.clear_objective()
+        self.hint()
+        solver = cp_model.CpSolver()
+        solver.parameters.fix_variables_to_their_hinted_value = True
+        solver.parameters.num_workers = self.options.workers
+        solver.parameters.random_seed = self.options.seed
+        remaining = self.remaining()
+        if remaining is not None:
+            solver.parameters.max_time_in_seconds = max(remaining / 4, 0.001)
+        if solver.solve(cp) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            self.values = list(solver.response_proto.solution)
+            self.source = solver
 
     def decode(self) -> np.ndarray:
         """The assignment of the last solution (the initial one when there is none)."""
@@ -327,6 +347,9 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
     started = time.monotonic()
     builder, buckets = compile_model(problem, model, aggregate)
     chain = Chain(builder, options, started)
+    initial_eval = evaluate(problem, model, problem.initial)
+    if initial_eval.feasible:
+        chain.start_from_initial()
     reports: list[BucketReport] = []
     stop: str | None = None  # why the chain stopped early: infeasible, time_limit, interrupted
     if not buckets:
@@ -362,7 +385,6 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
 
     infeasible = stop == "infeasible"
     final = chain.decode() if not infeasible else problem.initial.copy()
-    initial_eval = evaluate(problem, model, problem.initial)
     final_eval = evaluate(problem, model, final)
     for report in reports:
         report.objective = final_eval.positions.get(report.position, 0.0)
@@ -393,8 +415,18 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
     builder = chain.builder
     form = builder.integerize(lin_sum(bucket.terms))
     error = bucket.error + form.error
+    previous = chain.source
     status, solver = chain.solve(form.expr, budget)
     incumbent, objective, bound = _bucket_values(status, solver, form.expr, form.factor)
+    if incumbent is None and previous is not None and status == cp_model.UNKNOWN:
+        # nothing new in time: the assignment we hold (initial or earlier bucket) is this
+        # bucket's incumbent, still with the bound CP-SAT proved
+        status = cp_model.FEASIBLE
+        incumbent = int(previous.value(form.expr))
+        objective = float(Fraction(incumbent) / form.factor)
+        proven = solver.best_objective_bound
+        bound = (float(Fraction(min(incumbent, math.ceil(proven))) / form.factor)
+                 if math.isfinite(proven) else None)
     if incumbent is not None:
         # freeze this bucket; where the model approximates, keep every assignment whose
         # compiled value is within the stated error (its exact value may tie the optimum)
