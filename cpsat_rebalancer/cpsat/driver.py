@@ -91,7 +91,9 @@ def explain_infeasibility(problem: Problem, model: Model, options: SolverOptions
         solver.parameters.num_workers = 1
         solver.parameters.random_seed = options.seed
         solver.parameters.max_time_in_seconds = max(0.01, deadline - time.monotonic())
-        status = solver.solve(cp)
+        status, interrupted = run_solver(solver, cp)
+        if interrupted:
+            return None
         if status == cp_model.INFEASIBLE:
             nonlocal last
             last = solver
@@ -109,7 +111,10 @@ def explain_infeasibility(problem: Problem, model: Model, options: SolverOptions
         if time.monotonic() >= deadline or len(core) == 1:
             break
         trial = [j for j in core if j != i]
-        if infeasible(trial):
+        verdict = infeasible(trial)
+        if verdict is None:  # out of time or interrupted: report the set as it stands
+            break
+        if verdict:
             core = trial
     by_spec: dict[str, list[str]] = {}
     for i in core:
@@ -206,6 +211,33 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
     return builder, dict(sorted(buckets.items()))
 
 
+def run_solver(solver: cp_model.CpSolver, cp: cp_model.CpModel) -> tuple[int, bool]:
+    """Solve in a worker thread so that Ctrl-C in the main thread stops the search
+    (``stop_search``) as a time limit would; returns the status and whether it was stopped.
+    CP-SAT's own SIGINT handling is turned off: it could end the whole process."""
+    solver.parameters.catch_sigint_signal = False
+    outcome: list[int] = []
+    done = threading.Event()
+    interrupted = False
+
+    def run() -> None:
+        try:
+            outcome.append(solver.solve(cp))
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    while not done.is_set():
+        try:
+            done.wait(0.05)
+        except KeyboardInterrupt:
+            interrupted = True
+            solver.stop_search()
+    worker.join()
+    return outcome[0], interrupted
+
+
 class Chain:
     """Runs the solves of one compiled model under one global deadline; Ctrl-C (SIGINT)
     stops the current search and the chain, keeping the best solution found."""
@@ -258,7 +290,6 @@ class Chain:
         limits = [t for t in (self.remaining(), budget) if t is not None]
         if limits:
             params.max_time_in_seconds = max(min(limits), 0.001)
-        params.catch_sigint_signal = False  # Ctrl-C is ours: see _interruptible
         status = self._interruptible(solver)
         if status == cp_model.INFEASIBLE and self.values is not None:
             # Impossible: the previous solution satisfies every constraint of this solve. Seen
@@ -273,27 +304,9 @@ class Chain:
         return status, solver
 
     def _interruptible(self, solver: cp_model.CpSolver) -> int:
-        """Solve in a worker thread so that Ctrl-C in the main thread can stop the search
-        (``stop_search``) and the chain, as a time limit would."""
-        outcome: list[int] = []
-        done = threading.Event()
-
-        def run() -> None:
-            try:
-                outcome.append(solver.solve(self.builder.cp))
-            finally:
-                done.set()
-
-        worker = threading.Thread(target=run, daemon=True)
-        worker.start()
-        while not done.is_set():
-            try:
-                done.wait(0.05)
-            except KeyboardInterrupt:
-                self.interrupted = True
-                solver.stop_search()
-        worker.join()
-        return outcome[0]
+        status, interrupted = run_solver(solver, self.builder.cp)
+        self.interrupted |= interrupted
+        return status
 
     def start_from_initial(self) -> None:
         """Complete the initial assignment into values for every variable (a solve with the
@@ -309,7 +322,7 @@ class Chain:
         remaining = self.remaining()
         if remaining is not None:
             solver.parameters.max_time_in_seconds = max(remaining / 4, 0.001)
-        if solver.solve(cp) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if self._interruptible(solver) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.values = list(solver.response_proto.solution)
             self.source = solver
 
