@@ -139,6 +139,8 @@ def test_awkward_numbers_solve_and_state_their_error(sizes: dict, capacities: di
     assert result.status == "OPTIMAL"
     assert result.final_evaluation.feasible
     assert np.isfinite([b.objective for b in result.buckets]).all()
+    decimal = all(abs(v * 1e9 - round(v * 1e9)) < 1e-6 for v in sizes.values())
+    assert bool(result.approximation) == (not decimal)  # rounding is stated, only when made
 
 
 def parse_and_solve(data: dict):
@@ -158,3 +160,28 @@ def test_values_too_large_for_64_bit_integers_fail_clearly() -> None:
     data = scaled_scenario({"a": 1e300, "b": 1, "c": 1}, {"h0": 1, "h1": 1, "h2": 1})
     with pytest.raises(InputError, match="too large"):
         parse_and_solve(data)
+
+
+def test_outputs_are_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    from cpsat_rebalancer.cli import write_atomically
+
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    write_atomically(str(target), "new")
+    assert target.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temporary file left
+    with pytest.raises(OSError):
+        write_atomically(str(tmp_path / "missing" / "out.json"), "x")
+    assert not (tmp_path / "missing").exists()
+
+
+def test_the_cli_never_modifies_its_input(tmp_path: Path) -> None:
+    source = Path(__file__).parents[1] / "scenarios" / "seed_balance_memory.json"
+    scenario = tmp_path / "s.json"
+    scenario.write_bytes(source.read_bytes())
+    before = (scenario.read_bytes(), scenario.stat().st_mtime_ns)
+    done = subprocess.run([sys.executable, "-m", "cpsat_rebalancer.cli", "solve",
+                           str(scenario), "--json", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (scenario.read_bytes(), scenario.stat().st_mtime_ns) == before

@@ -92,6 +92,42 @@ CASES = {
     "non-positive time limit": (
         lambda d: d.update(solver={"timeLimit": 0}),
         ["solver.timeLimit", "positive"]),
+    "duplicate object in the objects list": (
+        lambda d: d.update(objects=["t0", "t1", "t2", "t0"]),
+        ["objects[3]", "duplicate object", "'t0'"]),
+    "object without a container": (
+        lambda d: d.update(objects=["t0", "t1", "t2", "t9"]),
+        ["objects[3]", "object without a container", "'t9'"]),
+    "duplicate container": (
+        lambda d: d.update(containers=["h5", "h5"]),
+        ["containers[1]", "duplicate container", "'h5'"]),
+    "unknown container in a dimension": (
+        lambda d: d["containerDimensions"]["cpu"].update(h9=1),
+        ["containerDimensions.cpu.h9", "unknown scope item", "'h9'"]),
+    "unknown object in a dimension": (
+        lambda d: d["objectDimensions"]["cpu"].update(t9=1),
+        ["objectDimensions.cpu.t9", "unknown object", "'t9'"]),
+    "infinite size": (
+        lambda d: d["objectDimensions"]["cpu"].update(t0=math.inf),
+        ["objectDimensions.cpu.t0", "finite"]),
+    "infinite capacity": (
+        lambda d: d["containerDimensions"]["cpu"].update(h0=math.inf),
+        ["containerDimensions.cpu.h0", "finite"]),
+    "unknown container in a scope": (
+        lambda d: d["scopes"]["rack"].update(h7="r1"),
+        ["scopes.rack.h7", "unknown container", "'h7'"]),
+    "unknown scope item in a scope dimension": (
+        lambda d: d.update(scopeDimensions={"rack": {"cpu": {"r9": 4}}}),
+        ["scopeDimensions.rack.cpu.r9", "unknown scope item", "'r9'"]),
+    "scope dimension for an unknown scope": (
+        lambda d: d.update(scopeDimensions={"region": {"cpu": {"r0": 4}}}),
+        ["scopeDimensions.region", "unknown scope", "'region'"]),
+    "unknown object in a partition": (
+        lambda d: d.update(partitions={"app": {"web": ["t0", "t8"]}}),
+        ["partitions.app.web[1]", "unknown object", "'t8'"]),
+    "object in two groups of a partition": (
+        lambda d: d.update(partitions={"app": {"web": ["t0"], "db": ["t0"]}}),
+        ["partitions.app.db[0]", "already in group 'web'", "'t0'"]),
     "unknown top-level field": (
         lambda d: d.update(gaols=[]),
         ["gaols", "unknown scenario field"]),
