@@ -242,9 +242,10 @@ class Chain:
     """Runs the solves of one compiled model under one global deadline; Ctrl-C (SIGINT)
     stops the current search and the chain, keeping the best solution found."""
 
-    def __init__(self, builder: ModelBuilder, options: SolverOptions,
+    def __init__(self, builder: ModelBuilder, model: Model, options: SolverOptions,
                  started: float | None = None):
         self.builder = builder
+        self.model = model
         self.options = options
         self.started = time.monotonic() if started is None else started
         self.values: list[int] | None = None  # last solution, one value per CP-SAT variable
@@ -326,6 +327,17 @@ class Chain:
             self.values = list(solver.response_proto.solution)
             self.source = solver
 
+    def held_value(self, position: int, factor: Fraction, error: float) -> int:
+        """A freeze level for a bucket at the assignment held, from the evaluator: the
+        compiled value of that assignment is within ``error`` of it (the agreement the tests
+        check), whereas a FEASIBLE solution's own objective may carry loose auxiliaries and
+        let later buckets worsen this one."""
+        value = evaluate(self.builder.problem, self.model, self.decode()).positions.get(
+            position, 0.0)
+        level = float(factor) * (value + error)
+        nearest = round(level)
+        return nearest if abs(level - nearest) <= 1e-9 * max(1.0, abs(level)) else math.ceil(level)
+
     def decode(self) -> np.ndarray:
         """The assignment of the last solution (the initial one when there is none)."""
         if self.values is None:
@@ -359,7 +371,7 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
     cannot all hold, INFEASIBLE with the constraints that conflict."""
     started = time.monotonic()
     builder, buckets = compile_model(problem, model, aggregate)
-    chain = Chain(builder, options, started)
+    chain = Chain(builder, model, options, started)
     initial_eval = evaluate(problem, model, problem.initial)
     if initial_eval.feasible:
         chain.start_from_initial()
@@ -379,7 +391,7 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
         # under a time limit, a bucket gets an equal share of what is left, so a hard first
         # bucket cannot starve the later ones; time it does not use flows on
         budget = None if remaining is None else remaining / (len(buckets) - index)
-        if bucket.leximin is not None:
+        if bucket.leximin:
             report = _solve_leximin(chain, bucket, budget)
         else:
             report = _solve_bucket(chain, bucket, budget)
@@ -396,16 +408,19 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
             stop = "interrupted"
             report.termination = "interrupted"
 
+    if stop is None and chain.values is not None:
+        _fewest_moves(chain, started)
     infeasible = stop == "infeasible"
     final = chain.decode() if not infeasible else problem.initial.copy()
-    final_eval = evaluate(problem, model, final)
+    holding_initial = chain.values is None and initial_eval.feasible and not infeasible
+    final_eval = initial_eval if holding_initial else evaluate(problem, model, final)
     for report in reports:
         report.objective = final_eval.positions.get(report.position, 0.0)
         if report.position in final_eval.leximin:
             report.leximin = list(final_eval.leximin[report.position])
     if infeasible:
         status = INFEASIBLE
-    elif chain.values is None:
+    elif chain.values is None and not holding_initial:
         status = NO_SOLUTION
     elif stop is None and all(r.status == OPTIMAL for r in reports):
         status = OPTIMAL
@@ -424,18 +439,42 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
                        classes=len(builder.classes.members))
 
 
+TIE_BREAK_SHARE = 0.5  # without a time limit, the tie-break may take this share of the time
+
+
+def _fewest_moves(chain: Chain, started: float) -> None:
+    """Among assignments that keep every bucket's frozen value, move the fewest objects:
+    an optimum that moves an object for no gain is not what a user wants applied. Uses only
+    time left over; never changes a bucket's value beyond its stated error."""
+    builder = chain.builder
+    stays = builder.stay_counts(builder.problem.container_scope)
+    moved = builder.problem.num_objects - sum(expr for expr, _ in stays.values())
+    remaining = chain.remaining()
+    budget = (max(1.0, TIE_BREAK_SHARE * (time.monotonic() - started)) if remaining is None
+              else remaining)
+    if budget <= 0.01:
+        return
+    before = list(chain.values)
+    status, _ = chain.solve(moved, budget)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        chain.values = before
+
+
 def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketReport:
     builder = chain.builder
     form = builder.integerize(lin_sum(bucket.terms))
     error = bucket.error + form.error
-    previous = chain.source
+    if not bucket.terms and chain.values is not None:  # nothing to minimize: keep what we hold
+        value = float(Fraction(int(form.expr)) / form.factor)
+        return _report(bucket.position, cp_model.OPTIMAL, value, value, error)
     status, solver = chain.solve(form.expr, budget)
     incumbent, objective, bound = _bucket_values(status, solver, form.expr, form.factor)
-    if incumbent is None and previous is not None and status == cp_model.UNKNOWN:
-        # nothing new in time: the assignment we hold (initial or earlier bucket) is this
-        # bucket's incumbent, still with the bound CP-SAT proved
+    if status != cp_model.OPTIMAL and chain.values is not None:
+        # the assignment held (new, initial or an earlier bucket's) is this bucket's
+        # incumbent, at its evaluated value, with the bound CP-SAT proved
+        held = chain.held_value(bucket.position, form.factor, error)
+        incumbent = held if incumbent is None else min(incumbent, held)
         status = cp_model.FEASIBLE
-        incumbent = int(previous.value(form.expr))
         objective = float(Fraction(incumbent) / form.factor)
         proven = solver.best_objective_bound
         bound = (float(Fraction(min(incumbent, math.ceil(proven))) / form.factor)
@@ -534,7 +573,7 @@ def compiled_values(problem: Problem, model: Model, final: np.ndarray,
     stated error; and the assignment those counts decode to (identical objects swapped back
     into place), whose evaluator values the compiled ones must equal."""
     builder, buckets = compile_model(problem, model, leximin=False)
-    chain = Chain(builder, SolverOptions(workers=workers))
+    chain = Chain(builder, model, SolverOptions(workers=workers))
     counts = np.zeros(len(builder.count_vars), dtype=np.int64)
     lookup = {(int(k), int(c)): j for j, (k, c) in enumerate(zip(builder.var_class,
                                                                   builder.var_cont))}

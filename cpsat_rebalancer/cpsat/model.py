@@ -279,7 +279,7 @@ class ModelBuilder:
         ints = self.scale(dim).values
         return np.asarray([int(ints[m[0]]) for m in self.classes.members], dtype=np.int64)
 
-    def _stay_counts(self, scope: Scope) -> dict[tuple[int, int], tuple[object, int]]:
+    def stay_counts(self, scope: Scope) -> dict[tuple[int, int], tuple[object, int]]:
         """Per (class, group) with initial objects there: how many stay, min(final, initial),
         as an expression and its upper bound. Groups are items plus the out-of-scope one."""
         if scope.name not in self._stays:
@@ -331,7 +331,7 @@ class ModelBuilder:
         if stayed and stays is None:
             class_value = self._class_values(dim)
             by_item: list[list[tuple[object, int]]] = [[] for _ in range(len(scope.items))]
-            for (k, group), (expr, _) in self._stay_counts(scope).items():
+            for (k, group), (expr, _) in self.stay_counts(scope).items():
                 if group < len(scope.items) and class_value[k] != 0:
                     by_item[group].append((expr, int(class_value[k])))
             stays = [self.new_atom(cp_model.LinearExpr.weighted_sum(
@@ -387,7 +387,7 @@ class ModelBuilder:
         coef = class_value[self.var_class]
         arrived = self._weighted(outside[coef[outside] != 0], coef)
         stays = [(e, int(class_value[k])) for (k, group), (e, _) in
-                 self._stay_counts(scope).items() if group == out and class_value[k] != 0]
+                 self.stay_counts(scope).items() if group == out and class_value[k] != 0]
         stayed = (cp_model.LinearExpr.weighted_sum([e for e, _ in stays], [v for _, v in stays])
                   if stays else 0)
         total = int(self.scale(dim).values.sum())
