@@ -7,6 +7,7 @@ Exit codes: 0 solved (optimal or feasible), 2 bad input (one line, no traceback)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -47,6 +48,23 @@ def write_atomically(path: str, text: str) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def write_output(path: str, text: str) -> None:
+    try:
+        write_atomically(path, text)
+    except OSError as exc:
+        raise InputError(path, f"cannot write the output file: {exc.strerror}") from None
+
+
+@contextlib.contextmanager
+def quiet_pipe():
+    """Output piped into ``head`` and closed early is not an error (the exit code stands)."""
+    try:
+        yield
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def load(path: str, model: str | None) -> dict[str, Any]:
@@ -146,11 +164,13 @@ def command_solve(args: argparse.Namespace) -> int:
         else base.deterministic_time, args.log or base.log, path="options")
     result = solve_scenario(scenario, options)
     if args.json:  # before printing, so a closed pipe cannot lose it
-        write_atomically(args.json, result.to_json())
-    print_result(result)
-    if args.json:
-        print(f"\nWrote {args.json}")
-    return {INFEASIBLE: EXIT_INFEASIBLE, NO_SOLUTION: EXIT_NO_SOLUTION}.get(result.status, 0)
+        write_output(args.json, result.to_json())
+    code = {INFEASIBLE: EXIT_INFEASIBLE, NO_SOLUTION: EXIT_NO_SOLUTION}.get(result.status, 0)
+    with quiet_pipe():
+        print_result(result)
+        if args.json:
+            print(f"\nWrote {args.json}")
+    return code
 
 
 def read_assignment(problem: Problem, path: str) -> np.ndarray:
@@ -182,12 +202,13 @@ def command_evaluate(args: argparse.Namespace) -> int:
                    "initialConstraint": constraint_dict(initial_eval),
                    "finalConstraint": constraint_dict(final_eval),
                    "brokenHardConstraints": final_eval.broken_hard()}
-        write_atomically(args.json, json.dumps(payload, indent=2))
-    print(f"Assignment {args.assignment}: {moved} moves, "
-          f"{'feasible' if final_eval.feasible else 'INFEASIBLE'}")
-    print_values(initial_eval, final_eval)
-    if args.json:
-        print(f"\nWrote {args.json}")
+        write_output(args.json, json.dumps(payload, indent=2))
+    with quiet_pipe():
+        print(f"Assignment {args.assignment}: {moved} moves, "
+              f"{'feasible' if final_eval.feasible else 'INFEASIBLE'}")
+        print_values(initial_eval, final_eval)
+        if args.json:
+            print(f"\nWrote {args.json}")
     return 0
 
 
@@ -231,9 +252,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # before any search started (a running search stops cleanly)
         print("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # output piped into head and the like
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
 
 
 if __name__ == "__main__":

@@ -95,13 +95,17 @@ class SolverOptions:
             if time_limit <= 0:
                 raise InputError(f"{path}.timeLimit", "must be positive", time_limit)
         workers = 2 if workers is None else workers
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise InputError(f"{path}.workers", "expected a positive integer", workers)
+        if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 256:
+            raise InputError(f"{path}.workers", "expected an integer from 1 to 256", workers)
         seed = 0 if seed is None else seed
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise InputError(f"{path}.seed", "expected an integer", seed)
-        if deterministic is not None and deterministic <= 0:
-            raise InputError(f"{path}.deterministicTime", "must be positive", deterministic)
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+            raise InputError(f"{path}.seed", "expected an integer from 0 to 2^31 - 1", seed)
+        if deterministic is not None:
+            deterministic = check_number(deterministic, f"{path}.deterministicTime")
+            if deterministic <= 0:
+                raise InputError(f"{path}.deterministicTime", "must be positive", deterministic)
+        if not isinstance(log, bool):
+            raise InputError(f"{path}.log", "expected true or false", log)
         return cls(time_limit, workers, seed, deterministic, log)
 
 
@@ -126,11 +130,16 @@ def _mapping(value: Any, path: str) -> dict:
     return value
 
 
+MAX_POSITION = 10_000  # results list every position up to the last one used
+
+
 def _position(value: Any, path: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(path, "expected a non-negative integer tuple position", value)
     if value < 0:
         raise InputError(path, "tuple positions must not be negative", value)
+    if value > MAX_POSITION:
+        raise InputError(path, f"tuple positions above {MAX_POSITION} are not supported", value)
     return value
 
 

@@ -128,6 +128,28 @@ CASES = {
     "object in two groups of a partition": (
         lambda d: d.update(partitions={"app": {"web": ["t0"], "db": ["t0"]}}),
         ["partitions.app.db[0]", "already in group 'web'", "'t0'"]),
+    "SQUARES with a negative bound": (
+        lambda d: d["goals"][0]["spec"]["balanceSpec"].update(formula="SQUARES", upperBound=-1),
+        ["goals[0].spec.balanceSpec.upperBound", "negative bound"]),
+    "negative allowance": (
+        lambda d: d["constraints"].append({"spec": {"minimizeMovementSpec": {
+            "doNotNormalize": True, "allowance": -1}}}),
+        ["constraints[0].spec.minimizeMovementSpec.allowance", "negative"]),
+    "huge tuple position": (
+        lambda d: d["goals"][0].update(tuplePos=10**6),
+        ["goals[0].tuplePos", "above 10000"]),
+    "number too large for a float": (
+        lambda d: d["objectDimensions"]["cpu"].update(t0=10**400),
+        ["objectDimensions.cpu.t0", "too large"]),
+    "seed out of range": (
+        lambda d: d.update(solver={"seed": 2**40}),
+        ["solver.seed", "2^31"]),
+    "NaN deterministic time": (
+        lambda d: d.update(solver={"deterministicTime": math.nan}),
+        ["solver.deterministicTime", "finite"]),
+    "log not a flag": (
+        lambda d: d.update(solver={"log": "yes"}),
+        ["solver.log", "true or false"]),
     "unknown top-level field": (
         lambda d: d.update(gaols=[]),
         ["gaols", "unknown scenario field"]),

@@ -6,6 +6,7 @@ The driver knows no spec formula: specs compile to forms, the driver minimizes a
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -26,7 +27,7 @@ from ..result import (
     BucketReport,
     SolveResult,
 )
-from ..scenario import Model, SolverOptions
+from ..scenario import ConstraintEntry, Model, SolverOptions
 from ..specs.common import Restrictions
 from .linear import Lin, lin_sum
 from .model import ModelBuilder
@@ -56,6 +57,17 @@ def named_objects(model: Model) -> set[int]:
     for entry in [*model.goals, *model.constraints]:
         named |= set(entry.spec.object_roles())
     return named
+
+
+@contextlib.contextmanager
+def where(path: str):
+    """Give an InputError raised while compiling a spec (numbers out of range) its path."""
+    try:
+        yield
+    except InputError as error:
+        if error.path:
+            raise
+        raise InputError(path, error.problem, error.value) from None
 
 
 def restriction_label(problem: Problem, restriction: Restrictions) -> str:
@@ -164,30 +176,11 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
     def errors_since(before: dict[str, float]) -> float:
         return sum(v - before.get(k, 0.0) for k, v in builder.errors.items())
 
-    for entry in model.constraints:
+    for index, entry in enumerate(model.constraints):
         before = dict(builder.errors)
-        infos = entry.spec.compile_infos(builder)
-        split = split_policy(entry, np.asarray(entry.spec.infos(ctx0), dtype=float))
-        labels = entry.spec.info_labels(problem) if guards is not None else None
-        soft_terms = []
-        for k, info in enumerate(infos):
-            if split.hard[k]:
-                rhs = builder.initial_value(info.expr) if split.soft[k] else Fraction(0)
-                if guards is not None:
-                    builder.guard = builder.cp.new_bool_var(f"hard {entry.spec.name} {k}")
-                    what = labels[k] if labels else ""
-                    if split.soft[k]:
-                        what = f"{what} (no worse than initially)".strip()
-                    guards.append((builder.guard, entry.spec.name, what))
-                builder.require(info.expr, rhs, gate=info.gate)
-                builder.guard = None
-            if split.soft[k]:
-                violation = builder.positive_part(info.expr, gate=info.gate, what=entry.spec.name)
-                soft_terms.append(violation * entry.invalid_cost)
-                if entry.invalid_state != 0:
-                    soft_terms.append(builder.step(info.expr, gate=info.gate)
-                                      * entry.invalid_state)
-        if split.has_soft_term:
+        with where(f"constraints[{index}].spec.{entry.spec.arm}"):
+            soft_terms = _compile_constraint(builder, entry, ctx0, guards)
+        if soft_terms is not None:
             target = bucket(entry.position)
             target.terms.extend(soft_terms)
             target.error += errors_since(before) * max(entry.invalid_cost, 1.0)
@@ -197,10 +190,12 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
     for index, entry in enumerate(model.goals):
         target = bucket(entry.position)
         if entry.position in leximin_positions:
-            target.leximin = entry.spec.compile_leximin(builder)
+            with where(f"goals[{index}].spec.{entry.spec.arm}"):
+                target.leximin = entry.spec.compile_leximin(builder)
             continue
         before = dict(builder.errors)
-        value = entry.spec.compile_goal(builder).value
+        with where(f"goals[{index}].spec.{entry.spec.arm}"):
+            value = entry.spec.compile_goal(builder).value
         if entry.weight < 0 and builder.minimization_only(value):
             raise InputError(f"goals[{index}].weight", f"a negative weight maximizes "
                              f"{entry.spec.arm}, which is modelled exactly only when minimized "
@@ -236,6 +231,41 @@ def run_solver(solver: cp_model.CpSolver, cp: cp_model.CpModel) -> tuple[int, bo
             solver.stop_search()
     worker.join()
     return outcome[0], interrupted
+
+
+def _compile_constraint(builder: ModelBuilder, entry: ConstraintEntry, ctx0: EvalContext,
+                        guards: list[tuple[object, str, str]] | None) -> list[Lin] | None:
+    """Hard rules of one constraint, and its soft terms (None when it has no soft term).
+    Policies as in Rebalancer: DEFAULT keeps initially broken parts soft and no worse than
+    they were, the others hard; SOFT all soft; HARD all hard."""
+    spec = entry.spec
+    infos = spec.compile_infos(builder)
+    initial = np.asarray(spec.infos(ctx0), dtype=float)
+    split = split_policy(entry, initial)
+    labels = spec.info_labels(builder.problem) if guards is not None else None
+    soft_terms = []
+    for k, info in enumerate(infos):
+        if split.hard[k]:
+            rhs = Fraction(0)
+            if split.soft[k]:  # initially broken (DEFAULT): no worse than initially
+                try:
+                    rhs = builder.initial_value(info.expr)
+                except ValueError:  # the form involves auxiliaries: use the evaluator's value
+                    rhs = Fraction(float(initial[k]))
+            if guards is not None:
+                builder.guard = builder.cp.new_bool_var(f"hard {spec.name} {k}")
+                what = labels[k] if labels else ""
+                if split.soft[k]:
+                    what = f"{what} (no worse than initially)".strip()
+                guards.append((builder.guard, spec.name, what))
+            builder.require(info.expr, rhs, gate=info.gate)
+            builder.guard = None
+        if split.soft[k]:
+            violation = builder.positive_part(info.expr, gate=info.gate, what=spec.name)
+            soft_terms.append(violation * entry.invalid_cost)
+            if entry.invalid_state != 0:
+                soft_terms.append(builder.step(info.expr, gate=info.gate) * entry.invalid_state)
+    return soft_terms if split.has_soft_term else None
 
 
 class Chain:
@@ -463,6 +493,7 @@ def _fewest_moves(chain: Chain, started: float) -> None:
 def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketReport:
     builder = chain.builder
     form = builder.integerize(lin_sum(bucket.terms))
+    builder.note_error(f"position {bucket.position} objective rounding", form.error)
     error = bucket.error + form.error
     if not bucket.terms and chain.values is not None:  # nothing to minimize: keep what we hold
         value = float(Fraction(int(form.expr)) / form.factor)

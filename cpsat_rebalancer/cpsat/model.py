@@ -21,6 +21,7 @@ from ortools.sat.python import cp_model
 
 from ..errors import InputError
 from ..problem import OUT_OF_SCOPE, Problem, Scope
+from ..specs.common import TOLERANCE
 from .linear import Lin
 
 INT_LIMIT = 2**60  # keep every integerized expression's magnitude below this
@@ -486,29 +487,35 @@ class ModelBuilder:
             constraint.only_enforce_if(self.gate(gate))
         return Lin.atom(self.new_atom(z, 0, form.hi, bounding=True), 1 / form.factor)
 
+    @staticmethod
+    def tolerance_units(form: Integerized) -> int:
+        """Rebalancer's 1e-10 comparison tolerance in the integer units of ``form``: a rule
+        e <= 0 holds, and step(e) is 0, up to e = 1e-10 (zero unless the units are finer)."""
+        return math.floor(form.factor * TOLERANCE)
+
     def step(self, lin: Lin, gate: Lin | None = None) -> Lin:
         """1 when lin > 0 (and gate > 0), else 0: Rebalancer's step(e)."""
         form = self.integerize(lin)
         if form.hi <= 0:
             return Lin()
         s = self.cp.new_bool_var("step")
-        constraint = self.cp.add(form.expr <= 0).only_enforce_if(s.Not())
+        constraint = self.cp.add(form.expr <= self.tolerance_units(form)).only_enforce_if(s.Not())
         if gate is not None:
             constraint.only_enforce_if([s.Not(), self.gate(gate)])
-        if form.lo > 0 and gate is None:
+        if form.lo > self.tolerance_units(form) and gate is None:
             self.cp.add(s == 1)
         return Lin.atom(self.new_atom(s, 0, 1, bounding=True))
 
     def require(self, lin: Lin, rhs: Fraction = Fraction(0), gate: Lin | None = None) -> None:
         """Hard rule lin <= rhs (only when gate > 0, if a gate is given)."""
         form = self.integerize(lin - rhs)
-        slack = math.ceil(form.error * form.factor) if form.error else 0
+        slack = math.ceil(form.error * form.factor) + self.tolerance_units(form)
         if form.lo <= slack and form.hi <= slack:
             return
         literals = [self.gate(gate)] if gate is not None else []
         if self.guard is not None:
             literals.append(self.guard)
-        elif gate is None and not form.error:
+        elif gate is None and not form.error and not self.tolerance_units(form):
             self._tighten(lin - rhs)
         constraint = self.cp.add(form.expr <= slack)
         if literals:

@@ -57,6 +57,28 @@ def _lower_hull(xs: list[int], ys: list[int]) -> list[tuple[int, int]]:
     return hull
 
 
+MAX_SPAN = 2**16  # wider one-atom ranges are divided first, so chord coefficients fit 64 bits
+
+
+def _coarsened(builder: ModelBuilder, x: Lin, g: Callable[[float], float], what: str) -> Lin:
+    """``x`` over an atom of at most MAX_SPAN + 1 values: with U = lo + D·W + r (0 <= r < D),
+    x is taken at lo + D·W, within |g'|·D·coef of g(x) (the error is stated)."""
+    ((atom_index, coef),) = [(a, c) for a, c in x.terms.items() if c != 0]
+    atom = builder.atoms[atom_index]
+    span = atom.hi - atom.lo
+    if span <= MAX_SPAN:
+        return x
+    divisor = -(-span // MAX_SPAN)
+    coarse = builder.cp.new_int_var(0, span // divisor, "coarse")
+    builder.cp.add_division_equality(coarse, atom.expr - atom.lo, divisor)
+    ends = [float(coef * u + x.const) for u in (atom.lo, atom.hi)]
+    steepest = max(abs(g(ends[0] + float(coef)) - g(ends[0])),
+                   abs(g(ends[1]) - g(ends[1] - float(coef))))  # per unit of U, convex g
+    builder.note_error(what, steepest * divisor)
+    return Lin.atom(builder.new_atom(coarse, 0, span // divisor), coef * divisor) + (
+        x.const + coef * atom.lo)
+
+
 def convex_pwl(builder: ModelBuilder, x: Lin, g: Callable[[float], float],
                kinks: Iterable[float] = (), what: str = "piecewise-linear") -> Lin:
     """A form >= g(x), tight under minimization, for convex g of a one-atom form ``x``.
@@ -65,6 +87,7 @@ def convex_pwl(builder: ModelBuilder, x: Lin, g: Callable[[float], float],
     """
     if x.is_constant:
         return Lin(const=Fraction(g(float(x.const))))
+    x = _coarsened(builder, x, g, what)
     ((atom_index, coef),) = [(a, c) for a, c in x.terms.items() if c != 0]
     atom = builder.atoms[atom_index]
 

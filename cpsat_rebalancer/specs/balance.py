@@ -90,9 +90,9 @@ class BalanceSpec(Spec):
         if legacy and include:
             raise InputError(f.at("includeInInitialAverage"),
                              "cannot be combined with useLegacyAverage")
-        if formula == "SQUARES" and bound_type == "ABSOLUTE" and upper < 0:
-            raise InputError(f.at("upperBound"), "SQUARES with a negative ABSOLUTE bound is "
-                             "undefined (Rebalancer reports NaN)", upper)
+        if formula == "SQUARES" and upper < 0:
+            raise InputError(f.at("upperBound"), "SQUARES with a negative bound is undefined "
+                             "(x^1.1 of a negative threshold; Rebalancer reports NaN)", upper)
         caps = scope.capacity(dimension)
         balanced = mask & (caps > 0)
         fixed = fix or (definition == "AFTER" and bool(balanced.all())
@@ -164,7 +164,12 @@ class BalanceSpec(Spec):
         return float((v**2).sum() - v.sum() ** 2 / n)
 
     def leximin_key(self, ctx: EvalContext) -> tuple[float, ...]:
-        return tuple(self._relative(ctx).tolist())
+        """Relative utilizations; with the bound applied (as in the scalar value, where items
+        under it cost nothing), each raised to the bound so those items tie."""
+        u = self._relative(ctx)
+        if self.bound_on_ideal and len(u):
+            u = np.maximum(u, self._bound(self._average(ctx)))
+        return tuple(u.tolist())
 
     # ---------- compilation ----------
     def _relative_forms(self, b: ModelBuilder) -> list[Lin]:
@@ -228,7 +233,11 @@ class BalanceSpec(Spec):
         return GoalForm(self._variance(b, rel, bound))
 
     def compile_leximin(self, b: ModelBuilder) -> list[Lin]:
-        return self._relative_forms(b)
+        rel = self._relative_forms(b)
+        if not rel or not self.bound_on_ideal:
+            return rel
+        bound = self._bound_form(self._average_form(b, rel))
+        return [b.exact_max([u, bound]) for u in rel]  # under the bound, all items tie
 
     def _ideal(self, b: ModelBuilder, rel: list[Lin], bound: Lin, what: str) -> Lin:
         caps = [to_fraction(float(c)) for c in self.caps]
@@ -250,24 +259,38 @@ class BalanceSpec(Spec):
             for u, a in zip(rel, weights))
 
     def _variance(self, b: ModelBuilder, rel: list[Lin], bound: Lin) -> Lin:
-        """Σ v² − (Σ v)²/n with v = (u − B)⁺, exactly, through integer products."""
-        forms = b.integerize_all([u - bound for u in rel], limit=2**28)
+        """Σ v² − (Σ v)²/n with v = (u − B)⁺, through integer products: exact when the
+        excesses fit in 20 bits, else on v divided by D (error stated), so that the squares
+        stay small enough to be weighed precisely in a 64-bit objective."""
+        forms = b.integerize_all([u - bound for u in rel])
         factor = forms[0].factor
-        excess, squares = [], []
+        n = len(rel)
+        top = max(max(f.hi for f in forms), 0)
+        widest = min(2**20, (2**31) // n)  # (Σ w)² within 64 bits, squares within 2^40
+        divisor = max(1, -(-top // widest))
+        what = f"{self.name} (RELATIVE_UTIL_VARIANCE)"
+        coarse, squares = [], []
         for form in forms:
-            b.note_error(f"{self.name} (RELATIVE_UTIL_VARIANCE)", form.error)
+            b.note_error(what, form.error)
             hi = max(form.hi, 0)
             v = b.cp.new_int_var(0, hi, "excess")
             b.cp.add_max_equality(v, [form.expr, 0])
-            square = b.cp.new_int_var(0, hi * hi, "excess_sq")
-            b.cp.add_multiplication_equality(square, [v, v])
-            excess.append((v, hi))
-            squares.append(Lin.atom(b.new_atom(square, 0, hi * hi)))
-        top = sum(hi for _, hi in excess)
-        total = b.cp.new_int_var(0, top, "excess_sum")
-        b.cp.add(total == sum(v for v, _ in excess))
-        total_sq = b.cp.new_int_var(0, top * top, "excess_sum_sq")
+            w = v
+            if divisor > 1:
+                w = b.cp.new_int_var(0, hi // divisor, "excess_coarse")
+                b.cp.add_division_equality(w, v, divisor)
+            w_hi = hi // divisor
+            square = b.cp.new_int_var(0, w_hi * w_hi, "excess_sq")
+            b.cp.add_multiplication_equality(square, [w, w])
+            coarse.append((w, w_hi))
+            squares.append(Lin.atom(b.new_atom(square, 0, w_hi * w_hi)))
+        total_hi = sum(hi for _, hi in coarse)
+        total = b.cp.new_int_var(0, total_hi, "excess_sum")
+        b.cp.add(total == sum(w for w, _ in coarse))
+        total_sq = b.cp.new_int_var(0, total_hi * total_hi, "excess_sum_sq")
         b.cp.add_multiplication_equality(total_sq, [total, total])
-        n = len(rel)
-        value = lin_sum(squares) - Lin.atom(b.new_atom(total_sq, 0, top * top)) / n
-        return value / (factor * factor)
+        if divisor > 1:  # |f(v) - f(D w)| <= 2 D Σ|v_i - mean| + n D² with v_i - D w_i < D
+            b.note_error(what, float((2 * divisor * n * top + n * divisor**2)
+                                     / (factor * factor)))
+        value = lin_sum(squares) - Lin.atom(b.new_atom(total_sq, 0, total_hi * total_hi)) / n
+        return value * (divisor * divisor) / (factor * factor)

@@ -180,7 +180,10 @@ def check_number(value: Any, path: str, *, nonnegative: bool = False) -> float:
     """A finite real number (bool is not a number here)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(path, "expected a number", value)
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise InputError(path, "too large", value, show_value=False) from None
     if not math.isfinite(number):
         raise InputError(path, "must be finite (NaN and infinity are not allowed)", value)
     if nonnegative and number < 0:

@@ -39,6 +39,8 @@ class MinimizeMovementSpec(Spec):
         normalize = not f.flag("doNotNormalize")
         allowance = f.number("allowance", 0.0)
         f.done(cls.arm)
+        if allowance < 0:
+            raise InputError(f.at("allowance"), "must not be negative", allowance)
         if normalize:
             caps = scope.capacity(dimension)
             if (caps == 0).any():

@@ -1,0 +1,102 @@
+"""Edge cases found in review, each checked against enumeration or a hand-computed answer."""
+
+from __future__ import annotations
+
+import pytest
+from test_bruteforce import check_against_enumeration
+
+from cpsat_rebalancer import ProblemSolver, parse_scenario
+from cpsat_rebalancer.cpsat.driver import solve_model
+from cpsat_rebalancer.scenario import SolverOptions
+
+
+def three_objects(goal: dict, caps: tuple[float, float] = (10, 10)) -> dict:
+    return {"assignment": {"h0": ["a", "b"], "h1": ["c"]},
+            "objectDimensions": {"cpu": {"a": 3, "b": 2, "c": 4}},
+            "containerDimensions": {"cpu": {"h0": caps[0], "h1": caps[1]}},
+            "goals": [{"spec": goal}, {"spec": {"minimizeMovementSpec": {}}, "tuplePos": 1}]}
+
+
+@pytest.mark.parametrize("balance", [
+    {"formula": "IDEAL", "boundType": "RELATIVE_UTIL", "upperBound": 0.9},
+    {"formula": "IDEAL", "ignoreUpperBoundForIdealWithAbsOrRelBoundTypes": False},
+    {"formula": "RELATIVE_UTIL_VARIANCE"},
+    {"formula": "RELATIVE_UTIL_VARIANCE", "boundType": "RELATIVE_UTIL", "upperBound": 0.2},
+])
+def test_bounded_ideal_and_variance_match_enumeration(balance: dict) -> None:
+    goal = {"balanceSpec": {"dimension": "cpu", **balance}}
+    check_against_enumeration(three_objects(goal, caps=(7.7, 9.1)), str(balance))
+
+
+def test_bounded_ideal_does_not_move_what_is_under_the_bound() -> None:
+    goal = {"balanceSpec": {"dimension": "cpu", "formula": "IDEAL",
+                            "boundType": "RELATIVE_UTIL", "upperBound": 0.9}}
+    scenario = parse_scenario(three_objects(goal))
+    result = solve_model(scenario.problem, scenario.model, SolverOptions(workers=1))
+    assert result.status == "OPTIMAL" and result.moves.empty
+
+
+def test_variance_on_byte_sized_data_improves_and_states_its_error() -> None:
+    gb = 10**9
+    ps = ProblemSolver().set_assignment({"h0": ["a", "b", "c"], "h1": ["d"], "h2": []})
+    ps.add_object_dimension("mem", {"a": 16 * gb, "b": 8 * gb, "c": 8 * gb, "d": 4 * gb})
+    ps.add_container_dimension("mem", dict.fromkeys(["h0", "h1", "h2"], 64 * gb))
+    ps.add_goal({"balanceSpec": {"dimension": "mem", "formula": "RELATIVE_UTIL_VARIANCE",
+                                 "boundType": "RELATIVE_UTIL", "upperBound": 0.1}})
+    result = ps.solve()
+    best = ps.evaluate({"h0": ["a"], "h1": ["b", "d"], "h2": ["c"]}).tuple()[0]
+    assert result.objective[0] <= best + result.buckets[0].approximation_error + 1e-12
+    assert result.approximation  # the coarsening is stated
+
+
+@pytest.mark.parametrize("policy, expected", [("SOFT", 5e-9), ("HARD", 0.0)])
+def test_rebalancers_tolerance_of_1e_10(policy: str, expected: float) -> None:
+    """An overfill of 5e-11 (normalized) is no violation for Rebalancer: moving b onto h0 is
+    allowed and only the soft term's cost counts."""
+    ps = ProblemSolver().set_assignment({"h0": ["a"], "h1": ["b"]})
+    ps.add_object_dimension("cpu", {"a": 999999999.95, "b": 0.1})
+    ps.add_container_dimension("cpu", {"h0": 1e9, "h1": 1e9})
+    ps.add_goal({"toFreeSpec": {"containers": ["h1"], "dimension": "cpu"}})
+    ps.add_constraint({"capacitySpec": {"dimension": "cpu"}}, policy=policy)
+    result = ps.solve()
+    assert result.status == "OPTIMAL"
+    assert result.assignment == {"h0": ["a", "b"], "h1": []}
+    assert result.objective[0] == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("formula", ["LINEAR", "SQUARES", "IDEAL"])
+def test_byte_scale_sizes(formula: str) -> None:
+    ps = ProblemSolver().set_assignment({"h0": ["a", "b"], "h1": ["c"]})
+    ps.add_object_dimension("disk", {"a": 1_200_000_000_000, "b": 800_000_000_001,
+                                     "c": 500_000_000_000})
+    ps.add_container_dimension("disk", {"h0": 4 * 10**12, "h1": 4 * 10**12})
+    ps.add_goal({"balanceSpec": {"dimension": "disk", "formula": formula}}, tuple_pos=0)
+    ps.add_goal({"minimizeMovementSpec": {}}, tuple_pos=0)
+    ps.add_goal({"utilIncreaseCostSpec": {"dimension": "disk", "squares": True}}, tuple_pos=0)
+    result = ps.solve()
+    assert result.status == "OPTIMAL" and result.final_evaluation.feasible
+
+
+def test_ideal_with_no_balanced_item_and_no_goals_at_all() -> None:
+    goal = {"balanceSpec": {"dimension": "cpu", "formula": "IDEAL",
+                            "filter": {"itemsWhitelist": []}}}
+    scenario = parse_scenario(three_objects(goal))
+    result = solve_model(scenario.problem, scenario.model, SolverOptions(workers=1))
+    assert result.status == "OPTIMAL" and result.moves.empty
+    scenario = parse_scenario({"assignment": {"h0": ["a", "b", "c"], "h1": []}})
+    result = solve_model(scenario.problem, scenario.model, SolverOptions(workers=1))
+    assert result.status == "OPTIMAL" and result.moves.empty  # nothing to gain: nothing moves
+
+
+def test_ties_are_broken_towards_fewer_moves() -> None:
+    """Balance is 0 once h0 holds two tasks; tasks differ (no classes), so an optimum could
+    shuffle any of them: the tie-break keeps all but one in place."""
+    data = {"assignment": {"h0": ["a", "b", "c"], "h1": ["d"]},
+            "objectDimensions": {"cpu": dict.fromkeys("abcd", 1),
+                                 "mem": {"a": 1, "b": 2, "c": 3, "d": 4}},
+            "containerDimensions": {"cpu": {"h0": 4, "h1": 4}},
+            "goals": [{"spec": {"balanceSpec": {"dimension": "cpu"}}}]}
+    scenario = parse_scenario(data)
+    for seed in range(5):
+        result = solve_model(scenario.problem, scenario.model, SolverOptions(seed=seed))
+        assert result.objective[0] == 0.0 and len(result.moves) == 1
