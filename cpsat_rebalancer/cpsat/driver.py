@@ -30,7 +30,7 @@ from ..result import (
 from ..scenario import ConstraintEntry, Model, SolverOptions
 from ..specs.common import Restrictions
 from .linear import Lin, lin_sum
-from .model import ModelBuilder
+from .model import INT_LIMIT, ModelBuilder
 
 CHECK_TOLERANCE = 1e-7  # slack of the independent result check beyond the stated error
 
@@ -376,15 +376,21 @@ class Chain:
 
 
 def _bucket_values(status: int, solver: cp_model.CpSolver, objective_expr: object,
-                   factor: Fraction) -> tuple[int | None, float | None, float | None]:
+                   factor: Fraction, blend: tuple[int, int] = (1, 0),
+                   ) -> tuple[int | None, float | None, float | None]:
     """The incumbent as an exact integer (for freezing) and objective / bound on the user's
-    scale. CP-SAT reports objectives as doubles, which are inexact beyond 2^53."""
+    scale. CP-SAT reports objectives as doubles, which are inexact beyond 2^53. With
+    ``blend`` = (weight, most moves), CP-SAT minimized weight·objective + moves."""
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None, None, None
     incumbent = int(solver.value(objective_expr))
-    bound = incumbent if status == cp_model.OPTIMAL else min(
-        incumbent, math.ceil(solver.best_objective_bound))
-    return incumbent, float(Fraction(incumbent) / factor), float(Fraction(bound) / factor)
+    weight, most = blend
+    proven = solver.best_objective_bound
+    bound = incumbent if status == cp_model.OPTIMAL else (
+        min(incumbent, math.ceil((proven - most) / weight)) if math.isfinite(proven)
+        else None)
+    return (incumbent, float(Fraction(incumbent) / factor),
+            None if bound is None else float(Fraction(bound) / factor))
 
 
 STATUS_NAMES = {cp_model.OPTIMAL: OPTIMAL, cp_model.FEASIBLE: FEASIBLE,
@@ -470,15 +476,20 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
 
 
 TIE_BREAK_SHARE = 0.5  # without a time limit, the tie-break may take this share of the time
+PURE_SHARE = 0.6  # under a time limit, a bucket's search on its objective alone, before moves
+
+
+def _moved(builder: ModelBuilder) -> object:
+    """The number of objects that change container (stays per class and container)."""
+    stays = builder.stay_counts(builder.problem.container_scope)
+    return builder.problem.num_objects - sum(expr for expr, _ in stays.values())
 
 
 def _fewest_moves(chain: Chain, started: float) -> None:
     """Among assignments that keep every bucket's frozen value, move the fewest objects:
     an optimum that moves an object for no gain is not what a user wants applied. Uses only
     time left over; never changes a bucket's value beyond its stated error."""
-    builder = chain.builder
-    stays = builder.stay_counts(builder.problem.container_scope)
-    moved = builder.problem.num_objects - sum(expr for expr, _ in stays.values())
+    moved = _moved(chain.builder)
     remaining = chain.remaining()
     budget = (max(1.0, TIE_BREAK_SHARE * (time.monotonic() - started)) if remaining is None
               else remaining)
@@ -498,8 +509,28 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
     if not bucket.terms and chain.values is not None:  # nothing to minimize: keep what we hold
         value = float(Fraction(int(form.expr)) / form.factor)
         return _report(bucket.position, cp_model.OPTIMAL, value, value, error)
-    status, solver = chain.solve(form.expr, budget)
+    t0 = time.monotonic()
+    status, solver = chain.solve(form.expr, None if budget is None else PURE_SHARE * budget)
     incumbent, objective, bound = _bucket_values(status, solver, form.expr, form.factor)
+    most = builder.problem.num_objects
+    weight = most + 1
+    if (status == cp_model.FEASIBLE and budget is not None
+            and (form.hi - form.lo + 1) * weight < INT_LIMIT):
+        # Stopped by time: spend the rest of the share on weight·objective + moves, no worse
+        # than the incumbent (weight > most moves keeps the objective first). An incumbent
+        # found by large neighbourhoods tends to move far more than needed; this pulls it
+        # back towards the initial assignment, for later buckets and for the user.
+        builder.cp.add(form.expr <= incumbent)
+        left = budget - (time.monotonic() - t0)
+        blended = form.expr * weight + _moved(builder)
+        again, solver_b = chain.solve(blended, left)
+        better, _, bound_b = _bucket_values(again, solver_b, form.expr, form.factor,
+                                            (weight, most))
+        if better is not None:
+            incumbent = min(incumbent, better)
+            objective = float(Fraction(incumbent) / form.factor)
+            bound = max(b for b in (bound, bound_b) if b is not None)
+            status = cp_model.OPTIMAL if again == cp_model.OPTIMAL else cp_model.FEASIBLE
     if status != cp_model.OPTIMAL and chain.values is not None:
         # the assignment held (new, initial or an earlier bucket's) is this bucket's
         # incumbent, at its evaluated value, with the bound CP-SAT proved
@@ -508,8 +539,10 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
         status = cp_model.FEASIBLE
         objective = float(Fraction(incumbent) / form.factor)
         proven = solver.best_objective_bound
-        bound = (float(Fraction(min(incumbent, math.ceil(proven))) / form.factor)
-                 if math.isfinite(proven) else None)
+        if bound is None and math.isfinite(proven):
+            bound = float(Fraction(min(incumbent, math.ceil(proven))) / form.factor)
+    if incumbent is not None and bound is not None and bound >= objective:
+        status = cp_model.OPTIMAL  # the bound met the incumbent: proven, though late
     if incumbent is not None:
         # freeze this bucket; where the model approximates, keep every assignment whose
         # compiled value is within the stated error (its exact value may tie the optimum)
