@@ -54,6 +54,16 @@ class Model:
         specs = [g.spec for g in self.goals] + [c.spec for c in self.constraints]
         return [(s, s.restrictions(problem)) for s in specs]
 
+    def check_solvable(self) -> None:
+        """What the evaluator can score but the solver cannot model exactly, rejected before
+        any model is built: a negative weight maximizes its goal, exact only when linear."""
+        for index, entry in enumerate(self.goals):
+            if entry.weight < 0 and not entry.spec.linear_in_assignment:
+                raise InputError(f"goals[{index}].weight", f"a negative weight maximizes "
+                                 f"{entry.spec.arm}, which is modelled exactly only when "
+                                 "minimized (use a positive weight, or a goal linear in the "
+                                 "assignment)", entry.weight)
+
     def leximin_positions(self, soft_positions: set[int]) -> dict[int, int]:
         """Positions holding exactly one goal with a leximin order (IDEAL) and nothing else."""
         by_position: dict[int, list[int]] = {}

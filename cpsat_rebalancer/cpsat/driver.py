@@ -196,11 +196,9 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
         before = dict(builder.errors)
         with where(f"goals[{index}].spec.{entry.spec.arm}"):
             value = entry.spec.compile_goal(builder).value
-        if entry.weight < 0 and builder.minimization_only(value):
-            raise InputError(f"goals[{index}].weight", f"a negative weight maximizes "
-                             f"{entry.spec.arm}, which is modelled exactly only when minimized "
-                             "(use a positive weight, or a goal linear in the assignment)",
-                             entry.weight)
+        if entry.weight < 0 and builder.minimization_only(value):  # parse_model rules it out
+            raise InternalError(f"goals[{index}]: {entry.spec.arm} claims to be linear in the "
+                                "assignment but compiled to bounding variables")
         target.terms.append(value * entry.weight)
         target.error += errors_since(before) * abs(entry.weight)
     return builder, dict(sorted(buckets.items()))
@@ -406,6 +404,7 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
     assignment at all, the initial one with status NO_SOLUTION; when the hard constraints
     cannot all hold, INFEASIBLE with the constraints that conflict."""
     started = time.monotonic()
+    model.check_solvable()
     builder, buckets = compile_model(problem, model, aggregate)
     chain = Chain(builder, model, options, started)
     initial_eval = evaluate(problem, model, problem.initial)

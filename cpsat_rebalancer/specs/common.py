@@ -99,6 +99,12 @@ class Spec:
         ``infos``, for naming them when constraints conflict; None when not meaningful."""
         return None
 
+    @property
+    def linear_in_assignment(self) -> bool:
+        """Whether the goal value is linear in the assignment (no excess, step or power), so
+        that a negative weight, which maximizes it, is still modelled exactly."""
+        return False
+
     def prefers_staying(self) -> bool:
         """True when this spec never gains from fewer objects staying where they were (it
         reads only AFTER, or its value only grows as STAYED shrinks). Identical objects from

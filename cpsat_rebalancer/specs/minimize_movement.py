@@ -51,6 +51,10 @@ class MinimizeMovementSpec(Spec):
                 raise InputError(f.at("scope"), "normalized movement needs at least one item")
         return cls(name, scope, dimension, magic, normalize, allowance)
 
+    @property
+    def linear_in_assignment(self) -> bool:
+        return self.normalize or self.allowance == 0
+
     def evaluate(self, ctx: EvalContext) -> float:
         new = ctx.util(self.scope, self.dimension, "NEW")
         outside = ctx.out_of_scope_new(self.scope, self.dimension)

@@ -46,6 +46,10 @@ class ToFreeSpec(Spec):
         return cls(name, np.asarray(sorted(set(containers)), dtype=np.int64),
                    dim or problem.count_dimension, formula, not as_goal)
 
+    @property
+    def linear_in_assignment(self) -> bool:
+        return self.formula == "MINIMIZE_TOTAL_UTILIZATION"
+
     def _scope(self, problem: Problem):
         return problem.container_scope
 
