@@ -93,7 +93,8 @@ def format_number(value: Any) -> str:
     return str(value)
 
 
-def print_table(frame: pd.DataFrame, out=sys.stdout) -> None:
+def print_table(frame: pd.DataFrame, out=None) -> None:
+    out = out or sys.stdout
     if frame.empty:
         print("  (none)", file=out)
         return

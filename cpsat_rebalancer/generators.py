@@ -3,6 +3,7 @@ heterogeneous hosts, with a skewed initial assignment (the shape of real rebalan
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import numpy as np
@@ -54,4 +55,159 @@ def balance_instance(objects: int, containers: int, formula: str = "LINEAR",
         ],
         "constraints": [{"spec": {"capacitySpec": {"name": "cpu_capacity", "scope": "host",
                                                    "dimension": "cpu"}}, "policy": "HARD"}],
+    }
+
+
+BALANCE_FORMULAS = ["LINEAR", "SQUARES", "MAX", "IDEAL", "RELATIVE_UTIL_VARIANCE"]
+CAPACITY_DEFINITIONS = ["AFTER", "DURING_AND_AFTER", "DURING", "DOUBLE_DURING_AND_AFTER",
+                        "DOUBLE_DURING", "NEW", "OLD", "MOVED_DATA"]
+
+
+def random_scenario(seed: int, max_objects: int = 5, max_containers: int = 3,
+                    ) -> dict[str, Any]:
+    """A tiny scenario covering every spec and option at random: 1-3 goals and 0-2
+    constraints (used by the brute-force, agreement, parity and fuzz tests)."""
+    rng = random.Random(seed)
+    n = rng.randint(2, max_objects)
+    m = rng.randint(2, max_containers)
+    containers = [f"h{c}" for c in range(m)]
+    objects = [f"t{o}" for o in range(n)]
+    assignment = {c: [] for c in containers}
+    skew = rng.random() < 0.5
+    for o in objects:
+        home = containers[0] if skew and rng.random() < 0.6 else rng.choice(containers)
+        assignment[home].append(o)
+    sizes = [1, 2, 3, 4, 5, 2.5, 0.5]
+    cpu = {o: rng.choice(sizes) for o in objects}
+    mem = {o: rng.choice([0, 1, 2, 4]) for o in objects}
+    cap_cpu = {c: rng.choice([4, 5, 8, 10, 6.5]) for c in containers}
+    cap_mem = {c: rng.choice([0, 4, 8]) if rng.random() < 0.2 else rng.choice([4, 8])
+               for c in containers}
+    scopes = {}
+    scope_dims = {}
+    if m >= 2 and rng.random() < 0.4:
+        racks = {c: f"r{rng.randint(0, 1)}" for c in containers if rng.random() < 0.9}
+        if racks:
+            scopes["rack"] = racks
+            scope_dims["rack"] = {"cpu": {r: rng.choice([8, 12, 16]) for r in set(racks.values())}}
+    scope_names = ["host"] + list(scopes)
+
+    def items_of(scope: str) -> list[str]:
+        return containers if scope == "host" else sorted(set(scopes[scope].values()))
+
+    def pick_filter(scope: str) -> dict | None:
+        items = items_of(scope)
+        if rng.random() < 0.7 or len(items) < 2:
+            return None
+        chosen = rng.sample(items, rng.randint(1, len(items) - 1))
+        return {"itemsWhitelist": chosen} if rng.random() < 0.5 else {"itemsBlacklist": chosen}
+
+    def balance() -> dict:
+        scope = rng.choice(scope_names)
+        spec: dict[str, Any] = {"scope": scope, "dimension": rng.choice(["cpu", "mem"]),
+                                "formula": rng.choice(BALANCE_FORMULAS)}
+        bound = rng.choice(["RELATIVE", "ABSOLUTE", "RELATIVE_UTIL"])
+        spec["boundType"] = bound
+        spec["upperBound"] = {"RELATIVE": rng.choice([1, 1.1, 1.25]),
+                              "ABSOLUTE": rng.choice([0, 0.1, 0.2]),
+                              "RELATIVE_UTIL": rng.choice([0.5, 0.75, 1.0])}[bound]
+        if rng.random() < 0.25:
+            spec["softUpperBound"] = rng.choice([0.5, 0.9])
+        spec["definition"] = rng.choice(["AFTER", "AFTER", "DURING", "NEW", "OLD"])
+        if rng.random() < 0.3:
+            spec["fixAverageToInitial"] = True
+        if spec["formula"] == "IDEAL" and rng.random() < 0.3:
+            spec["ignoreUpperBoundForIdealWithAbsOrRelBoundTypes"] = False
+        f = pick_filter(scope)
+        if f:
+            spec["filter"] = f
+        return {"balanceSpec": spec}
+
+    def uic() -> dict:
+        spec = {"scope": "host", "dimension": "cpu", "lowerBound": rng.choice([0, 0.2, 0.5]),
+                "squares": rng.random() < 0.5}
+        return {"utilIncreaseCostSpec": spec}
+
+    def to_free(goal: bool) -> dict:
+        spec: dict[str, Any] = {"containers": [containers[0]]}
+        if rng.random() < 0.5:
+            spec["dimension"] = "cpu"
+        if goal and rng.random() < 0.5:
+            spec["formula"] = "MINIMIZE_OCCUPIED_CONTAINERS"
+        return {"toFreeSpec": spec}
+
+    def capacity() -> dict:
+        scope = rng.choice(scope_names)
+        spec: dict[str, Any] = {"scope": scope, "dimension": "cpu",
+                                "definition": rng.choice(CAPACITY_DEFINITIONS),
+                                "bound": rng.choice(["MAX", "MAX", "MIN"])}
+        if spec["bound"] == "MIN" and rng.random() < 0.5:
+            spec["zeroAllowed"] = True
+        if rng.random() < 0.5:
+            kind = rng.choice(["RELATIVE", "ABSOLUTE"])
+            limit = {"type": kind, "globalLimit": rng.choice([0.5, 0.8, 1.0]) if kind ==
+                     "RELATIVE" else rng.choice([3, 6, 9])}
+            if rng.random() < 0.3:
+                item = rng.choice(items_of(scope))
+                limit["scopeItemLimits"] = {item: rng.choice([0.5, 2, 7])}
+            if rng.random() < 0.2:
+                limit["isDefaultLimitUnbounded"] = True
+            spec["limit"] = limit
+        f = pick_filter(scope)
+        if f:
+            spec["filter"] = f
+        if rng.random() < 0.15:
+            spec["useLegacyFormula"] = True
+        return {"capacitySpec": spec}
+
+    def movement() -> dict:
+        spec: dict[str, Any] = {"scope": rng.choice(scope_names),
+                                "dimension": rng.choice(["cpu", "task_count"])}
+        if rng.random() < 0.4:
+            spec["doNotNormalize"] = True
+            if rng.random() < 0.5:
+                spec["allowance"] = rng.choice([1, 2])
+        elif rng.random() < 0.3:
+            spec["magicScaling"] = False
+        return {"minimizeMovementSpec": spec}
+
+    goal_makers = [balance, balance, uic, lambda: to_free(True), capacity, movement]
+    goals = []
+    for _ in range(rng.randint(1, 3)):
+        entry: dict[str, Any] = {"spec": rng.choice(goal_makers)()}
+        if rng.random() < 0.3:
+            entry["weight"] = rng.choice([0.5, 2, 10])
+        entry["tuplePos"] = rng.choice([0, 0, 1, 2])
+        goals.append(entry)
+
+    def avoid_moving() -> dict:
+        return {"avoidMovingSpec": {"objects": rng.sample(objects, rng.randint(1, 2))}}
+
+    def non_accepting() -> dict:
+        scope = rng.choice(scope_names)
+        return {"nonAcceptingSpec": {"scope": scope, "items": [rng.choice(items_of(scope))]}}
+
+    def avoid_assignments() -> dict:
+        return {"avoidAssignmentsSpec": {"scope": "host", "assignments": [
+            {"object": rng.choice(objects), "scopeItems": rng.sample(containers, 1)}
+            for _ in range(rng.randint(1, 2))]}}
+
+    constraint_makers = [capacity, capacity, lambda: to_free(False), movement, avoid_moving,
+                         non_accepting, avoid_assignments]
+    constraints = []
+    for _ in range(rng.randint(0, 2)):
+        entry = {"spec": rng.choice(constraint_makers)(),
+                 "policy": rng.choice(["DEFAULT", "HARD", "SOFT"])}
+        if rng.random() < 0.4:
+            entry["tuplePosIfBroken"] = rng.choice([0, 1, 2])
+        if rng.random() < 0.3:
+            entry["invalidCost"] = rng.choice([1, 10])
+            entry["invalidState"] = rng.choice([0, 5])
+        constraints.append(entry)
+    return {
+        "objectName": "task", "containerName": "host", "assignment": assignment,
+        "objectDimensions": {"cpu": cpu, "mem": mem},
+        "containerDimensions": {"cpu": cap_cpu, "mem": cap_mem},
+        "scopes": scopes, "scopeDimensions": scope_dims,
+        "goals": goals, "constraints": constraints,
     }

@@ -51,8 +51,11 @@ class Model:
     constraints: list[ConstraintEntry]
 
     def restrictions(self, problem: Problem) -> list[tuple[Spec, Restrictions]]:
-        specs = [g.spec for g in self.goals] + [c.spec for c in self.constraints]
-        return [(s, s.restrictions(problem)) for s in specs]
+        """Fixed objects and non-accepting containers of constraints that are not SOFT: a
+        SOFT constraint only prices the move (Rebalancer's optimal solver makes such moves;
+        under DEFAULT and HARD the hard parts forbid them anyway)."""
+        return [(c.spec, c.spec.restrictions(problem)) for c in self.constraints
+                if c.policy != "SOFT"]
 
     def check_solvable(self) -> None:
         """What the evaluator can score but the solver cannot model exactly, rejected before

@@ -411,7 +411,10 @@ def test_to_free_constraint_violation():
     assert ev.constraints[0].violation == approx(10.0)
     # infos broken: A_h1, NEW_h1, A_h2 -> 3 steps
     assert ev.constraints[0].soft == approx(COST * 10 + STATE * 3)
-    assert ev.restriction_violations  # h1 is a single-container item: non-accepting
+    assert ev.restriction_violations == []  # SOFT prices the move into h1, no more
+    hard = tf_solver()
+    hard.add_constraint(to_free(dimension="mem"), policy="HARD")
+    assert hard.evaluate(final).restriction_violations  # h1 closed: single-container item
     # count dimension: h1 A = 1, NEW = 1; h2 A = 1
     ps = tf_solver()
     ps.add_constraint(to_free(), policy="SOFT")
@@ -1071,9 +1074,12 @@ def test_capacity_legacy_formula_zero_capacity_rejected():
 
 def test_capacity_during_items_at_or_above_limit_are_non_accepting():
     """DURING constraint, ABSOLUTE 3: initial DURING = (9, 3, 0): h0 above, h1 exactly at
-    the limit -> both non-accepting even under SOFT; h2 accepts."""
+    the limit -> both non-accepting (policies other than SOFT); h2 accepts."""
+    soft = cap_solver()
+    soft.add_constraint(capacity(definition="DURING", limit=ABS3), policy="SOFT")
+    assert soft.evaluate({"h0": ["t1"], "h1": ["t0", "t2"], "h2": []}).restriction_violations == []
     ps = cap_solver()
-    ps.add_constraint(capacity(definition="DURING", limit=ABS3), policy="SOFT")
+    ps.add_constraint(capacity(definition="DURING", limit=ABS3), policy="DEFAULT")
     ev = ps.evaluate(CAP_FINAL)  # moves only into h2
     assert ev.restriction_violations == []
     # t0 h0 -> h1: DURING h1 = A + I - S = 8 + 3 - 3 = 8, h0 = 4 + 9 - 4 = 9 -> 5 + 6
@@ -1100,8 +1106,14 @@ def test_non_accepting_restrictions_only_single_container_items():
     assert ev.constraints[0].violation == approx(1.0)
     assert ev.restriction_violations == []
     assert ev.feasible
-    ev = ps.evaluate({"h0": [], "h1": ["t1"], "h2": ["t0", "t2", "t3"]})
+    into_r1 = {"h0": [], "h1": ["t1"], "h2": ["t0", "t2", "t3"]}
+    ev = ps.evaluate(into_r1)
     assert ev.constraints[0].violation == approx(1.0)
+    assert ev.restriction_violations == [] and ev.feasible  # SOFT only prices it
+    hard = aa_solver()
+    hard.add_constraint({"nonAcceptingSpec": {"scope": "rack", "items": ["r0", "r1"]}},
+                        policy="HARD")
+    ev = hard.evaluate(into_r1)
     assert ev.restriction_violations
     assert not ev.feasible
 

@@ -1,5 +1,5 @@
 """AvoidMovingSpec: the listed objects stay where they are (§7). Constraint only; the
-objects are fixed whatever the policy, as Rebalancer does."""
+objects are fixed (unless the global policy is SOFT, which only prices their moves)."""
 
 from __future__ import annotations
 

@@ -35,7 +35,9 @@ def register(cls: type[Spec]) -> type[Spec]:
 
 @dataclass(frozen=True)
 class Restrictions:
-    """Moves a spec forbids whatever the policy: fixed objects, non-accepting containers."""
+    """Moves a (non-SOFT) constraint forbids outright: fixed objects, non-accepting
+    containers. Under DEFAULT and HARD its hard parts forbid them too; as domains they cost
+    the model nothing. A SOFT constraint only prices them (see Model.restrictions)."""
 
     fixed_objects: frozenset[int] = frozenset()
     non_accepting: frozenset[int] = frozenset()
