@@ -263,7 +263,7 @@ def _assignment_lists(containers: list[str], where: dict[str, str]) -> dict[str,
     return lists
 
 
-def _normalise(scenario: dict) -> _Scenario:
+def normalise_scenario(scenario: dict) -> _Scenario:
     """Resolve names, enum values, default weights and tuple positions once."""
     if "assignment" not in scenario:
         raise InputError("assignment", "missing: the initial assignment {container: [objects]}")
@@ -334,24 +334,33 @@ def _eval_goal_steps(sc: _Scenario, first: int, goals: list[_Goal]) -> list[dict
             for k, g in enumerate(goals)]
 
 
-def _initial_run(sc: _Scenario) -> dict:
-    """The user's scenario exactly as given, plus weight-1 goal copies; no moves."""
+def scenario_run(sc: _Scenario, solver: dict, tagged: bool = True) -> dict:
+    """A runner request for the user's scenario exactly as given (goals and boundaries in
+    their order, constraints with their own arguments), solved by ``solver``. ``tagged``
+    renames goals ``__goal<i>`` and constraints ``__constraint<j>`` so that the wheel's
+    summaries can be matched to them; otherwise their own names are kept."""
     steps: list[dict] = []
     for kind, i in sc.steps:
         if kind == "boundary":
             steps.append({"boundary": True})
         else:
             g = sc.goals[i]
-            steps.append({"goal": g.tagged(f"__goal{i}"), "weight": g.weight,
-                          "tuplePos": g.tuple_pos})
+            steps.append({"goal": g.tagged(f"__goal{i}") if tagged else g.spec,
+                          "weight": g.weight, "tuplePos": g.tuple_pos})
     for c in sc.constraints:
-        steps.append({"constraint": c.tagged(f"__constraint{c.index}"), "policy": c.policy,
-                      "invalidCost": c.invalid_cost, "invalidState": c.invalid_state,
-                      "tuplePosIfBroken": c.tuple_pos})
-    steps += _eval_goal_steps(sc, sc.last_position + 1, sc.goals)
+        steps.append({"constraint": c.tagged(f"__constraint{c.index}") if tagged else c.spec,
+                      "policy": c.policy, "invalidCost": c.invalid_cost,
+                      "invalidState": c.invalid_state, "tuplePosIfBroken": c.tuple_pos})
     return {**sc.base, "assignment": _assignment_lists(sc.containers, sc.initial),
             "constraintPolicy": sc.policy, "defaultConstraintParams": sc.defaults,
-            "steps": steps, "solver": _local_search(0)}
+            "steps": steps, "solver": solver}
+
+
+def _initial_run(sc: _Scenario) -> dict:
+    """The user's scenario exactly as given, plus weight-1 goal copies; no moves."""
+    run = scenario_run(sc, _local_search(0))
+    run["steps"] += _eval_goal_steps(sc, sc.last_position + 1, sc.goals)
+    return run
 
 
 def _mip_run(sc: _Scenario, where: dict[str, str]) -> dict:
@@ -480,7 +489,7 @@ def _forced_run(sc: _Scenario, moves: dict[str, tuple[str, str]],
             "solver": _local_search(len(moves) + 10)}
 
 
-def _call_peer(python: str, runs: list[dict], timeout: float) -> list[dict]:
+def call_peer(python: str, runs: list[dict], timeout: float) -> list[dict]:
     """One subprocess round trip; raises PeerError with the wheel's message on failure."""
     try:
         done = subprocess.run([python, str(RUNNER)], input=json.dumps({"runs": runs}),
@@ -591,7 +600,7 @@ def evaluate_with_wheel(
     ``final`` equals ``initial`` when ``final_assignment`` is None or moves nothing.
     """
     python = require_peer_python(peer_python)
-    sc = _normalise(scenario)
+    sc = normalise_scenario(scenario)
     where = sc.initial if final_assignment is None else _final_map(sc, final_assignment)
     moves = {o: (sc.initial[o], c) for o, c in where.items() if c != sc.initial[o]}
     any_mip = any(g.mip for g in sc.goals)
@@ -605,7 +614,7 @@ def evaluate_with_wheel(
         if any_mip:
             runs.append(_mip_run(sc, where))
     start = time.perf_counter()
-    results = _call_peer(python, runs, timeout)
+    results = call_peer(python, runs, timeout)
     seconds = time.perf_counter() - start
 
     first = results.pop(0)

@@ -24,8 +24,11 @@ Request (one JSON document on stdin)::
 
 Specs must already be in the wheel's shape (enum values as integers, non-empty names).
 Response (stdout): ``{"results": [{<solution key>: ...}, ...], "seconds": float}`` holding,
-per run, the solution's objective/constraint summaries and final assignment. Any failure
-prints ``{"error": "..."}`` and exits with status 1.
+per run, the solution's objective/constraint summaries and final assignment; a run with
+``"report": true`` (a real solve) also gets ``solveSeconds`` (wall time of ``solve()``),
+``solverSummaries`` (end reason and move count per solver) and ``problemProfile``
+(materialization and solve seconds, the optimal solver's gaps). Any failure prints
+``{"error": "..."}`` and exits with status 1.
 """
 
 from __future__ import annotations
@@ -94,8 +97,21 @@ def solve_run(run: dict[str, Any]) -> dict[str, Any]:
             kwargs = {py: step[js] for js, py in names.items() if step.get(js) is not None}
             solver.add_constraint(step["constraint"], **kwargs)
     solver.add_solver(run["solver"])
+    started = time.perf_counter()
     solution = solver.solve()
-    return {key: solution.get(key) for key in KEYS}
+    seconds = time.perf_counter() - started
+    result = {key: solution.get(key) for key in KEYS}
+    if run.get("report"):  # a solve run: how the wheel's solver ended, and its timing
+        result["solveSeconds"] = seconds
+        result["solverSummaries"] = [
+            {"endReason": summary.get("endReason"),
+             "numMoves": (summary.get("moveStats") or {}).get("numMoves")}
+            for summary in solution.get("solverSummaries") or []]
+        profile = solution.get("problemProfile") or {}
+        result["problemProfile"] = {
+            key: profile.get(key)
+            for key in ("materializationSec", "solveSec", "optimalSolverProfile")}
+    return result
 
 
 def main() -> int:
