@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import numpy as np
+
 from .cpsat.driver import solve_model
 from .evaluate import Evaluation, evaluate
 from .result import SolveResult
@@ -111,11 +113,15 @@ class ProblemSolver:
 
     def solve(self, time_limit: float | None = None, workers: int | None = None,
               seed: int | None = None, deterministic_time: float | None = None,
-              log: bool = False) -> SolveResult:
+              log: bool = False, hint: dict[str, list[str]] | None = None) -> SolveResult:
+        """Solve to proven optimality (or the best found within ``time_limit``). ``hint``,
+        an assignment ``{container: [objects]}`` such as a heuristic's, is where the search
+        starts when it keeps the hard constraints and beats the initial assignment."""
         scenario = self.to_scenario()
         options = SolverOptions.checked(time_limit, workers, seed, deterministic_time, log,
                                         path="solve")
-        return solve_model(scenario.problem, scenario.model, options)
+        start = None if hint is None else scenario.problem.assignment_array(hint, "hint")
+        return solve_model(scenario.problem, scenario.model, options, hint=start)
 
     def evaluate(self, assignment: dict[str, list[str]]) -> Evaluation:
         """Rebalancer-scale values of every goal and constraint for moving to ``assignment``."""
@@ -124,5 +130,7 @@ class ProblemSolver:
         return evaluate(scenario.problem, scenario.model, final)
 
 
-def solve_scenario(scenario: Scenario, options: SolverOptions | None = None) -> SolveResult:
-    return solve_model(scenario.problem, scenario.model, options or scenario.options)
+def solve_scenario(scenario: Scenario, options: SolverOptions | None = None,
+                   hint: np.ndarray | None = None) -> SolveResult:
+    return solve_model(scenario.problem, scenario.model, options or scenario.options,
+                       hint=hint)

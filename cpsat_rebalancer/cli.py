@@ -163,7 +163,8 @@ def command_solve(args: argparse.Namespace) -> int:
         args.seed if args.seed is not None else base.seed,
         args.deterministic_time if args.deterministic_time is not None
         else base.deterministic_time, args.log or base.log, path="options")
-    result = solve_scenario(scenario, options)
+    hint = None if args.hint is None else read_assignment(scenario.problem, args.hint)
+    result = solve_scenario(scenario, options, hint)
     if args.json:  # before printing, so a closed pipe cannot lose it
         write_output(args.json, result.to_json())
     code = {INFEASIBLE: EXIT_INFEASIBLE, NO_SOLUTION: EXIT_NO_SOLUTION}.get(result.status, 0)
@@ -225,6 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--deterministic-time", type=float,
                        help="CP-SAT deterministic time budget per solve (repeatable results)")
     solve.add_argument("--log", action="store_true", help="print CP-SAT's search log")
+    solve.add_argument("--hint", help="start from this assignment (a heuristic's, say) when it "
+                       "keeps the hard constraints and beats the initial one")
     solve.add_argument("--json", help="write the full result as JSON to this file")
     solve.set_defaults(run=command_solve)
     ev = sub.add_parser("evaluate", help="evaluate a given assignment without solving")

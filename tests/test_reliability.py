@@ -185,3 +185,17 @@ def test_the_cli_never_modifies_its_input(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert (scenario.read_bytes(), scenario.stat().st_mtime_ns) == before
+
+
+def test_a_hint_is_where_the_search_starts_and_the_answer_is_never_worse() -> None:
+    """A good assignment (from a longer solve) given as hint under a short time limit: the
+    answer is at least as good, lexicographically."""
+    from cpsat_rebalancer.evaluate import evaluate
+
+    scenario = parse_scenario(balance_instance(300, 20, "LINEAR", seed=4))
+    problem, model = scenario.problem, scenario.model
+    good = solve_model(problem, model, SolverOptions(time_limit=3)).final
+    good_value = evaluate(problem, model, good).tuple()
+    hinted = solve_model(problem, model, SolverOptions(time_limit=0.3), hint=good)
+    assert hinted.final_evaluation.feasible
+    assert hinted.final_evaluation.tuple() <= tuple(v + 1e-9 for v in good_value)

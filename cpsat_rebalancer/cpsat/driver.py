@@ -285,11 +285,11 @@ class Chain:
             return None
         return self.options.time_limit - (time.monotonic() - self.started)
 
-    def hint(self) -> None:
+    def hint(self, counts: list[int] | None = None) -> None:
         cp = self.builder.cp
         cp.clear_hints()
-        if self.values is None:
-            counts = self.builder.initial_counts()
+        if self.values is None or counts is not None:
+            counts = counts if counts is not None else self.builder.initial_counts()
             for var, value in zip(self.builder.count_vars, counts):
                 cp.add_hint(var, value)
             return
@@ -337,13 +337,13 @@ class Chain:
         self.interrupted |= interrupted
         return status
 
-    def start_from_initial(self) -> None:
-        """Complete the initial assignment into values for every variable (a solve with the
-        counts fixed), so the first search starts from a full, feasible hint: CP-SAT may
-        otherwise spend its whole time share repairing a partial one."""
+    def start_from(self, counts: list[int] | None = None) -> None:
+        """Complete an assignment (the initial one by default) into values for every variable
+        (a solve with the counts fixed), so the first search starts from a full, feasible
+        hint: CP-SAT may otherwise spend its whole time share repairing a partial one."""
         cp = self.builder.cp
         cp.clear_objective()
-        self.hint()
+        self.hint(counts)
         solver = cp_model.CpSolver()
         solver.parameters.fix_variables_to_their_hinted_value = True
         solver.parameters.num_workers = self.options.workers
@@ -395,10 +395,27 @@ STATUS_NAMES = {cp_model.OPTIMAL: OPTIMAL, cp_model.FEASIBLE: FEASIBLE,
                 cp_model.INFEASIBLE: INFEASIBLE, cp_model.UNKNOWN: NO_SOLUTION}
 
 
+def _better_start(builder: ModelBuilder, model: Model, initial: Evaluation,
+                  hint: np.ndarray | None) -> list[int] | None:
+    """The hint's counts when it keeps the hard constraints and beats the initial assignment
+    (lexicographically); None to start from the initial assignment."""
+    if hint is None:
+        return None
+    proposed = evaluate(builder.problem, model, hint)
+    counts = builder.counts_of(hint)
+    if not proposed.feasible or counts is None:
+        return None
+    if initial.feasible and proposed.tuple() >= initial.tuple():
+        return None
+    return counts
+
+
 def solve_model(problem: Problem, model: Model, options: SolverOptions,
-                aggregate: bool = True) -> SolveResult:
+                aggregate: bool = True, hint: np.ndarray | None = None) -> SolveResult:
     """Solve every bucket in tuple-position order and evaluate the result independently.
 
+    ``hint``, an assignment (a heuristic's, say), is where the search starts when it keeps the
+    hard constraints and beats the initial one: the answer is then never worse than it.
     The time limit covers everything from here (compilation included). A chain stopped early
     (time, Ctrl-C) returns its best assignment as FEASIBLE with the bounds reached; with no
     assignment at all, the initial one with status NO_SOLUTION; when the hard constraints
@@ -408,8 +425,11 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
     builder, buckets = compile_model(problem, model, aggregate)
     chain = Chain(builder, model, options, started)
     initial_eval = evaluate(problem, model, problem.initial)
-    if initial_eval.feasible:
-        chain.start_from_initial()
+    start = _better_start(builder, model, initial_eval, hint)
+    if start is not None:
+        chain.start_from(start)
+    elif initial_eval.feasible:
+        chain.start_from()
     reports: list[BucketReport] = []
     stop: str | None = None  # why the chain stopped early: infeasible, time_limit, interrupted
     if not buckets:

@@ -220,6 +220,19 @@ class ModelBuilder:
         return [self.classes.home[k].get(int(c), 0)
                 for k, c in zip(self.var_class, self.var_cont)]
 
+    def counts_of(self, assignment: np.ndarray) -> list[int] | None:
+        """Count variable values of an assignment; None if it puts an object where the model
+        has no variable (a restriction forbids it)."""
+        index = {(int(k), int(c)): j for j, (k, c) in enumerate(zip(self.var_class,
+                                                                    self.var_cont))}
+        counts = [0] * len(self.count_vars)
+        for obj, cont in enumerate(assignment):
+            j = index.get((int(self.classes.of_object[obj]), int(cont)))
+            if j is None:
+                return None
+            counts[j] += 1
+        return counts
+
     def decode(self, counts: list[int]) -> np.ndarray:
         """A concrete assignment from class counts that keeps, in every container and then in
         every scope item (finest scope first), as many of a class's objects as the counts
