@@ -210,4 +210,6 @@ def random_scenario(seed: int, max_objects: int = 5, max_containers: int = 3,
         "containerDimensions": {"cpu": cap_cpu, "mem": cap_mem},
         "scopes": scopes, "scopeDimensions": scope_dims,
         "goals": goals, "constraints": constraints,
+        # the global policy governs single-parameter constraints (AvoidMoving) and defaults
+        "constraintPolicy": rng.choice(["DEFAULT", "DEFAULT", "HARD", "SOFT"]),
     }

@@ -100,3 +100,20 @@ def test_ties_are_broken_towards_fewer_moves() -> None:
     for seed in range(5):
         result = solve_model(scenario.problem, scenario.model, SolverOptions(seed=seed))
         assert result.objective[0] == 0.0 and len(result.moves) == 1
+
+
+def test_avoid_moving_under_a_soft_global_policy_is_priced_not_fixed() -> None:
+    """With the SOFT policy, moving the pinned object (cost 1 per move, no state term) is
+    worth it when it frees h1 (worth 10): enumeration agrees."""
+    data = {"assignment": {"h0": ["a"], "h1": ["b"]},
+            "objectDimensions": {"cpu": {"a": 1, "b": 1}},
+            "containerDimensions": {"cpu": {"h0": 4, "h1": 4}},
+            "constraintPolicy": "SOFT",
+            "defaultConstraintParams": {"invalidCost": 1, "invalidState": 0},
+            "goals": [{"spec": {"toFreeSpec": {"containers": ["h1"]}}, "weight": 10}],
+            "constraints": [{"spec": {"avoidMovingSpec": {"objects": ["b"]}}}]}
+    check_against_enumeration(data, "soft avoid moving")
+    scenario = parse_scenario(data)
+    result = solve_model(scenario.problem, scenario.model, SolverOptions(workers=1))
+    assert result.assignment == {"h0": ["a", "b"], "h1": []}
+    assert result.objective[0] == 1.0

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cpsat.linear import Lin
+from ..cpsat.linear import lin_sum
 from ..cpsat.model import Info, ModelBuilder
 from ..evaluate import EvalContext
 from ..problem import Problem
@@ -39,8 +39,11 @@ class AvoidMovingSpec(Spec):
         return np.asarray([len(self.objects) - stayed.sum()], dtype=float)
 
     def compile_infos(self, b: ModelBuilder) -> list[Info]:
-        # the objects are fixed by restrictions(), so nothing can move: e is identically 0
-        return [Info(Lin())]
+        """e = listed objects not in their initial container (0 whenever they are fixed)."""
+        scope = b.problem.container_scope
+        home = b.problem.initial
+        return [Info(lin_sum(b.object_in_item(int(o), scope, int(home[o])) for o in self.objects)
+                     * -1 + len(self.objects))]
 
     def restrictions(self, problem: Problem) -> Restrictions:
         return Restrictions(fixed_objects=frozenset(self.objects.tolist()))
