@@ -192,6 +192,7 @@ def evaluate(problem: Problem, model: Model, final: np.ndarray) -> Evaluation:
                                value, weighted))
         positions[entry.position] = positions.get(entry.position, 0.0) + weighted
     constraints = []
+    soft_positions = set()
     for entry in model.constraints:
         infos = np.asarray(entry.spec.infos(ctx), dtype=float)
         split = split_policy(entry, np.asarray(entry.spec.infos(ctx0), dtype=float))
@@ -203,19 +204,11 @@ def evaluate(problem: Problem, model: Model, final: np.ndarray) -> Evaluation:
             float(positive(infos).sum()), soft, split.has_soft_term, hard_excess))
         if split.has_soft_term:
             positions[entry.position] = positions.get(entry.position, 0.0) + soft
+            soft_positions.add(entry.position)
     leximin = {}
-    for position, goal_index in model.leximin_positions(positions_with_soft(model, ctx0)).items():
+    for position, goal_index in model.leximin_positions(soft_positions).items():
         key = model.goals[goal_index].spec.leximin_key(ctx)
         leximin[position] = tuple(sorted(key, reverse=True))
     return Evaluation(goals, constraints, dict(sorted(positions.items())), leximin,
                       check_restrictions(problem, model, final))
 
-
-def positions_with_soft(model: Model, ctx0: EvalContext) -> set[int]:
-    """Positions that receive a constraint soft term (SOFT, or DEFAULT initially broken)."""
-    result = set()
-    for entry in model.constraints:
-        split = split_policy(entry, np.asarray(entry.spec.infos(ctx0), dtype=float))
-        if split.has_soft_term:
-            result.add(entry.position)
-    return result

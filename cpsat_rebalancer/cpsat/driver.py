@@ -277,7 +277,6 @@ class Chain:
         self.options = options
         self.started = time.monotonic() if started is None else started
         self.values: list[int] | None = None  # last solution, one value per CP-SAT variable
-        self.source: cp_model.CpSolver | None = None  # the solve that produced ``values``
         self.interrupted = False
 
     def remaining(self) -> float | None:
@@ -329,7 +328,6 @@ class Chain:
             raise InternalError(f"CP-SAT rejected the model: {cp.validate()}")
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.values = list(solver.response_proto.solution)
-            self.source = solver
         return status, solver
 
     def _interruptible(self, solver: cp_model.CpSolver) -> int:
@@ -353,7 +351,6 @@ class Chain:
             solver.parameters.max_time_in_seconds = max(remaining / 4, 0.001)
         if self._interruptible(solver) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.values = list(solver.response_proto.solution)
-            self.source = solver
 
     def held_value(self, position: int, factor: Fraction, error: float) -> int:
         """A freeze level for a bucket at the assignment held, from the evaluator: the
@@ -657,17 +654,11 @@ def compiled_values(problem: Problem, model: Model, final: np.ndarray,
     into place), whose evaluator values the compiled ones must equal."""
     builder, buckets = compile_model(problem, model, leximin=False)
     chain = Chain(builder, model, SolverOptions(workers=workers))
-    counts = np.zeros(len(builder.count_vars), dtype=np.int64)
-    lookup = {(int(k), int(c)): j for j, (k, c) in enumerate(zip(builder.var_class,
-                                                                  builder.var_cont))}
-    for obj, cont in enumerate(final):
-        key = (int(builder.classes.of_object[obj]), int(cont))
-        if key not in lookup:
-            raise ValueError(f"assignment moves object {problem.objects[obj]} where the "
-                             "restrictions forbid it")
-        counts[lookup[key]] += 1
+    counts = builder.counts_of(final)
+    if counts is None:
+        raise ValueError("the assignment moves an object where the restrictions forbid it")
     for var, value in zip(builder.count_vars, counts):
-        builder.cp.add(var == int(value))
+        builder.cp.add(var == value)
     values = {}
     for position, bucket in buckets.items():
         form = builder.integerize(lin_sum(bucket.terms))
@@ -677,4 +668,4 @@ def compiled_values(problem: Problem, model: Model, final: np.ndarray,
                              f"{STATUS_NAMES.get(status)}")
         values[position] = (float(Fraction(int(solver.value(form.expr))) / form.factor),
                             bucket.error + form.error)
-    return values, builder.decode(counts.tolist())
+    return values, builder.decode(counts)
