@@ -45,6 +45,18 @@ class ProblemSolver:
             self._data.setdefault("objectDimensionDefaults", {})[dimension_name] = default_value
         return self
 
+    def add_dynamic_object_dimension(self, dimension_name: str, scope: str,
+                                     scope_item_to_object_to_value: dict[str, dict[str, float]],
+                                     default_value: float = 0.0) -> ProblemSolver:
+        """An object dimension whose value depends on the item of ``scope`` the object lands
+        in (``default_value`` where none is given, and outside the scope)."""
+        entry: dict[str, Any] = {"scope": scope,
+                                 "values": copy.deepcopy(scope_item_to_object_to_value)}
+        if default_value != 0.0:
+            entry["default"] = default_value
+        self._data.setdefault("dynamicObjectDimensions", {})[dimension_name] = entry
+        return self
+
     def add_container_dimension(self, dimension_name: str, container_to_value: dict[str, float],
                                 default_value: float = 1.0) -> ProblemSolver:
         self._data.setdefault("containerDimensions", {})[dimension_name] = dict(container_to_value)

@@ -34,6 +34,15 @@ ENUMS: dict[str, dict[str, int]] = {
         "MOVED_DATA": 8,
     },
     "CapacitySpecBound": {"MAX": 1, "MIN": 2},
+    "GroupCountSpecDefinition": {"AFTER": 1, "DURING_AND_AFTER": 2, "DURING": 3, "STAYED": 4},
+    "GroupCountSpecBound": {"MAX": 1, "MIN": 2, "EXACT": 3, "MULTIPLE": 4},
+    "GroupCountSpecLimitRelativeTo": {
+        "GROUP_SIZE": 1,
+        "SCOPE_ITEM_UTIL": 2,
+        "GROUP_TO_SCOPE_ITEM_ROUTING_TRAFFIC": 3,
+    },
+    "ColocateGroupsSpecBound": {"MAX": 1, "MIN": 2},
+    "MinimizeContainerSpecFormula": {"LEGACY": 1, "NEW": 2},
     "ConstraintPolicy": {"DEFAULT": 1, "HARD": 2, "SOFT": 3},
 }
 

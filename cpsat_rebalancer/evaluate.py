@@ -37,17 +37,19 @@ class EvalContext:
     def _after_initial_stayed(self, scope: Scope, dim: str):
         key = (scope.name, dim)
         if key not in self._base:
-            values = self.problem.object_dims[dim]
+            final_values = self.problem.values_at(dim, self.final)
+            initial_values = self.problem.values_at(dim, self.initial)
             n = len(scope.items)
             item_initial = scope.container_item[self.initial]
             item_final = scope.container_item[self.final]
 
-            def total(items: np.ndarray, mask: np.ndarray) -> np.ndarray:
+            def total(items: np.ndarray, mask: np.ndarray, values: np.ndarray) -> np.ndarray:
                 return np.bincount(items[mask], weights=values[mask], minlength=n).astype(float)
 
-            after = total(item_final, item_final != OUT_OF_SCOPE)
-            initial = total(item_initial, item_initial != OUT_OF_SCOPE)
-            stayed = total(item_final, (item_final == item_initial) & (item_final != OUT_OF_SCOPE))
+            after = total(item_final, item_final != OUT_OF_SCOPE, final_values)
+            initial = total(item_initial, item_initial != OUT_OF_SCOPE, initial_values)
+            stayed = total(item_final, (item_final == item_initial) & (item_final != OUT_OF_SCOPE),
+                           final_values)
             self._base[key] = (after, initial, stayed)
         return self._base[key]
 
@@ -72,7 +74,7 @@ class EvalContext:
 
     def out_of_scope_new(self, scope: Scope, dim: str) -> float:
         """Size of objects finally out of ``scope`` that were initially in it (§6)."""
-        values = self.problem.object_dims[dim]
+        values = self.problem.values_at(dim, self.initial)
         item_initial = scope.container_item[self.initial]
         item_final = scope.container_item[self.final]
         mask = (item_final == OUT_OF_SCOPE) & (item_initial != OUT_OF_SCOPE)

@@ -59,14 +59,17 @@ def balance_instance(objects: int, containers: int, formula: str = "LINEAR",
 
 
 BALANCE_FORMULAS = ["LINEAR", "SQUARES", "MAX", "IDEAL", "RELATIVE_UTIL_VARIANCE"]
+GROUP_COUNT_DEFINITIONS = ["AFTER", "DURING", "STAYED", "DURING_AND_AFTER"]
 CAPACITY_DEFINITIONS = ["AFTER", "DURING_AND_AFTER", "DURING", "DOUBLE_DURING_AND_AFTER",
                         "DOUBLE_DURING", "NEW", "OLD", "MOVED_DATA"]
 
 
 def random_scenario(seed: int, max_objects: int = 5, max_containers: int = 3,
-                    ) -> dict[str, Any]:
+                    groups: bool = False) -> dict[str, Any]:
     """A tiny scenario covering every spec and option at random: 1-3 goals and 0-2
-    constraints (used by the brute-force, agreement, parity and fuzz tests)."""
+    constraints (used by the brute-force, agreement, parity and fuzz tests). With ``groups``
+    it also has a partition "grp" and a GroupCount or ColocateGroups goal and constraint
+    (drawn after everything else, so the scenario without them is the same)."""
     rng = random.Random(seed)
     n = rng.randint(2, max_objects)
     m = rng.randint(2, max_containers)
@@ -204,7 +207,7 @@ def random_scenario(seed: int, max_objects: int = 5, max_containers: int = 3,
             entry["invalidCost"] = rng.choice([1, 10])
             entry["invalidState"] = rng.choice([0, 5])
         constraints.append(entry)
-    return {
+    data = {
         "objectName": "task", "containerName": "host", "assignment": assignment,
         "objectDimensions": {"cpu": cpu, "mem": mem},
         "containerDimensions": {"cpu": cap_cpu, "mem": cap_mem},
@@ -212,4 +215,128 @@ def random_scenario(seed: int, max_objects: int = 5, max_containers: int = 3,
         "goals": goals, "constraints": constraints,
         # the global policy governs single-parameter constraints (AvoidMoving) and defaults
         "constraintPolicy": rng.choice(["DEFAULT", "DEFAULT", "HARD", "SOFT"]),
+    }
+    if groups:
+        _add_group_specs(rng, data, objects, scope_names, items_of, pick_filter)
+    return data
+
+
+def _add_group_specs(rng: random.Random, data: dict[str, Any], objects: list[str],
+                     scope_names: list[str], items_of: Any, pick_filter: Any) -> None:
+    """A partition "grp" (1-3 non-empty groups, some objects in none), then one GroupCount
+    or ColocateGroups goal and one such constraint, each with probability 0.7."""
+    names = ["ga", "gb", "gc"][:rng.randint(1, min(3, len(objects)))]
+    partition: dict[str, list[str]] = {g: [] for g in names}
+    for k, obj in enumerate(objects):
+        if k < len(names):
+            partition[names[k]].append(obj)
+        elif rng.random() < 0.85:
+            partition[rng.choice(names)].append(obj)
+    data["partitions"] = {"grp": partition}
+
+    def group_count() -> dict:
+        scope = rng.choice(scope_names)
+        items = items_of(scope)
+        bound = rng.choice(["MAX", "MAX", "MIN", "EXACT", "MULTIPLE"])
+        spec: dict[str, Any] = {"scope": scope, "partitionName": "grp", "bound": bound,
+                                "definition": rng.choice(GROUP_COUNT_DEFINITIONS)}
+        if rng.random() < 0.4:
+            spec["dimension"] = "cpu"
+        kind = rng.choice(["ABSOLUTE", "ABSOLUTE", "RELATIVE"])
+        values = ([1, 2, 3] if bound == "MULTIPLE" else [0, 1, 2, 3]) if kind == "ABSOLUTE" \
+            else [0.5, 1]
+        limit: dict[str, Any] = {"type": kind, "globalLimit": rng.choice(values)}
+        if rng.random() < 0.3:
+            limit["groupLimits"] = {rng.choice(names): rng.choice(values)}
+        if rng.random() < 0.3:
+            limit["scopeItemLimits"] = {rng.choice(items): rng.choice(values)}
+        if rng.random() < 0.2:
+            limit["scopeItemToGroupLimits"] = {rng.choice(items): {rng.choice(names):
+                                                                   rng.choice(values)}}
+        if bound == "MAX" and rng.random() < 0.15:
+            limit["isDefaultLimitUnbounded"] = True
+        spec["limit"] = limit
+        if kind == "RELATIVE" and bound != "MULTIPLE" and rng.random() < 0.4:
+            spec["limitRelativeTo"] = "SCOPE_ITEM_UTIL"
+        if (bound == "EXACT" or (bound == "MIN" and "limitRelativeTo" not in spec)) \
+                and rng.random() < 0.4:  # Rebalancer rejects MIN + zeroAllowed + SCOPE_ITEM_UTIL
+            spec["zeroAllowed"] = True
+            if rng.random() < 0.5:
+                spec["minimumLimit"] = rng.choice([0.5, 1])
+        compact = ("zeroAllowed" not in spec and spec["definition"] != "STAYED"
+                   and "limitRelativeTo" not in spec)
+        if (bound == "MAX" or (bound in ("MIN", "EXACT") and compact)) and rng.random() < 0.3:
+            spec["squares"] = True  # Rebalancer implements MIN squares only in compact form
+        f = pick_filter(scope)
+        if f:
+            spec["filter"] = f
+        return {"groupCountSpec": spec}
+
+    def colocate() -> dict:
+        scope = rng.choice(scope_names)
+        items = items_of(scope)
+        spec: dict[str, Any] = {"scope": scope, "partitionName": "grp",
+                                "bound": rng.choice(["MAX", "MAX", "MIN"]),
+                                "limits": {"globalLimit": rng.choice([1, 1, 2])}}
+        if rng.random() < 0.3:
+            spec["limits"]["groupLimits"] = {rng.choice(names): rng.choice([0, 1, 2])}
+        if rng.random() < 0.3:
+            spec["squares"] = True
+        if rng.random() < 0.3:
+            spec["scopeItemWeights"] = {rng.choice(items): rng.choice([0.5, 2, 0])}
+        if rng.random() < 0.3:
+            weights = [0.5, 2] if spec.get("squares") else [0.5, 2, -1]
+            spec["groupToWeight"] = {rng.choice(names): rng.choice(weights)}
+        if rng.random() < 0.3:
+            spec["dimension"] = "cpu"
+        f = pick_filter(scope)
+        if f:
+            spec["filter"] = f
+        return {"colocateGroupsSpec": spec}
+
+    if rng.random() < 0.7:
+        data["goals"].append({"spec": rng.choice([group_count, colocate])(),
+                              "tuplePos": rng.choice([0, 1])})
+    if rng.random() < 0.7:
+        data["constraints"].append({"spec": rng.choice([group_count, colocate])(),
+                                    "policy": rng.choice(["DEFAULT", "HARD", "SOFT"])})
+
+
+def drain_cluster(hosts: int = 500, seed: int = 0, fill: float = 0.55,
+                  spread: float = 0.15, max_cpu: float = 8) -> dict[str, Any]:
+    """A cluster to plan maintenance waves on: ``hosts`` identical hosts (64 cpu, 256 mem)
+    filled to about ``fill`` of their cpu, each host within roughly ``± spread`` of it (a
+    cluster that a rebalancer has kept level, unlike :func:`balance_instance`'s skew).
+    Tasks are drawn from the first eight flavours with at most ``max_cpu`` cpu. No goals or
+    constraints: a study's model supplies them."""
+    rng = np.random.default_rng(seed)
+    flavours = [f for f in FLAVOURS[:8] if f[0] <= max_cpu]
+    cap_cpu, cap_mem = 64.0, 256.0
+    assignment: dict[str, list[str]] = {}
+    cpu: dict[str, float] = {}
+    mem: dict[str, float] = {}
+    count = 0
+    for h in range(hosts):
+        name = f"host{h:03d}" if hosts <= 1000 else f"host{h}"
+        target = cap_cpu * min(0.95, max(0.0, fill + spread * (2 * rng.random() - 1)))
+        load = 0.0
+        tasks: list[str] = []
+        while True:
+            cpu_size, mem_size = flavours[int(rng.integers(0, len(flavours)))]
+            if load + cpu_size > target:
+                break
+            task = f"task{count}"
+            count += 1
+            cpu[task], mem[task] = float(cpu_size), float(mem_size)
+            load += cpu_size
+            tasks.append(task)
+        assignment[name] = tasks
+    names = list(assignment)
+    return {
+        "name": f"drain_cluster_{hosts}",
+        "objectName": "task", "containerName": "host",
+        "assignment": assignment,
+        "objectDimensions": {"cpu": cpu, "mem": mem},
+        "containerDimensions": {"cpu": dict.fromkeys(names, cap_cpu),
+                                "mem": dict.fromkeys(names, cap_mem)},
     }

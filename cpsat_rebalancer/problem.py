@@ -42,6 +42,22 @@ class Scope:
 
 
 @dataclass(frozen=True)
+class DynamicDimension:
+    """An object dimension whose value depends on where the object lands (Rebalancer's
+    ``add_dynamic_object_dimension``): one value per (object, item of ``scope``); containers
+    outside the scope give the default."""
+
+    scope: str
+    by_item: np.ndarray  # (objects, items + 1) floats; the last column is the default
+
+    def values_at(self, scope: Scope, containers: np.ndarray) -> np.ndarray:
+        """Each object's value when object o sits in ``containers[o]``."""
+        items = np.where(scope.container_item[containers] == OUT_OF_SCOPE,
+                         self.by_item.shape[1] - 1, scope.container_item[containers])
+        return self.by_item[np.arange(len(containers)), items]
+
+
+@dataclass(frozen=True)
 class Problem:
     object_name: str
     container_name: str
@@ -53,10 +69,26 @@ class Problem:
     object_dims: dict[str, np.ndarray]  # dimension -> value per object (float, >= 0)
     scopes: dict[str, Scope]
     partitions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    dynamic_dims: dict[str, DynamicDimension] = field(default_factory=dict)
 
     @property
     def count_dimension(self) -> str:
         return f"{self.object_name}_count"
+
+    def has_dimension(self, name: str) -> bool:
+        return name in self.object_dims or name in self.dynamic_dims
+
+    @property
+    def dimension_names(self) -> list[str]:
+        return sorted([*self.object_dims, *self.dynamic_dims])
+
+    def values_at(self, dim: str, containers: np.ndarray) -> np.ndarray:
+        """Each object's value of ``dim`` when object o sits in ``containers[o]`` (static
+        dimensions ignore where)."""
+        dynamic = self.dynamic_dims.get(dim)
+        if dynamic is None:
+            return self.object_dims[dim]
+        return dynamic.values_at(self.scopes[dynamic.scope], containers)
 
     @property
     def num_objects(self) -> int:

@@ -16,13 +16,14 @@ import numpy as np
 
 from .enums import parse_enum
 from .errors import InputError
-from .problem import OUT_OF_SCOPE, Problem, Scope
+from .problem import OUT_OF_SCOPE, DynamicDimension, Problem, Scope
 from .specs.common import REGISTRY, Fields, Restrictions, Spec, check_number
 
 TOP_LEVEL_KEYS = {
     "name", "description", "objectName", "containerName", "objects", "containers",
     "assignment", "objectDimensions", "objectDimensionDefaults", "containerDimensions",
-    "containerDimensionDefaults", "scopes", "scopeDimensions", "partitions", "goals",
+    "containerDimensionDefaults", "scopes", "scopeDimensions", "partitions",
+    "dynamicObjectDimensions", "goals",
     "constraints", "constraintPolicy", "defaultConstraintParams", "solver",
 }
 
@@ -225,9 +226,12 @@ def parse_problem(data: dict) -> Problem:
             array[position] = check_number(value, f"{path}.{item}", nonnegative=True)
         return array
 
+    dynamic_names = set(_mapping(data.get("dynamicObjectDimensions"),
+                                 "dynamicObjectDimensions"))
+
     def check_dim(dim: str, path: str) -> None:
-        if dim not in object_dims:
-            known = ", ".join(sorted(object_dims))
+        if dim not in object_dims and dim not in dynamic_names:
+            known = ", ".join(sorted({*object_dims, *dynamic_names}))
             raise InputError(path, f"unknown dimension (objects have: {known})", dim)
 
     cont_defaults = _mapping(data.get("containerDimensionDefaults"), "containerDimensionDefaults")
@@ -291,8 +295,48 @@ def parse_problem(data: dict) -> Problem:
             members[group] = np.asarray(indices, dtype=np.int64)
         partitions[name] = members
 
+    dynamic_dims = _dynamic_dimensions(data.get("dynamicObjectDimensions"), object_dims,
+                                       object_index, scopes)
     return Problem(object_name, container_name, objects, object_index, containers,
-                   container_index, initial, object_dims, scopes, partitions)
+                   container_index, initial, object_dims, scopes, partitions, dynamic_dims)
+
+
+def _dynamic_dimensions(data: Any, object_dims: dict[str, np.ndarray],
+                        object_index: dict[str, int], scopes: dict[str, Scope],
+                        ) -> dict[str, DynamicDimension]:
+    """``{name: {"scope": S, "values": {item: {object: value}}, "default": v}}``: an object's
+    size depending on the item of S it lands in (Rebalancer's add_dynamic_object_dimension)."""
+    result: dict[str, DynamicDimension] = {}
+    for name, spec in _mapping(data, "dynamicObjectDimensions").items():
+        path = f"dynamicObjectDimensions.{name}"
+        if name in object_dims:
+            raise InputError(path, "a static object dimension has this name", name)
+        fields = Fields(spec, path)
+        scope_name = fields.text("scope")
+        values = fields.mapping("values")
+        default = check_number(fields.number("default", 0.0), fields.at("default"),
+                               nonnegative=True)
+        fields.done("a dynamic object dimension")
+        if not scope_name:
+            raise InputError(fields.at("scope"), "a scope is required")
+        scope = scopes.get(scope_name)
+        if scope is None:
+            raise InputError(fields.at("scope"), f"unknown scope (known: "
+                             f"{', '.join(sorted(scopes))})", scope_name)
+        by_item = np.full((len(object_index), len(scope.items) + 1), default)
+        for item, per_object in values.items():
+            item_path = f"{fields.at('values')}.{item}"
+            position = scope.item_index.get(item)
+            if position is None:
+                raise InputError(item_path, f"unknown item of scope '{scope_name}'", item)
+            for obj, value in _mapping(per_object, item_path).items():
+                index = object_index.get(obj)
+                if index is None:
+                    raise InputError(f"{item_path}.{obj}", "unknown object", obj)
+                by_item[index, position] = check_number(value, f"{item_path}.{obj}",
+                                                        nonnegative=True)
+        result[name] = DynamicDimension(scope_name, by_item)
+    return result
 
 
 def parse_spec(data: Any, path: str, problem: Problem, *, as_goal: bool) -> Spec:

@@ -30,7 +30,8 @@ from ..result import (
 from ..scenario import ConstraintEntry, Model, SolverOptions
 from ..specs.common import Restrictions
 from .linear import Lin, lin_sum
-from .model import INT_LIMIT, ModelBuilder
+from .model import INT_LIMIT, Integerized, ModelBuilder
+from .symmetry import interchangeable_containers, order_key_dimension
 
 CHECK_TOLERANCE = 1e-7  # slack of the independent result check beyond the stated error
 
@@ -147,10 +148,12 @@ def classes_may_span_containers(model: Model) -> bool:
 
 def compile_model(problem: Problem, model: Model, aggregate: bool = True,
                   guards: list[tuple[object, str, str]] | None = None, leximin: bool = True,
-                  ) -> tuple[ModelBuilder, dict[int, Bucket]]:
+                  accelerate: bool = True) -> tuple[ModelBuilder, dict[int, Bucket]]:
     """Build the CP-SAT model: hard parts of constraints, and one objective form per bucket.
     ``aggregate=False`` keeps each initial container's objects in classes of their own;
-    ``leximin=False`` compiles IDEAL alone in its bucket to its scalar too.
+    ``leximin=False`` compiles IDEAL alone in its bucket to its scalar too;
+    ``accelerate=False`` leaves out the redundant bounds and the symmetry breaking (the
+    optimum is the same; tests compare both).
     With ``guards`` (a list to fill), every hard rule and restriction holds only under a
     literal of its own, recorded as (literal, spec name, what), to explain infeasibility."""
     fixed, non_accepting = restrictions_of(problem, model)
@@ -158,6 +161,11 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
     named = named_objects(model) | fixed
     if guards is None:
         builder = ModelBuilder(problem, fixed, non_accepting, named, aggregate)
+        builder.accelerate = accelerate
+        if accelerate:
+            builder.break_symmetry(interchangeable_containers(problem, model, fixed,
+                                                              non_accepting),
+                                   order_key_dimension(problem))
     else:
         builder = ModelBuilder(problem, frozenset(), frozenset(), named, aggregate)
         for spec, restriction in model.restrictions(problem):
@@ -295,19 +303,27 @@ class Chain:
         for index, value in enumerate(self.values):
             cp.add_hint(cp.get_int_var_from_proto_index(index), value)
 
-    def solve(self, objective: object | None,
-              budget: float | None = None) -> tuple[int, cp_model.CpSolver]:
+    def solve(self, objective: object | None, budget: float | None = None,
+              depth_first: bool = False) -> tuple[int, cp_model.CpSolver]:
         """One CP-SAT solve of at most ``budget`` seconds (and never past the deadline);
-        keeps the solution (if any) for hints and decoding."""
+        keeps the solution (if any) for hints and decoding. ``depth_first``: one worker,
+        no hint, searching in the builder's first-fit-decreasing order (see _probe)."""
         cp = self.builder.cp
         if objective is None:
             cp.clear_objective()
         else:
             cp.minimize(objective)
-        self.hint()
+        cp.clear_hints()
+        if depth_first:
+            cp.add_decision_strategy(self.builder.first_fit_order(), cp_model.CHOOSE_FIRST,
+                                     cp_model.SELECT_MAX_VALUE)
+        else:
+            self.hint()
         solver = cp_model.CpSolver()
         params = solver.parameters
-        params.num_workers = self.options.workers
+        params.num_workers = 1 if depth_first else self.options.workers
+        if depth_first:
+            params.search_branching = cp_model.FIXED_SEARCH
         params.random_seed = self.options.seed
         params.absolute_gap_limit = 0.0
         params.relative_gap_limit = 0.0
@@ -319,6 +335,9 @@ class Chain:
         if limits:
             params.max_time_in_seconds = max(min(limits), 0.001)
         status = self._interruptible(solver)
+        if depth_first:
+            cp.Proto().search_strategy.clear()
+            return status, solver  # INFEASIBLE is a finding here, not a presolve accident
         if status == cp_model.INFEASIBLE and self.values is not None:
             # Impossible: the previous solution satisfies every constraint of this solve. Seen
             # with CP-SAT's presolve (probing) on large coefficients; solve again without it.
@@ -408,7 +427,8 @@ def _better_start(builder: ModelBuilder, model: Model, initial: Evaluation,
 
 
 def solve_model(problem: Problem, model: Model, options: SolverOptions,
-                aggregate: bool = True, hint: np.ndarray | None = None) -> SolveResult:
+                aggregate: bool = True, hint: np.ndarray | None = None,
+                accelerate: bool = True) -> SolveResult:
     """Solve every bucket in tuple-position order and evaluate the result independently.
 
     ``hint``, an assignment (a heuristic's, say), is where the search starts when it keeps the
@@ -419,7 +439,7 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
     cannot all hold, INFEASIBLE with the constraints that conflict."""
     started = time.monotonic()
     model.check_solvable()
-    builder, buckets = compile_model(problem, model, aggregate)
+    builder, buckets = compile_model(problem, model, aggregate, accelerate=accelerate)
     chain = Chain(builder, model, options, started)
     initial_eval = evaluate(problem, model, problem.initial)
     start = _better_start(builder, model, initial_eval, hint)
@@ -491,7 +511,7 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
                        classes=len(builder.classes.members))
 
 
-TIE_BREAK_SHARE = 0.5  # without a time limit, the tie-break may take this share of the time
+TIE_BREAK_SHARE = 0.5  # the tie-break may take this share of the time spent before it
 PURE_SHARE = 0.6  # under a time limit, a bucket's search on its objective alone, before moves
 
 
@@ -504,14 +524,18 @@ def _moved(builder: ModelBuilder) -> object:
 def _fewest_moves(chain: Chain, started: float) -> None:
     """Among assignments that keep every bucket's frozen value, move the fewest objects:
     an optimum that moves an object for no gain is not what a user wants applied. Uses only
-    time left over; never changes a bucket's value beyond its stated error."""
+    time left over, and at most about half the time spent so far (at least a second): a
+    polish must not turn a 2-second proof into a full time limit. Never changes a bucket's
+    value beyond its stated error."""
     moved = _moved(chain.builder)
+    budget = max(1.0, TIE_BREAK_SHARE * (time.monotonic() - started))
     remaining = chain.remaining()
-    budget = (max(1.0, TIE_BREAK_SHARE * (time.monotonic() - started)) if remaining is None
-              else remaining)
+    if remaining is not None:
+        budget = min(budget, remaining)
     if budget <= 0.01:
         return
     before = list(chain.values)
+    chain.builder.relax_symmetry()
     status, _ = chain.solve(moved, budget)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         chain.values = before
@@ -526,8 +550,27 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
         value = float(Fraction(int(form.expr)) / form.factor)
         return _report(bucket.position, cp_model.OPTIMAL, value, value, error)
     t0 = time.monotonic()
-    status, solver = chain.solve(form.expr, None if budget is None else PURE_SHARE * budget)
+    status, solver = chain.solve(form.expr, None if budget is None else FIRST_SHARE * budget)
     incumbent, objective, bound = _bucket_values(status, solver, form.expr, form.factor)
+    if status == cp_model.FEASIBLE and bound is not None:
+        left = None if budget is None else PROBE_SHARE * (budget - (time.monotonic() - t0))
+        probed = _probe(chain, form, incumbent, round(bound * form.factor), left)
+        if probed is not None:
+            incumbent, low = probed
+            objective = float(Fraction(incumbent) / form.factor)
+            bound = float(Fraction(low) / form.factor)
+            status = cp_model.OPTIMAL if low >= incumbent else status
+    if status == cp_model.FEASIBLE and budget is not None:  # the rest of the pure share
+        builder.cp.add(form.expr <= incumbent)
+        left = PURE_SHARE * budget - (time.monotonic() - t0)
+        again, solver_b = chain.solve(form.expr, left) if left > 0.05 else (None, None)
+        better, _, bound_b = (_bucket_values(again, solver_b, form.expr, form.factor)
+                              if solver_b is not None else (None, None, None))
+        if better is not None:
+            solver = solver_b
+            incumbent, objective = better, float(Fraction(better) / form.factor)
+            bound = max(b for b in (bound, bound_b) if b is not None)
+            status = again
     most = builder.problem.num_objects
     weight = most + 1
     if (status == cp_model.FEASIBLE and budget is not None
@@ -559,12 +602,54 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
             bound = float(Fraction(min(incumbent, math.ceil(proven))) / form.factor)
     if incumbent is not None and bound is not None and bound >= objective:
         status = cp_model.OPTIMAL  # the bound met the incumbent: proven, though late
+    if bound is not None:  # a blended search's bound can fall below what the form can take
+        bound = max(bound, float(Fraction(form.lo) / form.factor))
     if incumbent is not None:
         # freeze this bucket; where the model approximates, keep every assignment whose
-        # compiled value is within the stated error (its exact value may tie the optimum)
-        slack = math.ceil(error * form.factor)
+        # exact value may tie the incumbent's: compiled values at most 2·error apart (in
+        # whole units). Later buckets may pick any of them, so that slack adds to the error.
+        slack = math.floor(2 * error * form.factor)
         builder.cp.add(form.expr <= incumbent + slack)
+        error += float(Fraction(slack) / form.factor)
     return _report(bucket.position, status, objective, bound, error)
+
+
+FIRST_SHARE = 0.15  # of a bucket's share: the first search, which finds the bound to probe
+PROBE_SHARE = 0.5  # of what the first search left of the bucket's share
+PROBE_LEVELS = 8  # probe only objectives this close (in integer units) to their bound
+
+
+def _probe(chain: Chain, form: Integerized, incumbent: int, low: int,
+           budget: float | None) -> tuple[int, int] | None:
+    """Bound-first search for a bucket whose bound is a few integer levels below its
+    incumbent (a count of containers, say): ask, level by level from the bound up, for a
+    solution no worse than that level, searching depth first in first-fit-decreasing order.
+    A solution there is optimal; a proof that there is none raises the bound by one.
+    (The optimizing search tends to walk down from the incumbent one level at a time.)
+    Returns the new (incumbent, bound), or None when nothing was learnt."""
+    if incumbent - low > PROBE_LEVELS or budget is not None and budget <= 0.05:
+        return None
+    builder = chain.builder
+    started = time.monotonic()
+    learnt = False
+    while low < incumbent:
+        left = None if budget is None else budget - (time.monotonic() - started)
+        if left is not None and left <= 0.05:
+            break
+        gate = builder.cp.new_bool_var(f"probe{low}")
+        builder.cp.add(form.expr <= low).only_enforce_if(gate)
+        builder.fix(gate, 1)
+        before = chain.values
+        status, _ = chain.solve(None, left, depth_first=True)
+        builder.fix(gate, 0)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return low, low
+        chain.values = before
+        if status != cp_model.INFEASIBLE:
+            break
+        low += 1
+        learnt = True
+    return (incumbent, low) if learnt else None
 
 
 def _report(position: int, status: int, objective: float | None, bound: float | None,

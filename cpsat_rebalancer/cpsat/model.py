@@ -19,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..errors import InputError
+from ..errors import InputError, InternalError
 from ..problem import OUT_OF_SCOPE, Problem, Scope
 from ..specs.common import TOLERANCE
 from .linear import Lin
@@ -74,6 +74,8 @@ def object_classes(problem: Problem, named: set[int], by_initial_container: bool
     if n == 0:
         return ObjectClasses([], np.zeros(0, np.int64), [])
     columns = [problem.object_dims[d] for d in sorted(problem.object_dims)]
+    for name in sorted(problem.dynamic_dims):
+        columns.extend(problem.dynamic_dims[name].by_item.T)
     if by_initial_container:
         columns.append(problem.initial.astype(float))
     for name in sorted(problem.partitions):
@@ -142,8 +144,16 @@ def integral_scale(values: np.ndarray) -> tuple[int, float]:
 @dataclass
 class DimensionScale:
     factor: int  # integer value = round(value * factor)
-    values: np.ndarray  # integer value per object (int64)
+    values: np.ndarray  # integer value per object (int64) in its initial container
     error: float  # max |value - integer/factor| per object
+    table: np.ndarray | None = None  # dynamic: integer value per (object, item of its scope)
+
+    @property
+    def most(self) -> int:
+        """An upper bound on the total of the dimension, wherever objects go."""
+        if self.table is None:
+            return int(self.values.sum())
+        return int(self.table.max(axis=1).sum())
 
 
 class ModelBuilder:
@@ -164,7 +174,14 @@ class ModelBuilder:
         self._utils: dict[tuple[str, str], tuple[list[int], list[int] | None, np.ndarray]] = {}
         self._stays: dict[str, dict[tuple[int, int], tuple[object, int]]] = {}
         self._gates: dict[tuple, object] = {}
+        self._group_utils: dict[tuple, list[Lin]] = {}
         self.guard: object | None = None  # when set, hard rules hold only if it is true
+        # valid redundant constraints (bounds, symmetry breaking) that speed up proofs
+        self.accelerate = True
+        self.container_classes: list[np.ndarray] = []
+        self.symmetry: object | None = None  # literal enforcing the container order
+        self._class_rank = np.zeros(0, dtype=np.int64)  # object class order for symmetry
+        self._order_dim = ""
         self._build_counts(fixed, non_accepting)
 
     # ---- variables ----
@@ -217,12 +234,87 @@ class ModelBuilder:
 
     def initial_counts(self) -> list[int]:
         """Count variable values of the initial assignment (for hints)."""
+        if self.container_classes:
+            return self.counts_of(self.problem.initial)
         return [self.classes.home[k].get(int(c), 0)
                 for k, c in zip(self.var_class, self.var_cont)]
 
+    def ordered(self, first: object, second: object) -> None:
+        """``first >= second`` for two expressions of consecutive interchangeable containers,
+        a spec's addition to the symmetry breaking (valid in the order it imposes)."""
+        self.cp.add(first >= second).only_enforce_if(self.symmetry)
+
+    def break_symmetry(self, container_classes: list[np.ndarray], dim: str) -> None:
+        """Allow one order of each class of interchangeable containers: rank the object
+        classes by decreasing ``dim`` and sort the containers by the best-ranked class they
+        hold (empty ones last). Then the t-th container holds class k only if t < s_k + n_k,
+        where s_k objects rank before class k and n_k are in it (each earlier container holds
+        one of those objects): the largest object goes to the first container, and so on.
+        Held under the ``symmetry`` literal, which the moves tie-break lifts (moves are the
+        one thing a permutation changes)."""
+        self._order_dim = dim
+        if not container_classes:
+            return
+        self.container_classes = container_classes
+        self.symmetry = self.cp.new_bool_var("symmetry_breaking")
+        self.fix(self.symmetry, 1)
+        values = self._class_values(dim)
+        order = np.lexsort((np.arange(len(values)), -values))
+        self._class_rank = np.empty(len(order), dtype=np.int64)
+        self._class_rank[order] = np.arange(len(order))
+        sizes = self.classes.sizes
+        reach = np.empty(len(order), dtype=np.int64)  # s_k + n_k
+        reach[order] = np.cumsum(sizes[order])
+        position = {int(c): t for containers in container_classes
+                    for t, c in enumerate(containers)}
+        for j, (k, c) in enumerate(zip(self.var_class, self.var_cont)):
+            t = position.get(int(c))
+            if t is not None and t >= reach[k]:
+                self.cp.add(self.count_vars[j] == 0).only_enforce_if(self.symmetry)
+
+    def fix(self, literal: object, value: int) -> None:
+        """Fix a literal that switches constraints on or off (its domain, edited in place:
+        a CpModel cannot drop constraints)."""
+        domain = self.cp.Proto().variables[literal.index].domain
+        domain.clear()
+        domain.extend([value, value])
+
+    def relax_symmetry(self) -> None:
+        """Lift the container order (the literal may be 0 or 1)."""
+        if self.symmetry is not None:
+            domain = self.cp.Proto().variables[self.symmetry.index].domain
+            domain.clear()
+            domain.extend([0, 1])
+
+    def first_fit_order(self) -> list[object]:
+        """Count variables with the largest object classes (in the order dimension) first,
+        containers in index order: with largest values tried first, a depth-first search
+        in this order starts as first-fit decreasing."""
+        rank = self._class_rank
+        if len(rank) != len(self.classes.members):
+            values = self._class_values(self._order_dim or self.problem.count_dimension)
+            rank = np.empty(len(values), dtype=np.int64)
+            rank[np.lexsort((np.arange(len(values)), -values))] = np.arange(len(values))
+        order = np.lexsort((self.var_cont, rank[self.var_class]))
+        return [self.count_vars[j] for j in order]
+
+    def canonical(self, assignment: np.ndarray) -> np.ndarray:
+        """The same assignment with each class's containers permuted into the model's order
+        (by the best-ranked object class they hold); every goal and constraint value is
+        unchanged."""
+        if not self.container_classes:
+            return assignment
+        first = np.full(self.problem.num_containers, len(self._class_rank), dtype=np.int64)
+        np.minimum.at(first, assignment, self._class_rank[self.classes.of_object])
+        target = np.arange(self.problem.num_containers)
+        for containers in self.container_classes:
+            target[containers[np.argsort(first[containers], kind="stable")]] = containers
+        return target[assignment]
+
     def counts_of(self, assignment: np.ndarray) -> list[int] | None:
-        """Count variable values of an assignment; None if it puts an object where the model
-        has no variable (a restriction forbids it)."""
+        """Count variable values of an assignment (in the model's container order); None if
+        it puts an object where the model has no variable (a restriction forbids it)."""
+        assignment = self.canonical(assignment)
         index = {(int(k), int(c)): j for j, (k, c) in enumerate(zip(self.var_class,
                                                                     self.var_cont))}
         counts = [0] * len(self.count_vars)
@@ -265,15 +357,24 @@ class ModelBuilder:
 
     def scale(self, dim: str) -> DimensionScale:
         if dim not in self._scales:
-            values = self.problem.object_dims[dim]
-            factor, error = integral_scale(values)
+            problem = self.problem
+            dynamic = problem.dynamic_dims.get(dim)
+            values = problem.object_dims[dim] if dynamic is None else dynamic.by_item
+            factor, error = integral_scale(values.ravel())
             scaled = np.round(values * factor)
-            if float(scaled.sum()) >= INT_LIMIT // 4:
+            most = float(scaled.sum() if dynamic is None else scaled.max(axis=1).sum())
+            if most >= INT_LIMIT // 4:
                 raise InputError(f"objectDimensions.{dim}", "values too large to model in "
                                  "CP-SAT's 64-bit integers (total of the dimension)",
-                                 float(values.sum()))
+                                 most / factor)
             ints = scaled.astype(np.int64)
-            self._scales[dim] = DimensionScale(factor, ints, error)
+            if dynamic is None:
+                self._scales[dim] = DimensionScale(factor, ints, error)
+            else:
+                scope = problem.scopes[dynamic.scope]
+                at_initial = np.round(dynamic.values_at(scope, problem.initial) * factor)
+                self._scales[dim] = DimensionScale(factor, at_initial.astype(np.int64), error,
+                                                   ints)
             if error:
                 self.errors[f"dimension {dim} rounding (per object)"] = error
         return self._scales[dim]
@@ -290,8 +391,20 @@ class ModelBuilder:
 
     # ---- utilizations ----
     def _class_values(self, dim: str) -> np.ndarray:
+        if dim in self.problem.dynamic_dims:
+            raise InternalError(f"dimension {dim} is dynamic: its value depends on where")
         ints = self.scale(dim).values
         return np.asarray([int(ints[m[0]]) for m in self.classes.members], dtype=np.int64)
+
+    def var_values(self, dim: str) -> np.ndarray:
+        """Integer value of ``dim`` per count variable: of its class, in its container."""
+        scale = self.scale(dim)
+        if scale.table is None:
+            return self._class_values(dim)[self.var_class]
+        dynamic = self.problem.dynamic_dims[dim]
+        items = item_groups(self.problem.scopes[dynamic.scope])[self.var_cont]
+        first = np.asarray([m[0] for m in self.classes.members], dtype=np.int64)
+        return scale.table[first[self.var_class], items]
 
     def stay_counts(self, scope: Scope) -> dict[tuple[int, int], tuple[object, int]]:
         """Per (class, group) with initial objects there: how many stay, min(final, initial),
@@ -323,17 +436,16 @@ class ModelBuilder:
         key = (scope.name, dim)
         if key not in self._utils:
             ints = self.scale(dim).values
-            class_value = self._class_values(dim)
             n_items = len(scope.items)
             initial_item = scope.container_item[self.problem.initial]
             initial_util = np.zeros(n_items, dtype=np.int64)
             inside = initial_item != OUT_OF_SCOPE
             np.add.at(initial_util, initial_item[inside], ints[inside])
             item_of_var = scope.container_item[self.var_cont]
-            coef = class_value[self.var_class]
+            coef = self.var_values(dim)
             order = np.argsort(item_of_var, kind="stable")
             bounds = np.searchsorted(item_of_var[order], np.arange(n_items + 1))
-            total = int(ints.sum())
+            total = self.scale(dim).most
             after = []
             for i in range(n_items):
                 chosen = order[bounds[i]:bounds[i + 1]]
@@ -392,6 +504,33 @@ class ModelBuilder:
             return Lin()
         expr = sum(self.count_vars[j] for j in chosen)
         return Lin.atom(self.new_atom(expr, 0, 1, initial))
+
+    def placement_value(self, scope: Scope, by_object: dict[int, dict[int, float]],
+                        what: str = "rounding") -> Lin:
+        """``Σ_o v(o, item of o)`` for singleton objects with values per item of ``scope``
+        (0 in other items and out of scope), as one integer expression over their variables."""
+        values = np.asarray([v for per_item in by_object.values() for v in per_item.values()])
+        factor, error = integral_scale(values)
+        self.note_error(f"{what} (value rounding per object)", error * len(by_object))
+        variables, coefs = [], []
+        lo = hi = initial = 0
+        for obj, per_item in by_object.items():
+            k = int(self.classes.of_object[obj])
+            assert len(self.classes.members[k]) == 1, "valued objects are singleton classes"
+            reachable = []
+            for j in self.class_vars[k]:
+                item = int(scope.container_item[self.var_cont[j]])
+                value = round(per_item.get(item, 0.0) * factor)
+                reachable.append(value)
+                if value:
+                    variables.append(self.count_vars[j])
+                    coefs.append(value)
+            lo += min(reachable)
+            hi += max(reachable)
+            start = int(scope.container_item[self.problem.initial[obj]])
+            initial += round(per_item.get(start, 0.0) * factor)
+        expr = cp_model.LinearExpr.weighted_sum(variables, coefs) if variables else 0
+        return Lin.atom(self.new_atom(expr, lo, hi, initial), Fraction(1, factor))
 
     def out_of_scope_new(self, scope: Scope, dim: str) -> Lin:
         """Size of objects moved from inside ``scope`` to outside it (MinimizeMovement)."""
@@ -519,6 +658,38 @@ class ModelBuilder:
             self.cp.add(s == 1)
         return Lin.atom(self.new_atom(s, 0, 1, bounding=True))
 
+    def used(self, load: Lin) -> Lin:
+        """step(load) for a load that cannot be negative: 1 when the item holds anything.
+        Beyond step's rule, the load is at most its largest feasible value times the
+        literal: the linking an LP relaxation needs to bound the number of used items."""
+        s = self.step(load)
+        form = self.integerize(load)
+        if not s.is_constant and form.lo >= 0 and self.tolerance_units(form) == 0:
+            self.cp.add(form.expr <= form.hi * self.literal(s))
+        return s
+
+    def literal(self, lin: Lin) -> object:
+        """The CP-SAT expression behind a one-atom form with coefficient 1 (a step's literal)."""
+        live = [(a, c) for a, c in lin.terms.items() if c != 0]
+        if not live:
+            return int(lin.const)
+        ((atom, coef),) = live
+        assert coef == 1 and lin.const == 0, "a literal form is one atom with coefficient 1"
+        return self.atoms[atom].expr
+
+    def loads(self, scope: Scope, dim: str) -> list[object]:
+        """The AFTER load expression per item (integer units of ``dim``)."""
+        after, _, _ = self._util_atoms(scope, dim, stayed=False)
+        return [self.atoms[a].expr for a in after]
+
+    def load_bounds(self, scope: Scope, dim: str) -> np.ndarray | None:
+        """Largest feasible AFTER load per item of ``scope`` (integer units of ``dim``), as
+        hard constraints compiled so far have bounded it; None if no spec built the loads."""
+        built = self._utils.get((scope.name, dim))
+        if built is None:
+            return None
+        return np.asarray([self.atoms[a].hi for a in built[0]], dtype=np.int64)
+
     def require(self, lin: Lin, rhs: Fraction = Fraction(0), gate: Lin | None = None) -> None:
         """Hard rule lin <= rhs (only when gate > 0, if a gate is given)."""
         form = self.integerize(lin - rhs)
@@ -585,3 +756,63 @@ class ModelBuilder:
             self.cp.add(t >= f.expr)
             self.note_error(what, f.error)
         return Lin.atom(self.new_atom(t, lo, hi, bounding=True), 1 / forms[0].factor)
+
+    # ---- partition groups ----
+    def group_classes(self, members: np.ndarray) -> list[int]:
+        """The classes of one partition group's objects; classes never mix groups (they are
+        keyed by every partition's group), which this checks."""
+        classes = sorted({int(k) for k in self.classes.of_object[members]})
+        if sum(len(self.classes.members[k]) for k in classes) != len(members):
+            raise InternalError("an object class mixes partition groups")
+        return classes
+
+    def group_util(self, scope: Scope, dim: str, metric: str, members: np.ndarray) -> list[Lin]:
+        """Utilization per item of ``scope`` counting only ``members`` (one partition group),
+        under AFTER, INITIAL, STAYED or DURING, on the user's scale."""
+        key = (scope.name, dim, metric, members.tobytes())
+        if key not in self._group_utils:
+            classes = self.group_classes(members)
+            class_value = self._class_values(dim)
+            unit = Fraction(1, self.scale(dim).factor)
+            n_items = len(scope.items)
+            ints = self.scale(dim).values
+            initial = np.zeros(n_items, dtype=np.int64)
+            where = scope.container_item[self.problem.initial[members]]
+            inside = where != OUT_OF_SCOPE
+            np.add.at(initial, where[inside], ints[members][inside])
+            after: list[list[tuple[object, int]]] = [[] for _ in range(n_items)]
+            stayed: list[list[tuple[object, int]]] = [[] for _ in range(n_items)]
+            valued = [k for k in classes if class_value[k] != 0]
+            if metric in ("AFTER", "DURING") and valued:
+                chosen = np.concatenate([self.class_vars[k] for k in valued]).astype(np.int64)
+                where = scope.container_item[self.var_cont[chosen]]
+                coef = class_value[self.var_class[chosen]]
+                for j, item, c in zip(chosen[where != OUT_OF_SCOPE].tolist(),
+                                      where[where != OUT_OF_SCOPE].tolist(),
+                                      coef[where != OUT_OF_SCOPE].tolist()):
+                    after[item].append((self.count_vars[j], c))
+            if metric in ("STAYED", "DURING"):
+                stays = self.stay_counts(scope)
+                for k in classes:
+                    for item in range(n_items):
+                        if (k, item) in stays and class_value[k] != 0:
+                            stayed[item].append((stays[(k, item)][0], int(class_value[k])))
+            total = int(ints[members].sum())
+
+            def atom(terms: list[tuple[object, int]], hi: int, start: int) -> Lin:
+                if not terms:
+                    return Lin()
+                expr = cp_model.LinearExpr.weighted_sum([e for e, _ in terms],
+                                                        [c for _, c in terms])
+                return Lin.atom(self.new_atom(expr, 0, hi, start), unit)
+
+            result = []
+            for i in range(n_items):
+                start = int(initial[i])
+                a = atom(after[i], total, start)
+                s = atom(stayed[i], start, start)
+                init = Lin(const=start * unit)
+                result.append({"AFTER": a, "INITIAL": init, "STAYED": s,
+                               "DURING": a + init - s}[metric])
+            self._group_utils[key] = result
+        return self._group_utils[key]

@@ -145,3 +145,30 @@ def lower_table(builder: ModelBuilder, t: Lin, f: Callable[[float], float],
     builder.note_error(what, max(gaps) + 1.0 / resolution + form.error)
     return Lin.atom(builder.new_atom(value, min(floors), max(floors), bounding=True),
                     Fraction(1, resolution))
+
+
+TABLE_SIZE = 20_000  # one-atom ranges up to this many values can be tabulated exactly
+
+
+def exact_table(builder: ModelBuilder, x: Lin, g: Callable[[float], float],
+                what: str = "table") -> Lin | None:
+    """g(x) at every value of a one-atom form ``x`` (AddElement): equal to g up to the value
+    resolution from both sides, for any g, and with an initial value whenever x has one (so
+    that a rule "no worse than initially" on it is exact). None when the range is too wide."""
+    if x.is_constant:
+        return Lin(const=Fraction(g(float(x.const))))
+    ((atom_index, coef),) = [(a, c) for a, c in x.terms.items() if c != 0]
+    atom = builder.atoms[atom_index]
+    if atom.hi - atom.lo + 1 > TABLE_SIZE:
+        return None
+    values = [g(float(coef * u + x.const)) for u in range(atom.lo, atom.hi + 1)]
+    resolution = _resolution(values)
+    table = [round(resolution * v) for v in values]
+    index = builder.cp.new_int_var(0, len(table) - 1, "table_index")
+    builder.cp.add(index == atom.expr - atom.lo)
+    z = builder.cp.new_int_var(min(table), max(table), "table")
+    builder.cp.add_element(index, table, z)
+    builder.note_error(what, 0.5 / resolution)
+    initial = None if atom.initial is None else table[atom.initial - atom.lo]
+    return Lin.atom(builder.new_atom(z, min(table), max(table), initial),
+                    Fraction(1, resolution))

@@ -38,8 +38,10 @@ Limitations of the wheel, and the workarounds used:
   as moves are made one at a time), hence SOFT in the forcing run; see ``final.positions``.
 * Weight-0 goals report 0 in the wheel, so goal values always come from weight-1 copies.
 * The wheel silently ignores unknown spec fields (e.g. ``metric`` for ``balanceMetric``).
-* Balance LEGACY, ColocateGroups and MinimizeContainers also have a MIP flavour; only
-  ToFree MINIMIZE_OCCUPIED_CONTAINERS is routed to it here (extend ``needs_mip_flavour``).
+* Balance LEGACY, ColocateGroups and MinimizeContainers also have a MIP flavour; ToFree
+  MINIMIZE_OCCUPIED_CONTAINERS, ColocateGroups and MinimizeContainers goals are routed to
+  it here (``needs_mip_flavour``). A *constraint*'s soft term in the local-search flavour
+  still carries ColocateGroups' continuous term P_g (its violation summary does not).
 * Errors of the wheel itself (e.g. CapacitySpec MIN+zeroAllowed "x cannot be larger than
   last points", §15 of the reference) surface as :class:`PeerError`.
 """
@@ -85,6 +87,10 @@ ARM_ENUMS: dict[str, dict[str, str]] = {
     },
     "toFreeSpec": {"formula": "ToFreeSpecFormula"},
     "capacitySpec": {"definition": "CapacitySpecDefinition", "bound": "CapacitySpecBound"},
+    "groupCountSpec": {"definition": "GroupCountSpecDefinition", "bound": "GroupCountSpecBound",
+                       "limitRelativeTo": "GroupCountSpecLimitRelativeTo"},
+    "colocateGroupsSpec": {"bound": "ColocateGroupsSpecBound"},
+    "minimizeContainersSpec": {"formula": "MinimizeContainerSpecFormula"},
 }
 # Keys whose value is a nested Limit / Filter struct, whose "type" field is an enum.
 NESTED_ENUMS: dict[str, str] = {
@@ -187,6 +193,8 @@ def to_wheel_spec(spec: dict, default_name: str) -> dict:
 
 def needs_mip_flavour(wheel_spec: dict) -> bool:
     """Goals that are evaluated in the wheel's MIP ("discrete") flavour by this bridge."""
+    if "minimizeContainersSpec" in wheel_spec or "colocateGroupsSpec" in wheel_spec:
+        return True
     body = wheel_spec.get("toFreeSpec")
     return body is not None and body.get("formula") == enum_value(
         "ToFreeSpecFormula", "MINIMIZE_OCCUPIED_CONTAINERS")
@@ -280,7 +288,8 @@ def normalise_scenario(scenario: dict) -> _Scenario:
         "containerName": scenario.get("containerName", "container"),
         **{key: copy.deepcopy(scenario.get(key, {})) for key in (
             "objectDimensions", "objectDimensionDefaults", "containerDimensions",
-            "containerDimensionDefaults", "scopes", "scopeDimensions", "partitions")},
+            "containerDimensionDefaults", "scopes", "scopeDimensions", "partitions",
+            "dynamicObjectDimensions")},
     }
     goals: list[_Goal] = []
     steps: list[tuple[str, int]] = []

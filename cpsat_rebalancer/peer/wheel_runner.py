@@ -75,6 +75,9 @@ def solve_run(run: dict[str, Any]) -> dict[str, Any]:
             solver.add_scope_dimension(dim, scope, values)
     for partition, groups in run.get("partitions", {}).items():
         solver.add_partition(partition, groups)
+    for dim, dynamic in run.get("dynamicObjectDimensions", {}).items():
+        solver.add_dynamic_object_dimension(dim, dynamic["scope"], dynamic.get("values", {}),
+                                            dynamic.get("default", 0.0))
     if run.get("constraintPolicy") is not None:
         solver.set_constraint_policy(run["constraintPolicy"])
     if run.get("defaultConstraintParams"):

@@ -1,10 +1,14 @@
 """Spec types, one module each; importing this package registers them all."""
 
 from . import (  # noqa: F401  (imported for registration)
+    assignment_affinities,
     avoid_assignments,
     avoid_moving,
     balance,
     capacity,
+    colocate_groups,
+    group_count,
+    minimize_containers,
     minimize_movement,
     non_accepting,
     to_free,

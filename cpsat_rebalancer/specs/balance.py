@@ -64,13 +64,14 @@ class BalanceSpec(Spec):
         f = Fields(data, path)
         name = spec_name(f, cls.arm)
         scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
-        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"))
+        definition = f.enum("definition", "BalanceSpecDefinition", "AFTER")
+        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
+                                      metrics=(definition,))
         upper = f.number("upperBound", 1.0)
         soft = f.number("softUpperBound")
         bound_type = f.enum("boundType", "BalanceSpecBoundType", "RELATIVE")
         formula = f.enum("formula", "BalanceSpecFormula", "LINEAR")
         mask = parse_filter(f.raw("filter"), f.at("filter"), scope)
-        definition = f.enum("definition", "BalanceSpecDefinition", "AFTER")
         fix = f.flag("fixAverageToInitial")
         include = resolve_items(scope, f.names("includeInInitialAverage"),
                                 f.at("includeInInitialAverage"))

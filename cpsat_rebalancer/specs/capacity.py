@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -25,6 +26,7 @@ from .common import (
     register,
     resolve_dimension,
     resolve_scope,
+    roles_by_item,
     spec_name,
 )
 
@@ -60,8 +62,9 @@ class CapacitySpec(Spec):
         f = Fields(data, path)
         name = spec_name(f, cls.arm)
         scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
-        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"))
         definition = f.enum("definition", "CapacitySpecDefinition", "AFTER")
+        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
+                                      metrics=tuple(METRICS[definition]))
         bound = f.enum("bound", "CapacitySpecBound", "MAX")
         limit = Limit.parse(f.raw("limit"), f.at("limit"), scope)
         items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))
@@ -101,6 +104,13 @@ class CapacitySpec(Spec):
             result.append((limit * cap if self.relative else limit,
                            1 / cap if self.legacy else shared))
         return result
+
+    def container_roles(self, problem: Problem) -> list[Hashable]:
+        return roles_by_item(self.scope, {int(i): (float(t), float(n)) for i, t, n in zip(
+            self.items, self.thresholds, self.norm)})
+
+    def reads_initial(self) -> bool:
+        return self.definition != "AFTER"
 
     def prefers_staying(self) -> bool:
         """MAX penalizes utilization, which only grows as STAYED shrinks; MIN rewards it."""

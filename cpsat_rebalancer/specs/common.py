@@ -16,7 +16,7 @@ import numpy as np
 
 from ..enums import parse_enum
 from ..errors import InputError
-from ..problem import Problem, Scope
+from ..problem import OUT_OF_SCOPE, Problem, Scope
 
 if TYPE_CHECKING:
     from ..cpsat.model import Info, ModelBuilder
@@ -95,6 +95,17 @@ class Spec:
     def object_roles(self) -> dict[int, Hashable]:
         """Objects this spec names individually, with the role each plays (for classes)."""
         return {}
+
+    def container_roles(self, problem: Problem) -> list[Hashable] | None:
+        """A role per container, equal for containers whose contents this spec lets swap
+        without changing its value or its constraint expressions; None when the spec cannot
+        say, which turns container symmetry off for the whole model."""
+        return None
+
+    def reads_initial(self) -> bool:
+        """Whether the value depends on the initial assignment (movement, DURING, ...); then
+        only containers that start empty are interchangeable."""
+        return True
 
     def info_labels(self, problem: Problem) -> list[str] | None:
         """What each constraint expression is about (scope item, container), in the order of
@@ -210,14 +221,25 @@ def resolve_scope(problem: Problem, name: str, path: str) -> Scope:
     return scope
 
 
-def resolve_dimension(problem: Problem, name: str, path: str, default: str | None = None) -> str:
-    """An object dimension name; ``default`` (usually the count dimension) when empty."""
+def resolve_dimension(problem: Problem, name: str, path: str, default: str | None = None,
+                      metrics: tuple[str, ...] = ()) -> str:
+    """An object dimension name; ``default`` (usually the count dimension) when empty.
+    ``metrics`` are the utilization definitions the spec reads: a dynamic dimension supports
+    AFTER and INITIAL only (what "stayed" weighs is ambiguous when the size depends on where
+    the object is), and specs that do not list theirs do not accept it at all."""
     if not name:
         if default is None:
             raise InputError(path, "a dimension is required")
         return default
-    if name not in problem.object_dims:
-        known = ", ".join(sorted(problem.object_dims))
+    if name in problem.dynamic_dims:
+        unsupported = sorted(set(metrics or ("STAYED",)) - {"AFTER", "INITIAL"})
+        if unsupported:
+            raise InputError(path, "dynamic dimension: this spec reads utilization "
+                             f"{'/'.join(unsupported)}, but dynamic dimensions support AFTER "
+                             "only", name)
+        return name
+    if not problem.has_dimension(name):
+        known = ", ".join(problem.dimension_names)
         raise InputError(path, f"unknown dimension (known: {known})", name)
     return name
 
@@ -293,5 +315,111 @@ class Limit:
         return cls(kind, per_item)
 
 
+def roles_by_item(scope: Scope, item_roles: dict[int, Hashable]) -> list[Hashable]:
+    """Container roles from the roles of their items (items not listed and containers out of
+    the scope share a role of their own)."""
+    return [("out",) if i == OUT_OF_SCOPE else item_roles.get(int(i), ("unlisted",))
+            for i in scope.container_item]
+
+
 def spec_name(fields: Fields, arm: str) -> str:
     return fields.text("name", "") or arm
+
+
+def resolve_partition(problem: Problem, name: str, path: str) -> dict[str, np.ndarray]:
+    """The named partition (group name -> object indices); a partition is required."""
+    if name not in problem.partitions:
+        known = ", ".join(sorted(problem.partitions)) or "none defined"
+        raise InputError(path, f"unknown partition (known: {known})", name)
+    return problem.partitions[name]
+
+
+@dataclass(frozen=True)
+class GroupLimit:
+    """Rebalancer's Limit for group specs (LimitWrapper with a partition): per (item, group)
+    ``scopeItemToGroupLimits`` -> ``scopeItemLimits`` -> ``groupLimits`` -> global."""
+
+    kind: str  # ABSOLUTE or RELATIVE
+    global_limit: float  # inf when isDefaultLimitUnbounded
+    items: dict[int, float]
+    groups: dict[str, float]
+    item_groups: dict[int, dict[str, float]]
+
+    @classmethod
+    def parse(cls, data: Any, path: str, scope: Scope, groups: dict[str, np.ndarray],
+              default_kind: str, default_global: float = 1.0) -> GroupLimit:
+        fields = Fields(data if data is not None else {}, path)
+        kind = fields.enum("type", "LimitType", default_kind)
+        global_limit = fields.number("globalLimit", default_global)
+        if fields.flag("isDefaultLimitUnbounded", False):
+            global_limit = math.inf
+
+        def item_of(name: str, where: str) -> int:
+            index = scope.item_index.get(name)
+            if index is None:
+                raise InputError(where, f"limit for an unknown item of scope '{scope.name}'", name)
+            return index
+
+        def group_limits(mapping: dict, where: str) -> dict[str, float]:
+            for group in mapping:
+                if group not in groups:
+                    raise InputError(f"{where}.{group}", "limit for an unknown group", group)
+            return {g: check_number(v, f"{where}.{g}") for g, v in mapping.items()}
+
+        items = {item_of(n, f"{fields.at('scopeItemLimits')}.{n}"):
+                 check_number(v, f"{fields.at('scopeItemLimits')}.{n}")
+                 for n, v in fields.mapping("scopeItemLimits").items()}
+        by_group = group_limits(fields.mapping("groupLimits"), fields.at("groupLimits"))
+        nested = {}
+        for name, mapping in fields.mapping("scopeItemToGroupLimits").items():
+            where = f"{fields.at('scopeItemToGroupLimits')}.{name}"
+            if not isinstance(mapping, dict):
+                raise InputError(where, "expected a mapping group -> limit", mapping)
+            nested[item_of(name, where)] = group_limits(mapping, where)
+        fields.done("Limit")
+        return cls(kind, global_limit, items, by_group, nested)
+
+    def of_group(self, group: str) -> float:
+        return self.groups.get(group, self.global_limit)
+
+    def resolve(self, item: int, group: str) -> float:
+        inner = self.item_groups.get(item, {})
+        if group in inner:
+            return inner[group]
+        if item in self.items:
+            return self.items[item]
+        return self.of_group(group)
+
+    def compact(self, item: int, group: str) -> float:
+        """The limit Rebalancer's compact GroupCount form uses: a per-item value equal to the
+        global limit is not an override there, so the group's own limit applies instead."""
+        value = self.resolve(item, group)
+        return value if value != self.global_limit else self.of_group(group)
+
+
+def group_of(problem: Problem, groups: list[np.ndarray]) -> np.ndarray:
+    """Index of each object's group among ``groups`` (-1: in none of them)."""
+    result = np.full(problem.num_objects, -1, dtype=np.int64)
+    for g, members in enumerate(groups):
+        result[members] = g
+    return result
+
+
+def group_utils(ctx: EvalContext, scope: Scope, dim: str, groups: np.ndarray,
+                count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """AFTER, INITIAL and STAYED utilization of each of ``count`` groups (``groups``: group
+    index per object, -1 for none) per item of ``scope``: arrays (group, item), at scope-item
+    level as ``EvalContext.util``."""
+    values = ctx.problem.object_dims[dim]
+    n = len(scope.items)
+    before = scope.container_item[ctx.initial]
+    after = scope.container_item[ctx.final]
+
+    def total(items: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        mask = mask & (items != OUT_OF_SCOPE) & (groups >= 0)
+        flat = np.bincount(groups[mask] * n + items[mask], weights=values[mask],
+                           minlength=count * n)
+        return flat.astype(float).reshape(count, n)
+
+    everything = np.ones(len(values), dtype=bool)
+    return total(after, everything), total(before, everything), total(after, after == before)

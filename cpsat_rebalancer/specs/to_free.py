@@ -13,7 +13,16 @@ from ..cpsat.model import Info, ModelBuilder
 from ..errors import InputError
 from ..evaluate import EvalContext, step
 from ..problem import Problem
-from .common import Fields, GoalForm, Restrictions, Spec, register, resolve_items, spec_name
+from .common import (
+    Fields,
+    GoalForm,
+    Restrictions,
+    Spec,
+    register,
+    resolve_dimension,
+    resolve_items,
+    spec_name,
+)
 
 
 @register
@@ -36,8 +45,8 @@ class ToFreeSpec(Spec):
         dim = f.raw("dimension")
         if dim is not None and not isinstance(dim, str):
             raise InputError(f.at("dimension"), "expected a string", dim)
-        if dim and dim not in problem.object_dims:
-            raise InputError(f.at("dimension"), "unknown dimension", dim)
+        if dim:
+            resolve_dimension(problem, dim, f.at("dimension"), metrics=("NEW",))
         formula = f.enum("formula", "ToFreeSpecFormula", "MINIMIZE_TOTAL_UTILIZATION")
         f.done(cls.arm)
         if not as_goal and formula != "MINIMIZE_TOTAL_UTILIZATION":

@@ -46,7 +46,8 @@ class UtilIncreaseCostSpec(Spec):
         f = Fields(data, path)
         name = spec_name(f, cls.arm)
         scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
-        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"))
+        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
+                                      metrics=("AFTER", "INITIAL"))
         lower = f.number("lowerBound", 0.0)
         squares = f.flag("squares")
         items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))

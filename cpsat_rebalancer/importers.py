@@ -1,0 +1,182 @@
+"""Importers: published benchmark formats into ordinary scenario dicts.
+
+Each importer writes the problem in Rebalancer's own terms (objects, containers, dimensions,
+specs), so the result is solved by the same code path as any user's scenario:
+
+- GAP (OR-Library / fontanf format: ``m n``, the m x n cost matrix, the m x n weight matrix,
+  m capacities): items are objects, agents are containers; an item's weight depends on its
+  agent (a dynamic dimension ``weight`` on the container scope) under a HARD Capacity per
+  agent; the cost is a negative AssignmentAffinity, so the goal's value is the total cost.
+- Bin packing (BPPLIB format: n, capacity C, n weights): items are objects in as many bins
+  as first-fit decreasing needs, which is also the initial assignment; a HARD Capacity with
+  absolute limit C, and MinimizeContainers on the size dimension.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+
+
+def _numbers(path: str | Path) -> list[float]:
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise InputError(str(path), f"cannot read: {error.strerror or error}") from None
+    try:
+        return [float(token) for token in text.split()]
+    except ValueError as error:
+        raise InputError(str(path), f"expected numbers only ({error})") from None
+
+
+def _take(values: list[float], start: int, count: int, path: str | Path, what: str) -> list[float]:
+    if start + count > len(values):
+        raise InputError(str(path), f"file ends before the {what} (format: see "
+                         "cpsat_rebalancer.importers)")
+    return values[start:start + count]
+
+
+def _integral(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value
+
+
+def read_gap(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(cost m x n, weight m x n, capacity m) of a GAP instance file."""
+    values = _numbers(path)
+    m, n = (int(v) for v in _take(values, 0, 2, path, "sizes m n"))
+    if m <= 0 or n <= 0:
+        raise InputError(str(path), "agent and item counts must be positive", (m, n))
+    cost = np.asarray(_take(values, 2, m * n, path, "cost matrix")).reshape(m, n)
+    weight = np.asarray(_take(values, 2 + m * n, m * n, path, "weight matrix")).reshape(m, n)
+    capacity = np.asarray(_take(values, 2 + 2 * m * n, m, path, "capacities"))
+    if np.any(weight < 0) or np.any(capacity < 0):
+        raise InputError(str(path), "weights and capacities must not be negative")
+    return cost, weight, capacity
+
+
+def gap_scenario(path: str | Path) -> dict[str, Any]:
+    """A scenario minimizing the total cost of a GAP instance (its goal value is the cost)."""
+    cost, weight, capacity = read_gap(path)
+    m, n = cost.shape
+    agents = [f"agent{a}" for a in range(m)]
+    items = [f"item{i}" for i in range(n)]
+    start = _greedy_gap(cost, weight, capacity)
+    return {
+        "name": f"gap {Path(path).name}",
+        "description": f"Generalized assignment problem imported from {path}",
+        "objectName": "item", "containerName": "agent",
+        "assignment": {agents[a]: [items[i] for i in range(n) if start[i] == a]
+                       for a in range(m)},
+        "dynamicObjectDimensions": {"weight": {"scope": "agent", "values": {
+            agents[a]: {items[i]: _integral(weight[a, i]) for i in range(n)}
+            for a in range(m)}}},
+        "containerDimensions": {"weight": {agents[a]: _integral(capacity[a])
+                                           for a in range(m)}},
+        "constraints": [{"spec": {"capacitySpec": {"name": "agent_capacity",
+                                                   "dimension": "weight"}},
+                         "policy": "HARD"}],
+        "goals": [{"spec": {"assignmentAffinitiesSpec": {"name": "total_cost", "affinities": [
+            {"objectName": items[i], "scopeItemName": agents[a],
+             "affinity": _integral(-cost[a, i])}
+            for i in range(n) for a in range(m)]}}}],
+    }
+
+
+def _greedy_gap(cost: np.ndarray, weight: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """A starting assignment: items by decreasing least weight, each to its cheapest agent
+    with room (the agent where it weighs least relative to capacity when none has room)."""
+    m, n = cost.shape
+    left = capacity.astype(float).copy()
+    agent = np.zeros(n, dtype=np.int64)
+    for i in np.argsort(-weight.min(axis=0), kind="stable"):
+        fits = np.flatnonzero(weight[:, i] <= left)
+        if len(fits):
+            a = int(fits[np.argmin(cost[fits, i])])
+        else:
+            a = int(np.argmin(weight[:, i] / np.maximum(capacity, 1e-300)))
+        agent[i] = a
+        left[a] -= weight[a, i]
+    return agent
+
+
+def read_binpacking(path: str | Path) -> tuple[int, np.ndarray]:
+    """(capacity, weights) of a BPPLIB instance file."""
+    values = _numbers(path)
+    n, capacity = (_integral(v) for v in _take(values, 0, 2, path, "n and capacity"))
+    if not isinstance(n, int) or n <= 0:
+        raise InputError(str(path), "the item count must be a positive integer", n)
+    sizes = np.asarray(_take(values, 2, n, path, "weights"))
+    if capacity <= 0 or np.any(sizes < 0):
+        raise InputError(str(path), "capacity must be positive and weights not negative")
+    if np.any(sizes > capacity):
+        raise InputError(str(path), "an item is larger than the capacity", float(sizes.max()))
+    return capacity, sizes
+
+
+def first_fit_decreasing(sizes: np.ndarray, capacity: float) -> np.ndarray:
+    """Bin index per item, first-fit decreasing."""
+    loads: list[float] = []
+    bins = np.zeros(len(sizes), dtype=np.int64)
+    for i in np.argsort(-sizes, kind="stable"):
+        for b, load in enumerate(loads):
+            if load + sizes[i] <= capacity:
+                loads[b] += sizes[i]
+                bins[i] = b
+                break
+        else:
+            loads.append(float(sizes[i]))
+            bins[i] = len(loads) - 1
+    return bins
+
+
+def binpacking_scenario(path: str | Path) -> dict[str, Any]:
+    """A scenario minimizing the number of bins of a bin-packing instance."""
+    capacity, sizes = read_binpacking(path)
+    start = first_fit_decreasing(sizes, capacity)
+    bins = [f"bin{b}" for b in range(int(start.max()) + 1)]
+    items = [f"item{i}" for i in range(len(sizes))]
+    return {
+        "name": f"binpacking {Path(path).name}",
+        "description": f"Bin packing imported from {path}; bins: as many as first-fit "
+                       "decreasing needs, which is the initial assignment",
+        "objectName": "item", "containerName": "bin",
+        "assignment": {bins[b]: [items[i] for i in np.flatnonzero(start == b)]
+                       for b in range(len(bins))},
+        "objectDimensions": {"size": {items[i]: _integral(s) for i, s in enumerate(sizes)}},
+        "constraints": [{"spec": {"capacitySpec": {
+            "name": "bin_capacity", "dimension": "size",
+            "limit": {"type": "ABSOLUTE", "globalLimit": capacity}}}, "policy": "HARD"}],
+        "goals": [{"spec": {"minimizeContainersSpec": {"name": "bins", "dimension": "size"}}}],
+    }
+
+
+IMPORTERS = {"gap": gap_scenario, "binpacking": binpacking_scenario}
+
+
+def command_import(args: argparse.Namespace) -> int:
+    from .cli import write_output
+
+    scenario = IMPORTERS[args.format](args.file)
+    write_output(args.out, json.dumps(scenario, indent=1) + "\n")
+    print(f"wrote {args.out}: {len(scenario['assignment'])} {scenario['containerName']}s, "
+          f"{sum(len(v) for v in scenario['assignment'].values())} "
+          f"{scenario['objectName']}s")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register ``import gap|binpacking FILE OUT``."""
+    imp = sub.add_parser("import", help="turn a published benchmark instance into a scenario",
+                         description="Write an ordinary scenario file (solve it with "
+                         "`cpsat-rebalancer solve OUT`) from a GAP instance (OR-Library "
+                         "format) or a bin-packing instance (BPPLIB format).")
+    imp.add_argument("format", choices=sorted(IMPORTERS))
+    imp.add_argument("file", help="the instance file")
+    imp.add_argument("out", help="the scenario file to write (JSON)")
+    imp.set_defaults(run=command_import)

@@ -1,0 +1,198 @@
+"""ColocateGroupsSpec: over how many scope items each partition group may spread (§11).
+
+Per group g: X_g = Σ_{s in filter} w_s·step(util of g in s) - L_g (negated for MIN, x^1.1
+of its positive part with squares). The value is the optimal solver's: Rebalancer's local
+search adds a continuous term P_g on top, which the optimum does not see.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..cpsat.linear import Lin, lin_sum, to_fraction
+from ..cpsat.model import Info, ModelBuilder
+from ..cpsat.pwl import convex_pwl, exact_table
+from ..errors import InputError
+from ..evaluate import EvalContext, positive, step
+from ..problem import Problem, Scope
+from .common import (
+    TOLERANCE,
+    Fields,
+    GoalForm,
+    GroupLimit,
+    Spec,
+    check_number,
+    group_of,
+    group_utils,
+    parse_filter,
+    register,
+    resolve_dimension,
+    resolve_partition,
+    resolve_scope,
+    spec_name,
+)
+
+POWER = 1.1  # Rebalancer's "squares" exponent for this spec
+
+
+def _power(x: float) -> float:
+    """x^1.1 of the excess; a group inside its bound contributes 0 (Rebalancer 1.0.4 gives NaN
+    there on a full evaluation, 0 incrementally; 0 is the intended value)."""
+    return max(0.0, x) ** POWER
+
+
+@register
+@dataclass(frozen=True, eq=False)
+class ColocateGroupsSpec(Spec):
+    arm = "colocateGroupsSpec"
+
+    name: str
+    scope: Scope
+    dimension: str
+    groups: list[str]  # groups with a finite limit, in partition order
+    members: list[np.ndarray]
+    group_of: np.ndarray  # index into groups per object (-1: in none of them)
+    limits: np.ndarray  # L_g per listed group
+    group_weights: np.ndarray  # W_g per listed group
+    items: np.ndarray  # filtered items
+    item_weights: np.ndarray  # w_s per filtered item
+    minimum: bool  # bound MIN: X_g is negated
+    squares: bool
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str, problem: Problem, *,
+                  as_goal: bool) -> ColocateGroupsSpec:
+        f = Fields(data, path)
+        name = spec_name(f, cls.arm)
+        scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
+        partition = resolve_partition(problem, f.text("partitionName"), f.at("partitionName"))
+        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
+                                      default=problem.count_dimension)
+        bound = f.enum("bound", "ColocateGroupsSpecBound", "MAX")
+        limit = GroupLimit.parse(f.raw("limits"), f.at("limits"), scope, partition, "ABSOLUTE")
+        if limit.kind != "ABSOLUTE":
+            raise InputError(f"{f.at('limits')}.type", "ColocateGroups limits are ABSOLUTE "
+                             "(a number of scope items)", limit.kind)
+        for key, given in (("scopeItemLimits", limit.items),
+                           ("scopeItemToGroupLimits", limit.item_groups)):
+            if given:
+                raise InputError(f"{f.at('limits')}.{key}", "per-item limits have no effect on "
+                                 "this spec (Rebalancer reads groupLimits and globalLimit only)")
+        items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))
+        squares = f.flag("squares")
+        if f.flag("useContinuousPenaltyWithOptimal"):
+            raise InputError(f.at("useContinuousPenaltyWithOptimal"), "the continuous penalty "
+                             "(local-search flavour) is not supported; the optimal solver's "
+                             "value is modelled")
+        item_weight = np.ones(len(scope.items))
+        for item, value in f.mapping("scopeItemWeights").items():
+            where = f"{f.at('scopeItemWeights')}.{item}"
+            if item not in scope.item_index:
+                raise InputError(where, f"weight for an unknown item of scope '{scope.name}'",
+                                 item)
+            item_weight[scope.item_index[item]] = check_number(value, where)
+        group_weight = {}
+        for group, value in f.mapping("groupToWeight").items():
+            where = f"{f.at('groupToWeight')}.{group}"
+            if group not in partition:
+                raise InputError(where, "weight for an unknown group", group)
+            group_weight[group] = check_number(value, where)
+        f.done(cls.arm)
+        minimum = bound == "MIN"
+        groups, members, limits, weights = [], [], [], []
+        for group, objs in partition.items():
+            value = limit.of_group(group)
+            weight = group_weight.get(group, 1.0)
+            if math.isinf(value):
+                if minimum:
+                    raise InputError(f.at("limits"), "a MIN bound needs finite limits "
+                                     "(isDefaultLimitUnbounded makes them infinite)", group)
+                continue  # MAX with no limit: never in excess, no expression
+            if squares and weight < 0 and as_goal:
+                raise InputError(f"{f.at('groupToWeight')}.{group}", "a negative group weight "
+                                 "with squares rewards the excess of a convex penalty, which "
+                                 "is not modelled exactly", weight)
+            groups.append(group)
+            members.append(objs)
+            limits.append(value)
+            weights.append(weight)
+        return cls(name, scope, dimension, groups, members, group_of(problem, members),
+                   np.asarray(limits, dtype=float),
+                   np.asarray(weights, dtype=float), items, item_weight[items], minimum, squares)
+
+    # ---------- evaluation ----------
+    def _excess(self, ctx: EvalContext) -> np.ndarray:
+        """Y_g: X_g, or max(0, X_g)^1.1 with squares."""
+        after, _, _ = group_utils(ctx, self.scope, self.dimension, self.group_of,
+                                  len(self.groups))
+        x = step(after[:, self.items]) @ self.item_weights - self.limits
+        x = -x if self.minimum else x
+        return np.maximum(x, 0.0) ** POWER if self.squares else x
+
+    def infos(self, ctx: EvalContext) -> np.ndarray:
+        return self.group_weights * self._excess(ctx)
+
+    def evaluate(self, ctx: EvalContext) -> float:
+        return float((self.group_weights * positive(self._excess(ctx))).sum())
+
+    def info_labels(self, problem: Problem) -> list[str]:
+        return [f"group {group} spread" for group in self.groups]
+
+    # ---------- compilation ----------
+    def _excess_forms(self, b: ModelBuilder) -> list[Lin]:
+        tolerance = math.floor(TOLERANCE * b.scale(self.dimension).factor)  # in units
+        weights = [to_fraction(float(w)) for w in self.item_weights]
+        forms = []
+        for members, limit in zip(self.members, self.limits):
+            utils = b.group_util(self.scope, self.dimension, "AFTER", members)
+            present = []
+            for w, item in zip(weights, self.items):
+                u = utils[item]
+                if w == 0 or u.is_constant:
+                    continue  # a constant util is 0: nothing of g can land there
+                present.append(Lin.atom(self._presence(b, u, tolerance), w))
+            x = lin_sum(present) - to_fraction(float(limit))
+            x = -x if self.minimum else x
+            forms.append(self._power_form(b, x) if self.squares else x)
+        return forms
+
+    @staticmethod
+    def _presence(b: ModelBuilder, u: Lin, tolerance: int) -> int:
+        """An atom equal to step(u) for a group's utilization u (one atom, in units of the
+        dimension): a literal true exactly when the atom exceeds the tolerance."""
+        ((index, _),) = u.terms.items()
+        atom = b.atoms[index]
+        literal = b.cp.new_bool_var("present")
+        b.cp.add(atom.expr >= tolerance + 1).only_enforce_if(literal)
+        b.cp.add(atom.expr <= tolerance).only_enforce_if(literal.Not())
+        return b.new_atom(literal, 0, 1, int(atom.initial > tolerance))
+
+    def _power_form(self, b: ModelBuilder, x: Lin) -> Lin:
+        """max(0, x)^1.1: tabulated at every value of x (chords with a stated error beyond)."""
+        if b.bounds(x)[1] <= 0:
+            return Lin()
+        if x.is_constant:
+            return Lin(const=Fraction(_power(float(x.const))))
+        atom = b.as_atom(x)
+        table = exact_table(b, atom, _power, what=self.name)
+        return table if table is not None else convex_pwl(b, atom, _power, kinks=[0.0],
+                                                          what=self.name)
+
+    def compile_infos(self, b: ModelBuilder) -> list[Info]:
+        return [Info(y * to_fraction(float(w)))
+                for y, w in zip(self._excess_forms(b), self.group_weights)]
+
+    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+        terms = []
+        for y, w in zip(self._excess_forms(b), self.group_weights):
+            weight = to_fraction(float(w))
+            if w >= 0:
+                terms.append(b.positive_part(y, what=self.name) * weight)
+            else:  # a reward: max(0, X) must be exact from both sides (not only bounded)
+                terms.append(b.exact_max([y, Lin()], what=self.name) * weight)
+        return GoalForm(lin_sum(terms))

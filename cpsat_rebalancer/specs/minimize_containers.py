@@ -1,0 +1,152 @@
+"""MinimizeContainersSpec: use as few (cheap) scope items as possible (semantics §12).
+
+Value, as Rebalancer's optimal solver reports it (for both formulas; the local-search
+surrogates are not counts): ``(Σ_{s∈F} cost_s·step(u_s) − |F| + mfl)⁺`` with F the filtered
+items, u_s the relative AFTER utilization of the dimension, cost_s from ``containerCosts``
+(default 1) and mfl = min(maxFreeLimit, |F|) (|F| when unset): the cost of the used items
+beyond the ``|F| − mfl`` that may stay in use for free.
+
+Compiled exactly: one "used" literal per item (Rebalancer's step). Because proving a count
+optimal is where such models stall, the compilation also states valid lower bounds that
+CP-SAT cannot derive itself (see :func:`add_volume_bounds`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..cpsat.linear import Lin, lin_sum
+from ..cpsat.model import ModelBuilder
+from ..cpsat.packing_bounds import gilmore_gomory, martello_toth_l2
+from ..errors import InputError
+from ..evaluate import EvalContext, positive, step
+from ..problem import Problem, Scope
+from .common import (
+    Fields,
+    GoalForm,
+    Spec,
+    check_number,
+    parse_filter,
+    register,
+    resolve_dimension,
+    resolve_scope,
+    roles_by_item,
+    spec_name,
+)
+
+BOUND_SECONDS = 5.0  # for the column generation of the Gilmore-Gomory bound
+
+
+@register
+@dataclass(frozen=True, eq=False)
+class MinimizeContainersSpec(Spec):
+    arm = "minimizeContainersSpec"
+    constraint_allowed = False
+
+    name: str
+    scope: Scope
+    dimension: str
+    items: np.ndarray  # filtered items
+    costs: np.ndarray  # cost per filtered item
+    free_limit: int  # mfl
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str, problem: Problem, *,
+                  as_goal: bool) -> MinimizeContainersSpec:
+        f = Fields(data, path)
+        name = spec_name(f, cls.arm)
+        scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
+        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
+                                      default=problem.count_dimension, metrics=("AFTER",))
+        costs_given = f.mapping("containerCosts")
+        max_free = f.raw("maxFreeLimit")
+        items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))
+        f.enum("formula", "MinimizeContainerSpecFormula", "NEW")  # same optimal-solver value
+        f.done(cls.arm)
+        costs = np.ones(len(scope.items))
+        for item, value in costs_given.items():
+            where = f"{f.at('containerCosts')}.{item}"
+            index = scope.item_index.get(item)
+            if index is None:
+                raise InputError(where, f"unknown item of scope '{scope.name}'", item)
+            costs[index] = check_number(value, where, nonnegative=True)
+        if max_free is None:
+            free_limit = len(items)
+        else:
+            if isinstance(max_free, bool) or not isinstance(max_free, int) or max_free <= 0:
+                raise InputError(f.at("maxFreeLimit"), "expected a positive integer", max_free)
+            free_limit = min(max_free, len(items))
+        zero = [scope.items[i] for i in items if scope.capacity(dimension)[i] == 0]
+        if zero:
+            raise InputError(f.at("dimension"), "scope item has zero capacity, so its relative "
+                             "utilization is undefined (filter it out)", zero[0])
+        return cls(name, scope, dimension, items, costs[items], free_limit)
+
+    def container_roles(self, problem: Problem) -> list[Hashable]:
+        return roles_by_item(self.scope, {int(i): float(c) for i, c in zip(self.items,
+                                                                            self.costs)})
+
+    def reads_initial(self) -> bool:
+        return False
+
+    def _relative(self, util: np.ndarray) -> np.ndarray:
+        return util[self.items] / self.scope.capacity(self.dimension)[self.items]
+
+    def evaluate(self, ctx: EvalContext) -> float:
+        used = step(self._relative(ctx.util(self.scope, self.dimension, "AFTER")))
+        return float(positive(float(self.costs @ used) - len(self.items) + self.free_limit))
+
+    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+        util = b.util(self.scope, self.dimension, "AFTER")
+        caps = self.scope.capacity(self.dimension)
+        used = [b.used(util[i] / caps[i]) for i in self.items]
+        add_volume_bounds(b, self, used)
+        total = lin_sum(used_i * cost for used_i, cost in zip(used, self.costs))
+        if self.free_limit == len(self.items):  # nothing may stay in use for free
+            return GoalForm(total)
+        return GoalForm(b.positive_part(total - len(self.items) + self.free_limit,
+                                        what=self.name))
+
+
+def add_volume_bounds(b: ModelBuilder, spec: MinimizeContainersSpec, used: list[Lin]) -> None:
+    """Redundant constraints that give CP-SAT the bin-packing bounds it cannot find alone.
+
+    For every static dimension d whose load per item is bounded by hard constraints (the
+    builder knows each item's largest feasible load, e.g. from a Capacity constraint), when
+    every object lands in a filtered item and any object with d > 0 makes its item used:
+    the used items must hold the whole load, Σ_s cap_d(s)·used_s >= Σ_o d(o); and when
+    every such cap is the same C, the number of used items is at least the bin-packing
+    bounds of the sizes against C (Martello-Toth L2 and Gilmore-Gomory, see packing_bounds).
+    """
+    problem = b.problem
+    if not (b.accelerate and len(spec.items) == len(spec.scope.items)
+            and spec.scope.covers_all_containers):
+        return
+    marks = problem.values_at(spec.dimension, problem.initial)
+    if spec.dimension in problem.dynamic_dims:
+        return
+    literals = [b.literal(u) for u in used]
+    if spec.scope is problem.container_scope and np.all(marks > 0):
+        for containers in b.container_classes:  # used ones first (they are the non-empty)
+            for first, second in zip(containers, containers[1:]):
+                b.ordered(literals[first], literals[second])
+    for dim, values in problem.object_dims.items():
+        if np.any((values > 0) & (marks <= 0)):
+            continue  # an object could load an item without making it used
+        caps = b.load_bounds(spec.scope, dim)
+        if caps is None:
+            continue
+        total = int(b.scale(dim).values.sum())
+        if total == 0 or int(caps.sum()) < total:
+            continue  # infeasible anyway; CP-SAT will find out
+        b.cp.add(sum(b.loads(spec.scope, dim)) == total)  # redundant, but it propagates
+        b.cp.add(sum(int(c) * x for c, x in zip(caps, literals)) >= total)
+        if len(set(caps.tolist())) == 1:
+            sizes = b.scale(dim).values
+            bound = max(martello_toth_l2(sizes, int(caps[0])),
+                        gilmore_gomory(sizes, int(caps[0]), BOUND_SECONDS))
+            b.cp.add(sum(literals) >= bound)

@@ -1,0 +1,41 @@
+"""A fast subset of the published instances (the full sets: benchmarks/known_optima.py).
+
+Each instance goes through the importer and the CLI's solve path, and must reach the
+published optimum, proven; no value is ever claimed optimal below a published lower bound.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.known_optima import BPP, GAP, instance_key, known_values, solve_instance
+from cpsat_rebalancer.scenario import SolverOptions
+
+INSTANCES = [
+    ("gap", GAP / "cattrysse1994" / "gap1-0"),
+    ("gap", GAP / "cattrysse1994" / "gap2-1"),
+    ("gap", GAP / "cattrysse1994" / "gap3-4"),
+    ("gap", GAP / "cattrysse1994" / "gap6-2"),
+    ("gap", GAP / "chu1997" / "a05100"),
+    ("gap", GAP / "chu1997" / "b05100"),
+    ("binpacking", BPP / "bpplib" / "Scholl" / "Scholl_1" / "N1C1W1_A.txt"),
+    ("binpacking", BPP / "bpplib" / "Scholl" / "Scholl_1" / "N1C1W1_B.txt"),
+    ("binpacking", BPP / "bpplib" / "Scholl" / "Scholl_1" / "N1C2W2_A.txt"),
+    ("binpacking", BPP / "bpplib" / "Scholl" / "Scholl_1" / "N1C3W4_A.txt"),  # FFD: one more
+    ("binpacking", BPP / "bpplib" / "Schwerin" / "Schwerin_1" / "Schwerin1_BPP1.txt"),
+    ("binpacking", BPP / "bpplib" / "Scholl" / "Scholl_1" / "N1C3W1_A.txt"),  # here too
+]
+
+
+@pytest.mark.skipif(not GAP.exists() or not BPP.exists(),
+                    reason="the public benchmark data (../shared/data) is not here")
+@pytest.mark.parametrize("kind, path", INSTANCES, ids=[p.name for _, p in INSTANCES])
+def test_published_optimum_is_reached_and_proven(kind: str, path) -> None:
+    known = known_values()[instance_key(kind, path)]
+    value, bound, status, _ = solve_instance(kind, path, SolverOptions(time_limit=60, workers=2,
+                                                                        seed=0))
+    assert value is not None
+    assert value >= known.bound - 1e-9  # never better than a published lower bound
+    assert bound is None or bound <= known.best + 1e-9  # our bound is valid
+    assert status == "OPTIMAL"
+    assert value == known.best

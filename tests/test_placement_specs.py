@@ -1,0 +1,300 @@
+"""Dynamic object dimensions, AssignmentAffinitiesSpec, MinimizeContainersSpec, and the
+accelerators that come with them (container symmetry, bin-packing bounds, bound probing)."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from cpsat_rebalancer import ProblemSolver
+from cpsat_rebalancer.cpsat.driver import named_objects, restrictions_of, solve_model
+from cpsat_rebalancer.cpsat.packing_bounds import martello_toth_l2
+from cpsat_rebalancer.cpsat.symmetry import interchangeable_containers
+from cpsat_rebalancer.errors import InputError
+from cpsat_rebalancer.evaluate import evaluate
+from cpsat_rebalancer.importers import (
+    binpacking_scenario,
+    first_fit_decreasing,
+    gap_scenario,
+)
+from cpsat_rebalancer.peer import evaluate_with_wheel, find_peer_python
+from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
+from tests.randomized import brute_force
+
+OPTIONS = SolverOptions(time_limit=20, workers=1, seed=0)
+
+
+def placement_scenario(seed: int, objects: int = 5, containers: int = 3) -> dict:
+    """A tiny random scenario exercising all three features at once."""
+    rng = np.random.default_rng(seed)
+    objs = [f"o{i}" for i in range(objects)]
+    conts = [f"c{j}" for j in range(containers)]
+    start = rng.integers(0, containers, objects)
+    racks = {c: f"r{j % 2}" for j, c in enumerate(conts)}
+    dynamic_scope = "rack" if seed % 3 == 0 else "host"
+    items = sorted(set(racks.values())) if dynamic_scope == "rack" else conts
+    weights = {item: {o: int(rng.integers(1, 6)) for o in objs if rng.random() < 0.8}
+               for item in items}
+    goals = [{"spec": {"minimizeContainersSpec": {
+        "dimension": "weight" if seed % 2 else "",
+        "containerCosts": {c: int(rng.integers(1, 4)) for c in conts if rng.random() < 0.5},
+        **({"maxFreeLimit": int(rng.integers(1, containers + 1))} if seed % 4 == 1 else {}),
+    }}, "tuplePos": 0}]
+    affinities = [{"objectName": o, "scopeItemName": str(rng.choice(conts)),
+                   "affinity": float(rng.integers(-3, 4))} for o in objs if rng.random() < 0.7]
+    goals.append({"spec": {"assignmentAffinitiesSpec": {"affinities": affinities}},
+                  "tuplePos": 1, "weight": 1 if seed % 5 else -1})
+    return {
+        "objectName": "task", "containerName": "host",
+        "assignment": {c: [o for o, s in zip(objs, start) if s == j] for j, c in enumerate(conts)},
+        "scopes": {"rack": racks},
+        "dynamicObjectDimensions": {"weight": {"scope": dynamic_scope, "values": weights,
+                                               "default": int(rng.integers(0, 3))}},
+        "containerDimensions": {"weight": {c: int(rng.integers(5, 12)) for c in conts}},
+        "constraints": [{"spec": {"capacitySpec": {"scope": "host", "dimension": "weight"}},
+                         "policy": "HARD"}],
+        "goals": goals,
+    }
+
+
+@pytest.mark.parametrize("seed", range(24))
+@pytest.mark.parametrize("accelerate", [True, False])
+def test_optimum_equals_brute_force(seed: int, accelerate: bool) -> None:
+    scenario = parse_scenario(placement_scenario(seed))
+    feasible = brute_force(scenario)
+    result = solve_model(scenario.problem, scenario.model, OPTIONS, accelerate=accelerate)
+    if not feasible:
+        assert result.status == "INFEASIBLE"
+        return
+    best = min(evaluation.tuple() for _, evaluation in feasible)
+    assert result.status == "OPTIMAL"
+    assert result.final_evaluation.tuple() == pytest.approx(best, abs=1e-9)
+
+
+def bins_scenario(sizes: list[int], capacity: int, bins: int, costs: dict | None = None,
+                  start: list[int] | None = None) -> dict:
+    objs = [f"i{k}" for k in range(len(sizes))]
+    start = start if start is not None else [k % bins for k in range(len(sizes))]
+    return {
+        "objectName": "item", "containerName": "bin",
+        "assignment": {f"b{b}": [o for o, s in zip(objs, start) if s == b] for b in range(bins)},
+        "objectDimensions": {"size": dict(zip(objs, sizes))},
+        "constraints": [{"spec": {"capacitySpec": {"dimension": "size", "limit": {
+            "type": "ABSOLUTE", "globalLimit": capacity}}}, "policy": "HARD"}],
+        "goals": [{"spec": {"minimizeContainersSpec": {"dimension": "size",
+                                                       "containerCosts": costs or {}}}},
+                  {"spec": {"minimizeMovementSpec": {}}, "tuplePos": 1}],
+    }
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_bin_packing_with_and_without_accelerators(seed: int) -> None:
+    """Symmetry breaking, volume and L2 bounds and bound probing change nothing but speed:
+    the same tuple as brute force (bins, then moves: the tie-break lifts the order)."""
+    rng = np.random.default_rng(100 + seed)
+    sizes = rng.integers(2, 9, 6).tolist()
+    scenario = parse_scenario(bins_scenario(sizes, 10, 4, start=rng.integers(0, 4, 6).tolist()))
+    feasible = brute_force(scenario)
+    for accelerate in (True, False):
+        result = solve_model(scenario.problem, scenario.model, OPTIONS, accelerate=accelerate)
+        if not feasible:
+            assert result.status == "INFEASIBLE"
+            continue
+        best = min(evaluation.tuple() for _, evaluation in feasible)
+        assert result.status == "OPTIMAL"
+        assert result.final_evaluation.tuple() == pytest.approx(best, abs=1e-9)
+
+
+def test_dynamic_dimension_values_follow_the_object() -> None:
+    ps = ProblemSolver().set_object_name("item").set_container_name("agent")
+    ps.set_assignment({"a0": ["i0", "i1"], "a1": ["i2"], "a2": []})
+    ps.add_scope("zone", {"a0": "z0", "a1": "z1"})  # a2 is out of the scope: default
+    ps.add_dynamic_object_dimension("w", "zone", {"z0": {"i0": 5, "i1": 4},
+                                                  "z1": {"i0": 2, "i2": 7}}, default_value=1)
+    ps.add_goal({"capacitySpec": {"dimension": "w", "limit": {"type": "ABSOLUTE",
+                                                              "globalLimit": 0}}})
+    scenario = ps.to_scenario()
+    problem = scenario.problem
+    final = np.asarray([1, 2, 0])  # i0 -> a1 (z1: 2), i1 -> a2 (out: 1), i2 -> a0 (z0: none: 1)
+    assert problem.values_at("w", final).tolist() == [2, 1, 1]
+    assert problem.values_at("w", problem.initial).tolist() == [5, 4, 7]
+    # the goal is the excess over 0 per container: the loads themselves, normalized by the
+    # average capacity (1); a0 holds i2 (1), a1 holds i0 (2), a2 holds i1 (1)
+    assert evaluate(problem, scenario.model, final).goals[0].value == pytest.approx(4.0)
+    assert evaluate(problem, scenario.model, problem.initial).goals[0].value == \
+        pytest.approx(16.0)
+
+
+def test_affinity_and_container_values_by_hand() -> None:
+    ps = ProblemSolver().set_object_name("vm").set_container_name("host")
+    ps.set_assignment({"h0": ["v0", "v1"], "h1": ["v2"], "h2": [], "h3": []})
+    ps.add_goal({"assignmentAffinitiesSpec": {"affinities": [
+        {"objectName": "v0", "scopeItemName": "h1", "affinity": 2.5},
+        {"objectName": "v0", "scopeItemName": "h1", "affinity": 0.5},  # pairs add up
+        {"objectName": "v1", "scopeItemName": "h0", "affinity": -4}]}})
+    ps.add_goal({"minimizeContainersSpec": {"containerCosts": {"h1": 3}}})
+    ps.add_goal({"minimizeContainersSpec": {"maxFreeLimit": 1,
+                                            "filter": {"itemsBlacklist": ["h3"]}}})
+    scenario = ps.to_scenario()
+    values = [g.value for g in evaluate(scenario.problem, scenario.model,
+                                        scenario.problem.initial).goals]
+    # affinity: v1 sits where it has -4 -> +4; used: h0 (1) + h1 (3); free limit 1 of 3
+    # filtered items: (used 2 - 3 + 1)+ = 0
+    assert values == [4.0, 4.0, 0.0]
+    moved = np.asarray([1, 1, 1])  # everything on h1
+    values = [g.value for g in evaluate(scenario.problem, scenario.model, moved).goals]
+    assert values == [-3.0, 3.0, 0.0]
+    result = ps.solve(time_limit=10)
+    assert result.status == "OPTIMAL"
+    assert result.final_evaluation.goals[0].value == -3.0  # v0 on h1, v1 off h0
+
+
+def test_martello_toth_bound_is_valid_and_beats_the_volume_bound() -> None:
+    assert martello_toth_l2(np.asarray([6, 6, 6]), 10) == 3  # volume bound: 2
+    assert martello_toth_l2(np.asarray([]), 10) == 0
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        sizes = rng.integers(1, 11, int(rng.integers(1, 7)))
+        optimum = min(
+            len(set(combo)) for combo in itertools.product(range(len(sizes)), repeat=len(sizes))
+            if all(sizes[np.asarray(combo) == b].sum() <= 10 for b in set(combo)))
+        bound = martello_toth_l2(sizes, 10)
+        assert math.ceil(sizes.sum() / 10) <= bound <= optimum
+
+
+def test_interchangeable_containers_follow_the_specs() -> None:
+    scenario = parse_scenario(bins_scenario([3, 4, 5], 10, 4, costs={"b3": 2}, start=[0, 0, 1]))
+    problem, model = scenario.problem, scenario.model
+    fixed, non_accepting = restrictions_of(problem, model)
+    # MinimizeMovement reads the initial assignment: only empty containers (b2; b3 costs more)
+    assert interchangeable_containers(problem, model, fixed, non_accepting) == []
+    data = bins_scenario([3, 4, 5], 10, 4, costs={"b3": 2}, start=[0, 0, 1])
+    data["goals"].pop()
+    scenario = parse_scenario(data)
+    classes = interchangeable_containers(scenario.problem, scenario.model, fixed, non_accepting)
+    assert [c.tolist() for c in classes] == [[0, 1, 2]]
+    data["goals"].append({"spec": {"balanceSpec": {"dimension": "size"}}})  # no roles given
+    scenario = parse_scenario(data)
+    assert interchangeable_containers(scenario.problem, scenario.model, fixed,
+                                      non_accepting) == []
+    assert named_objects(scenario.model) == set()
+
+
+@pytest.mark.parametrize("data, path", [
+    ({"dynamicObjectDimensions": {"w": {"scope": "rack", "values": {}}}},
+     "dynamicObjectDimensions.w.scope"),
+    ({"dynamicObjectDimensions": {"w": {"scope": "host", "values": {"h9": {}}}}},
+     "dynamicObjectDimensions.w.values.h9"),
+    ({"dynamicObjectDimensions": {"w": {"scope": "host", "values": {"h0": {"t9": 1}}}}},
+     "dynamicObjectDimensions.w.values.h0.t9"),
+    ({"dynamicObjectDimensions": {"w": {"scope": "host", "values": {"h0": {"t0": -1}}}}},
+     "dynamicObjectDimensions.w.values.h0.t0"),
+    ({"dynamicObjectDimensions": {"w": {"scope": "host", "values": {"h0": {"t0": "x"}}}}},
+     "dynamicObjectDimensions.w.values.h0.t0"),
+    ({"dynamicObjectDimensions": {"cpu": {"scope": "host"}}}, "dynamicObjectDimensions.cpu"),
+    ({"dynamicObjectDimensions": {"w": {"scope": "host", "extra": 1}}},
+     "dynamicObjectDimensions.w.extra"),
+    ({"goals": [{"spec": {"minimizeMovementSpec": {"dimension": "w"}}}]},
+     "goals[0].spec.minimizeMovementSpec.dimension"),
+    ({"goals": [{"spec": {"capacitySpec": {"dimension": "w", "definition": "DURING"}}}]},
+     "goals[0].spec.capacitySpec.dimension"),
+    ({"goals": [{"spec": {"assignmentAffinitiesSpec": {"affinities": [
+        {"objectName": "t9", "scopeItemName": "h0", "affinity": 1}]}}}]},
+     "goals[0].spec.assignmentAffinitiesSpec.affinities[0].objectName"),
+    ({"goals": [{"spec": {"assignmentAffinitiesSpec": {"affinities": [
+        {"objectName": "t0", "scopeItemName": "h7", "affinity": 1}]}}}]},
+     "goals[0].spec.assignmentAffinitiesSpec.affinities[0].scopeItemName"),
+    ({"goals": [{"spec": {"assignmentAffinitiesSpec": {"affinities": [
+        {"objectName": "t0", "scopeItemName": "h0", "affinity": float("nan")}]}}}]},
+     "goals[0].spec.assignmentAffinitiesSpec.affinities[0].affinity"),
+    ({"goals": [{"spec": {"minimizeContainersSpec": {"maxFreeLimit": 0}}}]},
+     "goals[0].spec.minimizeContainersSpec.maxFreeLimit"),
+    ({"goals": [{"spec": {"minimizeContainersSpec": {"containerCosts": {"h0": -1}}}}]},
+     "goals[0].spec.minimizeContainersSpec.containerCosts.h0"),
+    ({"goals": [{"spec": {"minimizeContainersSpec": {"containerCosts": {"h5": 1}}}}]},
+     "goals[0].spec.minimizeContainersSpec.containerCosts.h5"),
+    ({"constraints": [{"spec": {"minimizeContainersSpec": {}}}]}, "constraints[0].spec"),
+    ({"constraints": [{"spec": {"assignmentAffinitiesSpec": {}}}]}, "constraints[0].spec"),
+])
+def test_bad_input_names_the_field(data: dict, path: str) -> None:
+    base = {"objectName": "task", "containerName": "host",
+            "assignment": {"h0": ["t0"], "h1": ["t1"]},
+            "objectDimensions": {"cpu": {"t0": 1, "t1": 2}},
+            "dynamicObjectDimensions": {"w": {"scope": "host", "values": {"h0": {"t0": 1}}}}}
+    scenario = copy.deepcopy(base)
+    scenario.update(data)
+    given = copy.deepcopy(scenario)
+    with pytest.raises(InputError) as error:
+        parse_scenario(scenario)
+    assert error.value.path.startswith(path), error.value
+    assert scenario == given  # nothing the user gave is modified
+
+
+def write(tmp_path, name: str, text: str):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_gap_importer_optimum_equals_enumeration(tmp_path) -> None:
+    rng = np.random.default_rng(3)
+    m, n = 3, 6
+    cost = rng.integers(5, 30, (m, n))
+    weight = rng.integers(2, 9, (m, n))
+    capacity = np.full(m, 12)
+    text = f"{m} {n}\n" + "\n".join(" ".join(map(str, row)) for row in [*cost, *weight]) + \
+        "\n" + " ".join(map(str, capacity)) + "\n"
+    scenario = parse_scenario(gap_scenario(write(tmp_path, "tiny.gap", text)))
+    best = math.inf
+    for agents in itertools.product(range(m), repeat=n):
+        agents = np.asarray(agents)
+        loads = [weight[a, agents == a].sum() for a in range(m)]
+        if max(loads) <= 12:
+            best = min(best, int(cost[agents, np.arange(n)].sum()))
+    result = solve_model(scenario.problem, scenario.model, OPTIONS)
+    assert result.status == "OPTIMAL"
+    assert result.buckets[0].objective == best
+
+
+def test_binpacking_importer_starts_from_first_fit_decreasing(tmp_path) -> None:
+    path = write(tmp_path, "tiny.txt", "7\n10\n2\n5\n2\n4\n3\n2\n2\n")
+    data = binpacking_scenario(path)
+    sizes = np.asarray([2, 5, 2, 4, 3, 2, 2])
+    # first-fit decreasing: 5+4, 3+2+2+2, 2: one bin more than 5+3+2, 4+2+2+2
+    assert len(data["assignment"]) == first_fit_decreasing(sizes, 10).max() + 1 == 3
+    scenario = parse_scenario(data)
+    result = solve_model(scenario.problem, scenario.model, OPTIONS)
+    assert result.status == "OPTIMAL"
+    assert result.buckets[0].objective == 2
+    with pytest.raises(InputError, match="larger than the capacity"):
+        binpacking_scenario(write(tmp_path, "big.txt", "2\n10\n11\n1\n"))
+    with pytest.raises(InputError, match="ends before"):
+        binpacking_scenario(write(tmp_path, "short.txt", "3\n10\n1\n"))
+
+
+PEER = find_peer_python()
+
+
+@pytest.mark.skipif(PEER is None, reason="no Python 3.12 with the rebalancer wheel found")
+@pytest.mark.parametrize("seed", range(6))
+def test_values_agree_with_the_wheel(seed: int) -> None:
+    data = placement_scenario(seed)
+    for entry in data["goals"]:  # the wheel wants scope and dimension spelt out,
+        body = next(iter(entry["spec"].values()))
+        body["scope"] = "host"
+        if "dimension" in body:  # its local search refuses dynamic ones here
+            body["dimension"] = "task_count"
+    scenario = parse_scenario(data)
+    rng = np.random.default_rng(seed)
+    final = rng.integers(0, scenario.problem.num_containers, scenario.problem.num_objects)
+    ours = evaluate(scenario.problem, scenario.model, final)
+    wheel = evaluate_with_wheel(data, scenario.problem.assignment_dict(final), peer_python=PEER)
+    for side, evaluation in (("final", ours),):
+        for goal, theirs in zip(evaluation.goals, wheel[side]["goals"]):
+            assert goal.value == pytest.approx(theirs["value"], abs=1e-9), goal.name
+    for ours_c, theirs in zip(ours.constraints, wheel["final"]["constraints"]):
+        assert ours_c.violation == pytest.approx(theirs["value"], abs=1e-9)
