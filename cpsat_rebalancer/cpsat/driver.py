@@ -303,27 +303,19 @@ class Chain:
         for index, value in enumerate(self.values):
             cp.add_hint(cp.get_int_var_from_proto_index(index), value)
 
-    def solve(self, objective: object | None, budget: float | None = None,
-              depth_first: bool = False) -> tuple[int, cp_model.CpSolver]:
+    def solve(self, objective: object | None,
+              budget: float | None = None) -> tuple[int, cp_model.CpSolver]:
         """One CP-SAT solve of at most ``budget`` seconds (and never past the deadline);
-        keeps the solution (if any) for hints and decoding. ``depth_first``: one worker,
-        no hint, searching in the builder's first-fit-decreasing order (see _probe)."""
+        keeps the solution (if any) for hints and decoding."""
         cp = self.builder.cp
         if objective is None:
             cp.clear_objective()
         else:
             cp.minimize(objective)
-        cp.clear_hints()
-        if depth_first:
-            cp.add_decision_strategy(self.builder.first_fit_order(), cp_model.CHOOSE_FIRST,
-                                     cp_model.SELECT_MAX_VALUE)
-        else:
-            self.hint()
+        self.hint()
         solver = cp_model.CpSolver()
         params = solver.parameters
-        params.num_workers = 1 if depth_first else self.options.workers
-        if depth_first:
-            params.search_branching = cp_model.FIXED_SEARCH
+        params.num_workers = self.options.workers
         params.random_seed = self.options.seed
         params.absolute_gap_limit = 0.0
         params.relative_gap_limit = 0.0
@@ -335,9 +327,6 @@ class Chain:
         if limits:
             params.max_time_in_seconds = max(min(limits), 0.001)
         status = self._interruptible(solver)
-        if depth_first:
-            cp.Proto().search_strategy.clear()
-            return status, solver  # INFEASIBLE is a finding here, not a presolve accident
         if status == cp_model.INFEASIBLE and self.values is not None:
             # Impossible: the previous solution satisfies every constraint of this solve. Seen
             # with CP-SAT's presolve (probing) on large coefficients; solve again without it.
@@ -348,6 +337,60 @@ class Chain:
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.values = list(solver.response_proto.solution)
         return status, solver
+
+    def depth_first(self, budget: float | None) -> int:
+        """A feasibility search of the current model, depth first, in two variable orders
+        at once (one thread each, the first to decide stops the other): object classes
+        largest first, each into the first container that takes it (first-fit decreasing),
+        and containers one at a time, each filled with the largest classes first (bin
+        completion). Keeps the solution found; INFEASIBLE here is a proof."""
+        self.builder.cp.clear_objective()
+        searches = []
+        for order in (self.builder.first_fit_order(by_container=False),
+                      self.builder.first_fit_order(by_container=True)):
+            model = self.builder.cp.clone()
+            model.clear_hints()
+            model.add_decision_strategy(order, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+            solver = cp_model.CpSolver()
+            params = solver.parameters
+            params.num_workers = 1
+            params.search_branching = cp_model.FIXED_SEARCH
+            params.random_seed = self.options.seed
+            params.catch_sigint_signal = False
+            limits = [t for t in (self.remaining(), budget) if t is not None]
+            if limits:
+                params.max_time_in_seconds = max(min(limits), 0.001)
+            if self.options.deterministic_time is not None:
+                params.max_deterministic_time = self.options.deterministic_time
+            searches.append((solver, model))
+        outcomes: list[tuple[int, cp_model.CpSolver]] = []
+        decided = threading.Event()
+
+        def run(solver: cp_model.CpSolver, model: cp_model.CpModel) -> None:
+            status = solver.solve(model)
+            outcomes.append((status, solver))
+            if status in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE):
+                decided.set()
+                for other, _ in searches:
+                    other.stop_search()
+
+        threads = [threading.Thread(target=run, args=s, daemon=True) for s in searches]
+        for thread in threads:
+            thread.start()
+        while any(t.is_alive() for t in threads):
+            try:
+                decided.wait(0.05)
+            except KeyboardInterrupt:
+                self.interrupted = True
+                for solver, _ in searches:
+                    solver.stop_search()
+        for thread in threads:
+            thread.join()
+        status = min((s for s, _ in outcomes), key=lambda s: DECIDED_FIRST.get(s, 3))
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            winner = next(solver for s, solver in outcomes if s == status)
+            self.values = list(winner.response_proto.solution)
+        return status
 
     def _interruptible(self, solver: cp_model.CpSolver) -> int:
         status, interrupted = run_solver(solver, self.builder.cp)
@@ -552,25 +595,32 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
     t0 = time.monotonic()
     status, solver = chain.solve(form.expr, None if budget is None else FIRST_SHARE * budget)
     incumbent, objective, bound = _bucket_values(status, solver, form.expr, form.factor)
-    if status == cp_model.FEASIBLE and bound is not None:
-        left = None if budget is None else PROBE_SHARE * (budget - (time.monotonic() - t0))
-        probed = _probe(chain, form, incumbent, round(bound * form.factor), left)
-        if probed is not None:
-            incumbent, low = probed
-            objective = float(Fraction(incumbent) / form.factor)
-            bound = float(Fraction(low) / form.factor)
-            status = cp_model.OPTIMAL if low >= incumbent else status
-    if status == cp_model.FEASIBLE and budget is not None:  # the rest of the pure share
-        builder.cp.add(form.expr <= incumbent)
+    probed = False
+    for _ in range(2 if budget is not None else 0):
+        if status == cp_model.FEASIBLE and bound is not None and not probed:
+            probed = True
+            left = PROBE_SHARE * (budget - (time.monotonic() - t0))
+            found = _probe(chain, form, incumbent, round(bound * form.factor), left)
+            if found is not None:
+                incumbent, low = found
+                objective = float(Fraction(incumbent) / form.factor)
+                bound = float(Fraction(low) / form.factor)
+                status = cp_model.OPTIMAL if low >= incumbent else status
+        if status not in (cp_model.FEASIBLE, cp_model.UNKNOWN):
+            break
+        # the rest of the pure share (the first search may not even finish presolving)
         left = PURE_SHARE * budget - (time.monotonic() - t0)
-        again, solver_b = chain.solve(form.expr, left) if left > 0.05 else (None, None)
-        better, _, bound_b = (_bucket_values(again, solver_b, form.expr, form.factor)
-                              if solver_b is not None else (None, None, None))
+        if left <= 0.05:
+            break
+        if incumbent is not None:
+            builder.cp.add(form.expr <= incumbent)
+        again, solver_b = chain.solve(form.expr, left)
+        better, _, bound_b = _bucket_values(again, solver_b, form.expr, form.factor)
+        if better is not None or again == cp_model.INFEASIBLE and incumbent is None:
+            solver, status = solver_b, again
         if better is not None:
-            solver = solver_b
             incumbent, objective = better, float(Fraction(better) / form.factor)
             bound = max(b for b in (bound, bound_b) if b is not None)
-            status = again
     most = builder.problem.num_objects
     weight = most + 1
     if (status == cp_model.FEASIBLE and budget is not None
@@ -614,7 +664,9 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
     return _report(bucket.position, status, objective, bound, error)
 
 
-FIRST_SHARE = 0.15  # of a bucket's share: the first search, which finds the bound to probe
+# a depth-first search's outcome, most telling first (a solution, then a proof of none)
+DECIDED_FIRST = {cp_model.OPTIMAL: 0, cp_model.FEASIBLE: 0, cp_model.INFEASIBLE: 1}
+FIRST_SHARE = 0.1  # of a bucket's share: the first search, which finds the bound to probe
 PROBE_SHARE = 0.5  # of what the first search left of the bucket's share
 PROBE_LEVELS = 8  # probe only objectives this close (in integer units) to their bound
 
@@ -640,7 +692,7 @@ def _probe(chain: Chain, form: Integerized, incumbent: int, low: int,
         builder.cp.add(form.expr <= low).only_enforce_if(gate)
         builder.fix(gate, 1)
         before = chain.values
-        status, _ = chain.solve(None, left, depth_first=True)
+        status = chain.depth_first(left)
         builder.fix(gate, 0)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return low, low

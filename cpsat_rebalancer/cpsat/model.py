@@ -286,16 +286,18 @@ class ModelBuilder:
             domain.clear()
             domain.extend([0, 1])
 
-    def first_fit_order(self) -> list[object]:
+    def first_fit_order(self, by_container: bool = False) -> list[object]:
         """Count variables with the largest object classes (in the order dimension) first,
         containers in index order: with largest values tried first, a depth-first search
-        in this order starts as first-fit decreasing."""
+        in this order starts as first-fit decreasing. ``by_container``: containers first,
+        each with its classes largest first (a search that completes one bin at a time)."""
         rank = self._class_rank
         if len(rank) != len(self.classes.members):
             values = self._class_values(self._order_dim or self.problem.count_dimension)
             rank = np.empty(len(values), dtype=np.int64)
             rank[np.lexsort((np.arange(len(values)), -values))] = np.arange(len(values))
-        order = np.lexsort((self.var_cont, rank[self.var_class]))
+        keys = (rank[self.var_class], self.var_cont)
+        order = np.lexsort(keys if by_container else keys[::-1])
         return [self.count_vars[j] for j in order]
 
     def canonical(self, assignment: np.ndarray) -> np.ndarray:
