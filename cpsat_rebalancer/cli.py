@@ -240,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .compare import add_commands  # compare, export: heuristic validation and peers
 
     add_commands(sub)
+    from .vcd.cli import add_commands as add_vcd_commands  # vcd place|compare|generate
+
+    add_vcd_commands(sub)
     from .importers import add_commands as add_import_commands  # import gap|binpacking
 
     add_import_commands(sub)
