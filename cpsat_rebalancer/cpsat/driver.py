@@ -669,6 +669,7 @@ DECIDED_FIRST = {cp_model.OPTIMAL: 0, cp_model.FEASIBLE: 0, cp_model.INFEASIBLE:
 FIRST_SHARE = 0.1  # of a bucket's share: the first search, which finds the bound to probe
 PROBE_SHARE = 0.5  # of what the first search left of the bucket's share
 PROBE_LEVELS = 8  # probe only objectives this close (in integer units) to their bound
+PROBE_RANGE = 1000  # and only coarse ones (counts): a fine objective's bound is rarely tight
 
 
 def _probe(chain: Chain, form: Integerized, incumbent: int, low: int,
@@ -678,8 +679,10 @@ def _probe(chain: Chain, form: Integerized, incumbent: int, low: int,
     solution no worse than that level, searching depth first in first-fit-decreasing order.
     A solution there is optimal; a proof that there is none raises the bound by one.
     (The optimizing search tends to walk down from the incumbent one level at a time.)
+    Only for coarse objectives (few levels in all, like a number of containers).
     Returns the new (incumbent, bound), or None when nothing was learnt."""
-    if incumbent - low > PROBE_LEVELS or budget is not None and budget <= 0.05:
+    if (incumbent - low > PROBE_LEVELS or form.hi - form.lo > PROBE_RANGE
+            or budget is not None and budget <= 0.05):
         return None
     builder = chain.builder
     started = time.monotonic()
