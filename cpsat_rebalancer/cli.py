@@ -243,6 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .vcd.cli import add_commands as add_vcd_commands  # vcd place|compare|generate
 
     add_vcd_commands(sub)
+    from .studies.cli import add_commands as add_study_commands  # study run|plot
+
+    add_study_commands(sub)
     from .importers import add_commands as add_import_commands  # import gap|binpacking
 
     add_import_commands(sub)

@@ -1,0 +1,66 @@
+"""``cpsat-rebalancer study run STUDY [--executor local|ray] [--workers N] [--out DIR]`` and
+``cpsat-rebalancer study plot DIR``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def command_run(args: argparse.Namespace) -> int:
+    from .runner import run_study
+    from .study import load_study
+
+    study = load_study(args.study)
+    out = Path(args.out) if args.out else Path(args.study).with_suffix("")
+    workers = args.workers or max(1, os.cpu_count() or 1)
+    outcome = run_study(study, out, args.executor, workers, args.address, args.csv)
+    print(f"{study.name}: {outcome.computed} variants computed, {outcome.skipped} already "
+          f"stored, {outcome.failed} failed; {len(outcome.results)} rows in "
+          f"{out / 'results.parquet'}")
+    if outcome.answers is not None:
+        columns = [c for c in outcome.answers.columns if c.startswith("param.")]
+        columns += ["search", "answer", "exact", "proven_infeasible", "probes"]
+        columns += [c for c in ("answer_moves",) if c in outcome.answers.columns]
+        print(outcome.answers[columns].to_string(index=False))
+    return 0
+
+
+def command_plot(args: argparse.Namespace) -> int:
+    from .plots import plot_study
+
+    for path in plot_study(args.folder):
+        print(f"wrote {path}")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register ``study run`` and ``study plot``."""
+    study = sub.add_parser("study", help="capacity-planning studies: sweeps of exact solves",
+                           description="Run a study file's variants (resumable) and draw "
+                           "its figures.")
+    actions = study.add_subparsers(dest="action", required=True)
+    run = actions.add_parser("run", help="run every variant not yet stored")
+    run.add_argument("study", help="study file (YAML or JSON)")
+    run.add_argument("--executor", choices=("local", "ray"), default="local")
+    run.add_argument("--workers", type=_positive,
+                     help="variants at once (default: the machine's cores)")
+    run.add_argument("--address", help="ray: the cluster to join (default: start one here)")
+    run.add_argument("--out", help="results folder (default: the study file without its "
+                     "extension)")
+    run.add_argument("--csv", action="store_true", help="also write the tables as CSV")
+    run.set_defaults(run=command_run)
+    plot = actions.add_parser("plot", help="draw the standard figures of a results folder")
+    plot.add_argument("folder", help="a folder written by study run")
+    plot.set_defaults(run=command_plot)

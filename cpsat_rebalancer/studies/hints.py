@@ -1,0 +1,62 @@
+"""A starting assignment for feasibility questions (study field ``hint: first-fit``).
+
+Objects on containers that must end empty (any toFreeSpec) and, on containers above a HARD
+capacity limit, their smallest objects until the rest fits, are placed first-fit decreasing
+(by their largest share of a container) into the other containers, within every HARD
+capacity limit of :func:`.search.hard_capacity_shares`. The solver checks the hint itself
+and starts from it only when it keeps every hard constraint and improves on the initial
+assignment, so a hint can make a feasible answer quick but never changes a proof."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .search import freed_containers, hard_capacity_shares
+
+
+def first_fit(data: dict) -> dict[str, list[str]] | None:
+    """``{container: [objects]}``, or None when some object fits nowhere."""
+    shares = hard_capacity_shares(data)
+    if not shares:
+        return None
+    containers = list(data["assignment"]) + [c for c in data.get("containers", [])
+                                             if c not in data["assignment"]]
+    objects = [o for c in containers for o in data["assignment"].get(c, [])]
+    dims = list(shares)
+    size = np.zeros((len(objects), len(dims)))
+    limit = np.zeros((len(containers), len(dims)))
+    for j, dim in enumerate(dims):
+        values = data.get("objectDimensions", {}).get(dim, {})
+        default = data.get("objectDimensionDefaults", {}).get(dim, 0.0)
+        size[:, j] = [values.get(o, default) for o in objects]
+        caps = data.get("containerDimensions", {}).get(dim, {})
+        cap_default = data.get("containerDimensionDefaults", {}).get(dim, 1.0)
+        limit[:, j] = [shares[dim] * caps.get(c, cap_default) for c in containers]
+    index = {c: i for i, c in enumerate(containers)}
+    where = np.asarray([index[c] for c in containers for _ in data["assignment"].get(c, [])],
+                       dtype=np.int64)
+    load = np.zeros_like(limit)
+    np.add.at(load, where, size)
+    closed = np.zeros(len(containers), bool)
+    closed[[index[c] for c in freed_containers(data) if c in index]] = True
+    moving = np.isin(where, np.flatnonzero(closed))
+    for c in np.flatnonzero(~closed & (load > limit + 1e-9).any(axis=1)):
+        for o in sorted(np.flatnonzero((where == c) & ~moving), key=lambda o: size[o].sum()):
+            if not (load[c] > limit[c] + 1e-9).any():
+                break
+            moving[o] = True
+            load[c] -= size[o]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weight = np.nanmax(np.where(limit.max(axis=0) > 0, size / limit.max(axis=0), 0), axis=1)
+    final = where.copy()
+    for o in sorted(np.flatnonzero(moving), key=lambda o: (-weight[o], o)):
+        fits = ~closed & (load + size[o] <= limit + 1e-9).all(axis=1)
+        if not fits.any():
+            return None
+        c = int(np.argmax(fits))
+        final[o] = c
+        load[c] += size[o]
+    result: dict[str, list[str]] = {c: [] for c in containers}
+    for o, c in zip(objects, final):
+        result[containers[c]].append(o)
+    return result

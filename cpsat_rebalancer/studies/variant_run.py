@@ -1,0 +1,197 @@
+"""One variant, start to finish, in whatever process runs it: build the scenario dict, parse
+and solve it through the library's public path, evaluate, compare heuristics, and write its
+row. Any failure becomes a row with status ERROR and the error text."""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..cpsat.driver import solve_model
+from ..errors import InputError
+from ..result import INFEASIBLE, OPTIMAL, SolveResult
+from ..scenario import SolverOptions, parse_scenario
+from .hints import first_fit
+from .store import write_row
+from .study import Study, parse_study
+from .variants import apply
+
+ERROR = "ERROR"
+QUANTILES = (0, 25, 50, 75, 100)
+TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Task:
+    """What a worker needs: small and picklable (the study is reloaded from its file)."""
+
+    study_path: str
+    study: dict[str, Any]  # the study as given (workers parse it again: no shared state)
+    fingerprint: str
+    key: str
+    params: dict[str, Any]
+    out: str
+    run_id: str
+    search: str | None = None  # the search this probe belongs to
+    group: str | None = None  # the grid point of that search
+    position: int | None = None  # feasibility: this bucket's value at most at_most
+    at_most: float = 0.0
+
+
+_STUDIES: dict[str, Study] = {}  # per process: parsed studies by fingerprint
+_BASES: dict[str, dict[str, Any]] = {}  # and their base scenarios, built once
+
+
+def _study(task: Task) -> Study:
+    study = _STUDIES.get(task.fingerprint)
+    if study is None:
+        study = parse_study(task.study, task.study_path)
+        if study.fingerprint != task.fingerprint:
+            raise InputError(task.study_path, "a file the study uses changed while it ran")
+        _STUDIES.clear()
+        _STUDIES[task.fingerprint] = study
+    return study
+
+
+def _base(task: Task) -> dict[str, Any]:
+    if task.fingerprint not in _BASES:
+        _BASES.clear()
+        _BASES[task.fingerprint] = _study(task).base_scenario()
+    return _BASES[task.fingerprint]
+
+
+def verdict(result: SolveResult, position: int | None, at_most: float) -> str:
+    """feasible (a solution shows it), infeasible (a proof: CP-SAT's INFEASIBLE, or a proven
+    bound above ``at_most`` at ``position``), or unknown."""
+    if result.status == INFEASIBLE:
+        return "infeasible"
+    if not result.final_evaluation.feasible:
+        return "unknown"
+    if position is None:
+        return "feasible"
+    bucket = next((b for b in result.buckets if b.position == position), None)
+    value = result.final_evaluation.positions.get(position, 0.0)
+    if value <= at_most + TOLERANCE:
+        return "feasible"
+    if bucket is not None and bucket.leximin_levels is None:
+        if bucket.status == OPTIMAL or (
+                bucket.bound is not None
+                and bucket.bound - bucket.approximation_error > at_most + TOLERANCE):
+            return "infeasible"
+    return "unknown"
+
+
+def utilization(result: SolveResult) -> dict[str, float]:
+    """Max and mean relative utilization per dimension over containers with capacity."""
+    problem = result.problem
+    scope = problem.container_scope
+    row = {}
+    for dim, sizes in problem.object_dims.items():
+        if dim == problem.count_dimension or dim not in scope.capacities:
+            continue
+        caps = scope.capacity(dim)
+        load = np.bincount(result.final, weights=sizes, minlength=problem.num_containers)
+        used = caps > 0
+        util = load[used] / caps[used]
+        if not util.size:
+            continue
+        row[f"util_max.{dim}"] = float(util.max())
+        row[f"util_mean.{dim}"] = float(util.mean())
+        for q, value in zip(QUANTILES, np.quantile(util, [q / 100 for q in QUANTILES])):
+            row[f"util_q{q}.{dim}"] = float(value)  # for the distribution plots
+    return row
+
+
+def result_row(result: SolveResult) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "status": result.status, "termination": result.termination,
+        "feasible": bool(result.final_evaluation.feasible),
+        "moves": int((result.final != result.problem.initial).sum()),
+        "objects": result.problem.num_objects, "containers": result.problem.num_containers,
+        "classes": result.classes, "solve_seconds": result.seconds,
+    }
+    for b in result.buckets:
+        p = b.position
+        row[f"value.{p}"] = b.objective
+        row[f"bound.{p}"] = b.bound
+        row[f"gap.{p}"] = b.gap
+        row[f"bucket_status.{p}"] = b.status
+    row.update(utilization(result))
+    return row
+
+
+def heuristic_rows(data: dict, heuristics: tuple[str, ...], ours: SolveResult,
+                   options: SolverOptions) -> dict[str, Any]:
+    from ..compare import compare
+
+    comparison = compare(data, heuristics, options=options, ours=ours)
+    row: dict[str, Any] = {}
+    for entry in comparison.entries:
+        prefix = f"h.{entry.name}."
+        row[prefix + "feasible"] = entry.feasible
+        row[prefix + "moves"] = entry.moves
+        row[prefix + "seconds"] = entry.seconds
+        row[prefix + "verdict"] = entry.verdict
+        row[prefix + "error"] = entry.error
+        if entry.contradiction:
+            row[prefix + "contradiction"] = entry.contradiction
+        for c in entry.buckets:
+            row[prefix + f"value.{c.position}"] = c.value
+            row[prefix + f"gap.{c.position}"] = c.abs_gap
+    return row
+
+
+def run_variant(task: Task) -> dict[str, Any]:
+    """Solve one variant and write its row (also returned). Never raises for the variant's
+    own failures: they become a row with status ERROR."""
+    started = time.monotonic()
+    row: dict[str, Any] = {"key": task.key, "study": task.fingerprint, "run_id": task.run_id,
+                           "search": task.search, "group": task.group}
+    row.update({f"param.{k}": v if not isinstance(v, list | dict) else str(v)
+                for k, v in task.params.items()})
+    try:
+        study = _study(task)
+        data, overrides = apply(_base(task), task.params)
+        scenario = parse_scenario(data)
+        options = SolverOptions.parse({**study.solver, **overrides}, "solver")
+        start = None
+        if study.hint == "first-fit":
+            placed = first_fit(data)
+            if placed is not None:
+                start = scenario.problem.assignment_array(placed, "hint")
+            row["hint"] = placed is not None
+        result = solve_model(scenario.problem, scenario.model, options, hint=start)
+        if result.termination == "interrupted":  # Ctrl-C: in flight, so not stored
+            raise KeyboardInterrupt
+        row.update(result_row(result))
+        if task.search is not None:
+            row["verdict"] = verdict(result, task.position, task.at_most)
+        if study.heuristics:
+            row.update(heuristic_rows(data, study.heuristics, result, options))
+        if study.metrics is not None:
+            keep = ("key", "study", "run_id", "search", "group", "param.", "status", "error",
+                    "verdict", "seconds")
+            row = {k: v for k, v in row.items()
+                   if k.startswith(keep) or any(k.startswith(m) for m in study.metrics)}
+    except Exception as exc:  # noqa: BLE001 - one failed variant never stops the study
+        row["status"] = ERROR
+        row["error"] = f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, InputError):
+            row["traceback"] = traceback.format_exc(limit=5)
+        if task.search is not None:
+            row["verdict"] = "unknown"
+    row["seconds"] = time.monotonic() - started
+    row["worker"] = os.getpid()
+    write_row(Path(task.out), row)
+    return row
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]

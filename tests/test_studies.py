@@ -1,0 +1,358 @@
+"""Capacity-planning studies: file validation, variant parameters, the runner (resume, failed
+variants, executors), minimum-capacity searches against brute force, and plots."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from cpsat_rebalancer.errors import InputError
+from cpsat_rebalancer.evaluate import evaluate
+from cpsat_rebalancer.scenario import parse_scenario
+from cpsat_rebalancer.studies import apply, counting_bound, load_study, parse_study, run_study
+from cpsat_rebalancer.studies.hints import first_fit
+from cpsat_rebalancer.studies.plots import plot_study
+
+PYTHON = sys.executable
+
+
+def tiny_scenario() -> dict:
+    """Four hosts (cpu 10 each) of two types, eight tasks; balance then few moves."""
+    assignment = {"h0": ["a", "b", "c"], "h1": ["d", "e"], "h2": ["f"], "h3": ["g", "h"]}
+    cpu = {"a": 4, "b": 3, "c": 2, "d": 3, "e": 3, "f": 1, "g": 2, "h": 2}
+    hosts = list(assignment)
+    return {
+        "objectName": "task", "containerName": "host", "assignment": assignment,
+        "objectDimensions": {"cpu": cpu},
+        "containerDimensions": {"cpu": dict.fromkeys(hosts, 10)},
+        "scopes": {"kind": {"h0": "big", "h1": "big", "h2": "small", "h3": "small"}},
+        "goals": [{"spec": {"balanceSpec": {"name": "balance", "dimension": "cpu"}}},
+                  {"boundary": True},
+                  {"spec": {"minimizeMovementSpec": {"name": "moves",
+                                                     "doNotNormalize": True}}}],
+        "constraints": [{"spec": {"capacitySpec": {"name": "cap", "dimension": "cpu"}},
+                         "policy": "HARD"}],
+    }
+
+
+def write_study(folder: Path, study: dict, scenario: dict | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "base.json").write_text(json.dumps(scenario or tiny_scenario()))
+    path = folder / "study.yaml"
+    path.write_text(yaml.safe_dump({"base": "base.json", **study}))
+    return path
+
+
+# ---------------------------------------------------------------- study files
+
+
+@pytest.mark.parametrize("study, where", [
+    ({"grid": {"spec.balance.upperBound": [1.0]}, "colour": 1}, "colour"),
+    ({"grid": {"nonsense.x": [1]}}, "grid.nonsense.x[0]"),
+    ({"grid": {"drain.coldest.cpu": [-1]}}, "grid.drain.coldest.cpu[0]"),
+    ({"grid": {"scale.cpu": []}}, "grid.scale.cpu"),
+    ({"variants": [{"grow": 0.5}]}, "variants[0].grow"),
+    ({"heuristics": ["no-such-heuristic"]}, "heuristics[0]"),
+    ({"solver": {"workers": 0}}, "solver.workers"),
+    ({"searches": [{"parameter": "scale.cpu"}]}, "searches[0].parameter"),
+    ({"searches": [{"parameter": "containers.kind.big", "find": "most"}]}, "searches[0].find"),
+    ({"grid": {"containers.kind.big": [1]},
+      "searches": [{"parameter": "containers.kind.big"}]}, "searches.containers.kind.big"),
+])
+def test_bad_study_names_the_field(tmp_path, study, where):
+    path = write_study(tmp_path, study)
+    with pytest.raises(InputError) as error:
+        load_study(path)
+    assert error.value.path == where
+
+
+def test_grid_crosses_listed_variants(tmp_path):
+    study = load_study(write_study(tmp_path, {
+        "grid": {"spec.balance.upperBound": [1.0, 1.2], "drain.coldest.cpu": [0, 1, 2]},
+        "variants": [{"label.run": "a"}, {"label.run": "b", "weight.moves": 2}]}))
+    assert len(study.points) == 2 * 3 * 2
+    assert {"spec.balance.upperBound": 1.2, "drain.coldest.cpu": 1, "label.run": "b",
+            "weight.moves": 2} in study.points
+
+
+# ---------------------------------------------------------------- variant parameters
+
+
+def test_parameters_change_a_copy_as_described():
+    base = tiny_scenario()
+    before = copy.deepcopy(base)
+    # initial cpu utilizations: h0 0.9, h1 0.6, h2 0.1, h3 0.4
+    data, solver = apply(base, {"drain.coldest.cpu": 2, "scale.cpu": 1.5, "grow": 1.25,
+                                "containers.kind.small": "+1", "spec.balance.upperBound": 1.1,
+                                "weight.moves": 3, "solver.seed": 7, "label.note": "x"})
+    assert base == before  # nothing the user gave is modified
+    assert solver == {"seed": 7}
+    drain = [c for c in data["constraints"] if "toFreeSpec" in c["spec"]]
+    # drains are chosen last: the added (empty) host is among the two coldest
+    assert drain[0]["spec"]["toFreeSpec"]["containers"] == ["h2", "h2~2"]
+    assert data["objectDimensions"]["cpu"]["a"] == 6.0
+    # 25% more objects: 2 copies of evenly spaced tasks, same size and container
+    assert sum(len(v) for v in data["assignment"].values()) == 10
+    assert data["objectDimensions"]["cpu"]["a~1"] == 6.0 and "a~1" in data["assignment"]["h0"]
+    assert data["scopes"]["kind"]["h2~2"] == "small" and data["assignment"]["h2~2"] == []
+    assert data["containerDimensions"]["cpu"]["h2~2"] == 10
+    assert data["goals"][0]["spec"]["balanceSpec"]["upperBound"] == 1.1
+    assert data["goals"][2]["weight"] == 3
+    hottest, _ = apply(base, {"drain.hottest.cpu": 1})
+    assert hottest["constraints"][-1]["spec"]["toFreeSpec"]["containers"] == ["h0"]
+    random_a, _ = apply(base, {"drain.random.5": 3})
+    random_b, _ = apply(base, {"drain.random.5": 2})
+    chosen = random_a["constraints"][-1]["spec"]["toFreeSpec"]["containers"]
+    assert set(random_b["constraints"][-1]["spec"]["toFreeSpec"]["containers"]) < set(chosen)
+
+
+@pytest.mark.parametrize("params, where", [
+    ({"containers.kind.big": 1}, "containers.kind.big"),  # h1 holds tasks: drain it instead
+    ({"containers.rack.x": 1}, "containers.rack.x"),
+    ({"spec.nope.upperBound": 1}, "spec.nope.upperBound"),
+    ({"drain.hosts": ["h9"]}, "drain.hosts"),
+    ({"drain.coldest.cpu": 5}, "drain.coldest.cpu"),
+])
+def test_parameters_that_cannot_apply(params, where):
+    with pytest.raises(InputError) as error:
+        apply(tiny_scenario(), params)
+    assert error.value.path == where
+
+
+def test_bound_is_balance_with_the_initial_average():
+    """bound.NAME b holds exactly when BalanceSpec (RELATIVE, upperBound b, average fixed at
+    its initial value) is 0: checked by the evaluator on every assignment of a small case."""
+    base = tiny_scenario()
+    base["constraints"] = [{"spec": {"capacitySpec": {"name": "cap", "dimension": "cpu"}},
+                            "policy": "HARD"}]
+    for b in (1.0, 1.2, 1.5):
+        data, _ = apply(base, {"bound.cap": b})
+        data["goals"] = [{"spec": {"balanceSpec": {"name": "balance", "dimension": "cpu",
+                                                   "upperBound": b}}}]
+        scenario = parse_scenario(data)
+        problem, model = scenario.problem, scenario.model
+        rng = np.random.default_rng(0)
+        agreed = set()
+        for _ in range(300):
+            final = rng.integers(0, problem.num_containers, problem.num_objects)
+            result = evaluate(problem, model, final)
+            holds = result.constraints[0].violation <= 1e-12
+            assert holds == (result.goals[0].value <= 1e-12)
+            agreed.add(holds)
+        assert agreed == {True, False}  # both sides were exercised
+
+
+def test_counting_bound_by_hand():
+    data = tiny_scenario()  # demand 20; small hosts hold 20, big hosts 20
+    assert counting_bound(data, "kind", "big") == 0
+    data["objectDimensions"]["cpu"]["a"] = 25  # demand 41: 21 more than the small ones
+    assert counting_bound(data, "kind", "big") == 3
+    data["constraints"][0]["spec"]["capacitySpec"]["limit"] = {"type": "RELATIVE",
+                                                              "globalLimit": 0.5}
+    assert counting_bound(data, "kind", "big") == 7  # (41 - 10) / 5
+    data["constraints"].append({"spec": {"toFreeSpec": {"containers": ["h2"]}},
+                                "policy": "HARD"})
+    assert counting_bound(data, "kind", "big") == 8  # (41 - 5) / 5
+
+
+# ---------------------------------------------------------------- running
+
+
+def test_failed_variant_is_a_row_with_its_error(tmp_path):
+    path = write_study(tmp_path, {"solver": {"workers": 1}, "variants": [
+        {"spec.balance.upperBound": 1.0}, {"spec.nope.upperBound": 1.0},
+        {"spec.balance.formula": "NOT_A_FORMULA"}]})
+    outcome = run_study(load_study(path), tmp_path / "out", workers=1, progress=None)
+    table = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    assert outcome.failed == 2 and len(table) == 3
+    assert list(table["status"]) == ["OPTIMAL", "ERROR", "ERROR"]
+    assert "no goal or constraint spec has this name" in table["error"].iloc[1]
+    assert "formula" in table["error"].iloc[2]
+
+
+def brute_force_min_containers(data: dict, kind: str) -> int:
+    """Smallest number of containers of ``kind`` with which every object fits (cpu)."""
+    sizes = list(data["objectDimensions"]["cpu"].values())
+    others = [c for c, k in data["scopes"]["kind"].items() if k != kind]
+    for count in range(0, 10):
+        caps = [10] * (len(others) + count)
+        for choice in itertools.product(range(len(caps)), repeat=len(sizes)):
+            load = [0] * len(caps)
+            for size, c in zip(sizes, choice):
+                load[c] += size
+            if all(x <= cap for x, cap in zip(load, caps)):
+                return count
+    raise AssertionError("no count up to 9 fits")
+
+
+def placement_scenario(sizes: dict[str, int], small: int, big: int) -> dict:
+    """Objects waiting on 'pending'; ``small`` + ``big`` empty hosts of cpu 10; placing all
+    of them (toFree on pending at position 0) is the feasibility question."""
+    hosts = [f"s{i}" for i in range(small)] + [f"b{i}" for i in range(big)]
+    return {
+        "objectName": "task", "containerName": "host",
+        "assignment": {"pending": list(sizes), **{h: [] for h in hosts}},
+        "objectDimensions": {"cpu": sizes},
+        "containerDimensions": {"cpu": {"pending": sum(sizes.values()),
+                                        **dict.fromkeys(hosts, 10)}},
+        "scopes": {"kind": {h: "small" if h[0] == "s" else "big" for h in hosts}},
+        "goals": [{"spec": {"toFreeSpec": {"name": "pending", "containers": ["pending"]}}}],
+        "constraints": [{"spec": {"capacitySpec": {"name": "cap", "dimension": "cpu"}},
+                         "policy": "HARD"}],
+    }
+
+
+def test_min_capacity_search_matches_brute_force(tmp_path):
+    # 24 cpu in four objects of 6 on hosts of 10: counting says 2 more than the small host,
+    # but no two objects share a host, so brute force says 3
+    sizes = {"a": 6, "b": 6, "c": 6, "d": 6}
+    data = placement_scenario(sizes, small=1, big=5)
+    data["scopes"]["kind"].pop("pending", None)
+    expected = brute_force_min_containers({**data, "scopes": {"kind": {
+        h: k for h, k in data["scopes"]["kind"].items()}}}, "big")
+    path = write_study(tmp_path, {"solver": {"workers": 1}, "searches": [
+        {"parameter": "containers.kind.big", "feasible": {"position": 0, "atMost": 0}}]},
+        data)
+    outcome = run_study(load_study(path), tmp_path / "out", workers=1, progress=None)
+    answer = outcome.answers.iloc[0]
+    assert answer["answer"] == expected == 3
+    assert answer["counting_bound"] == 2  # ceil((24 - 10) / 10)
+    assert bool(answer["exact"]) and answer["proven_infeasible"] == expected - 1
+    probes = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    assert set(probes["verdict"]) == {"feasible", "infeasible"}
+    # the infeasible probe is proven: its bucket-0 bound is above zero
+    infeasible = probes[probes["verdict"] == "infeasible"]
+    assert (infeasible["bound.0"] > 0).all()
+
+
+def test_max_drain_search_matches_hand_count(tmp_path):
+    """Five hosts of 10 holding 2+2+3+3+4: the coldest-first wave can free at most 3 hosts
+    (14 cpu on two hosts fits; on one it does not)."""
+    sizes = {"a": 2, "b": 2, "c": 3, "d": 3, "e": 4}
+    data = {
+        "objectName": "task", "containerName": "host",
+        "assignment": {"h0": ["a"], "h1": ["b"], "h2": ["c"], "h3": ["d"], "h4": ["e"]},
+        "objectDimensions": {"cpu": sizes},
+        "containerDimensions": {"cpu": dict.fromkeys(["h0", "h1", "h2", "h3", "h4"], 10)},
+        "goals": [{"spec": {"toFreeSpec": {"name": "drain", "containers": []}}},
+                  {"boundary": True},
+                  {"spec": {"minimizeMovementSpec": {"name": "m", "doNotNormalize": True}}}],
+        "constraints": [{"spec": {"capacitySpec": {"name": "cap", "dimension": "cpu"}},
+                         "policy": "HARD"}],
+    }
+    path = write_study(tmp_path, {"solver": {"workers": 1}, "searches": [
+        {"parameter": "drain.coldest.cpu", "high": 5,
+         "feasible": {"position": 0, "atMost": 0}}]}, data)
+    outcome = run_study(load_study(path), tmp_path / "out", workers=1, progress=None)
+    answer = outcome.answers.iloc[0]
+    assert answer["answer"] == 3 and bool(answer["exact"])
+    assert answer["answer_moves"] == 3  # the three drained hosts' tasks move, nothing else
+    assert answer["counting_bound"] == 4  # 14 cpu do not fit the 10 left after draining 4
+
+
+def test_first_fit_hint_keeps_capacities_or_gives_up():
+    data = placement_scenario({"a": 6, "b": 6, "c": 4, "d": 4}, small=0, big=2)
+    placed = first_fit(data)
+    assert placed["pending"] == []
+    assert sorted(placed["b0"]) == ["a", "c"] and sorted(placed["b1"]) == ["b", "d"]
+    assert first_fit(placement_scenario({"a": 6, "b": 6, "c": 6}, small=0, big=2)) is None
+
+
+RESUME_STUDY = {"solver": {"workers": 1}, "grid": {
+    "spec.balance.upperBound": [1.0, 1.05, 1.1, 1.15, 1.2, 1.25],
+    "drain.coldest.cpu": [0, 1]}}
+
+
+def test_resume_after_kill_computes_each_variant_once(tmp_path):
+    path = write_study(tmp_path, RESUME_STUDY)
+    out = tmp_path / "out"
+    command = [PYTHON, "-m", "cpsat_rebalancer.cli", "study", "run", str(path), "--out",
+               str(out), "--workers", "1"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    rows = out / "variants"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list(rows.glob("*.json"))) < 3:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)  # the run and its worker, mid-way
+    process.wait()
+    # every row file is whole (written atomically): each one parses
+    first = {p.stem: json.loads(p.read_text())["run_id"] for p in rows.glob("*.json")}
+    assert 3 <= len(first) < 12, "the run was not interrupted mid-way"
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    assert f"{12 - len(first)} variants computed, {len(first)} already stored" in done.stdout
+    table = pd.read_parquet(out / "results.parquet")
+    assert len(table) == 12 and table["key"].is_unique  # none lost
+    for key, run_id in first.items():  # none computed twice: the first run's rows stand
+        assert table.set_index("key").loc[key, "run_id"] == run_id
+    assert table["run_id"].nunique() == 2
+    again = subprocess.run(command, capture_output=True, text=True, check=True)
+    assert "0 variants computed, 12 already stored" in again.stdout
+
+
+DETERMINISTIC = ["key", "status", "termination", "moves", "value.0", "value.1", "bound.0",
+                 "bound.1", "util_max.cpu", "util_mean.cpu", "h.greedy-balance.value.0"]
+
+
+def small_study(tmp_path: Path) -> Path:
+    return write_study(tmp_path, {
+        "solver": {"workers": 1, "seed": 0, "deterministicTime": 5},
+        "heuristics": ["greedy-balance"],
+        "grid": {"spec.balance.upperBound": [1.0, 1.2], "drain.coldest.cpu": [0, 1, 2]}})
+
+
+def test_ray_executor_gives_the_local_table(tmp_path):
+    ray = pytest.importorskip("ray", reason="ray is not installed (extra [ray])")
+    path = small_study(tmp_path)
+    local = run_study(load_study(path), tmp_path / "local", "local", 2, progress=None)
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    except Exception as exc:  # noqa: BLE001 - any reason Ray cannot start here
+        pytest.skip(f"ray cannot start here: {exc}")
+    try:
+        remote = run_study(load_study(path), tmp_path / "ray", "ray", 2, progress=None)
+    finally:
+        ray.shutdown()
+    assert remote.computed == local.computed == 6
+    columns = [c for c in DETERMINISTIC if c in local.results.columns]
+    left = local.results[columns].sort_values("key").reset_index(drop=True)
+    right = remote.results[columns].sort_values("key").reset_index(drop=True)
+    pd.testing.assert_frame_equal(left, right)
+
+
+def test_plot_writes_the_standard_figures(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = small_study(tmp_path)
+    run_study(load_study(path), tmp_path / "out", workers=1, csv=True, progress=None)
+    assert (tmp_path / "out" / "results.csv").exists()
+    written = {p.name for p in plot_study(tmp_path / "out")}
+    assert {"sweep_spec_balance_upperBound.png", "sweep_drain_coldest_cpu.png",
+            "utilization_cpu.png"} <= written
+
+
+def test_cli_reports_bad_study_in_one_line(tmp_path):
+    path = write_study(tmp_path, {"grid": {"scale.cpu": "fast"}})
+    done = subprocess.run([PYTHON, "-m", "cpsat_rebalancer.cli", "study", "run", str(path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("error: grid.scale.cpu")
+
+
+def test_parse_study_keeps_the_input(tmp_path):
+    data = {"base": "base.json", "grid": {"scale.cpu": [1.0, 1.5]}}
+    write_study(tmp_path, {})
+    before = copy.deepcopy(data)
+    parse_study(data, tmp_path / "study.yaml")
+    assert data == before
