@@ -6,10 +6,13 @@ published optimum, proven; no value is ever claimed optimal below a published lo
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from benchmarks.known_optima import BPP, GAP, instance_key, known_values, solve_instance
-from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.cpsat.driver import solve_model
+from cpsat_rebalancer.importers import IMPORTERS
+from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
 
 INSTANCES = [
     ("gap", GAP / "cattrysse1994" / "gap1-0"),
@@ -27,8 +30,11 @@ INSTANCES = [
 ]
 
 
-@pytest.mark.skipif(not GAP.exists() or not BPP.exists(),
-                    reason="the public benchmark data (../shared/data) is not here")
+NEEDS_DATA = pytest.mark.skipif(not GAP.exists() or not BPP.exists(),
+                                reason="the public benchmark data (../shared/data) is not here")
+
+
+@NEEDS_DATA
 @pytest.mark.parametrize("kind, path", INSTANCES, ids=[p.name for _, p in INSTANCES])
 def test_published_optimum_is_reached_and_proven(kind: str, path) -> None:
     known = known_values()[instance_key(kind, path)]
@@ -39,3 +45,14 @@ def test_published_optimum_is_reached_and_proven(kind: str, path) -> None:
     assert bound is None or bound <= known.best + 1e-9  # our bound is valid
     assert status == "OPTIMAL"
     assert value == known.best
+
+
+@NEEDS_DATA
+def test_same_seed_same_packing_under_a_deterministic_budget() -> None:
+    """The probe's two searches run one after the other under a deterministic budget."""
+    path = BPP / "bpplib" / "Scholl" / "Scholl_1" / "N1C3W4_A.txt"  # first-fit needs one more
+    scenario = parse_scenario(IMPORTERS["binpacking"](path))
+    options = SolverOptions(workers=2, seed=3, deterministic_time=20.0)
+    first, second = (solve_model(scenario.problem, scenario.model, options) for _ in range(2))
+    assert first.status == second.status == "OPTIMAL"
+    assert np.array_equal(first.final, second.final)

@@ -343,7 +343,9 @@ class Chain:
         at once (one thread each, the first to decide stops the other): object classes
         largest first, each into the first container that takes it (first-fit decreasing),
         and containers one at a time, each filled with the largest classes first (bin
-        completion). Keeps the solution found; INFEASIBLE here is a proof."""
+        completion). Keeps the solution found; INFEASIBLE here is a proof. Under a
+        deterministic time budget the two run one after the other, so that the same seed
+        gives the same answer."""
         self.builder.cp.clear_objective()
         searches = []
         for order in (self.builder.first_fit_order(by_container=False),
@@ -374,18 +376,22 @@ class Chain:
                 for other, _ in searches:
                     other.stop_search()
 
-        threads = [threading.Thread(target=run, args=s, daemon=True) for s in searches]
-        for thread in threads:
-            thread.start()
-        while any(t.is_alive() for t in threads):
-            try:
-                decided.wait(0.05)
-            except KeyboardInterrupt:
-                self.interrupted = True
-                for solver, _ in searches:
-                    solver.stop_search()
-        for thread in threads:
-            thread.join()
+        together = self.options.deterministic_time is None
+        for batch in ([searches] if together else [[s] for s in searches]):
+            if decided.is_set() or self.interrupted:
+                break
+            threads = [threading.Thread(target=run, args=s, daemon=True) for s in batch]
+            for thread in threads:
+                thread.start()
+            while any(t.is_alive() for t in threads):
+                try:
+                    decided.wait(0.05)
+                except KeyboardInterrupt:
+                    self.interrupted = True
+                    for solver, _ in searches:
+                        solver.stop_search()
+            for thread in threads:
+                thread.join()
         status = min((s for s, _ in outcomes), key=lambda s: DECIDED_FIRST.get(s, 3))
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             winner = next(solver for s, solver in outcomes if s == status)
