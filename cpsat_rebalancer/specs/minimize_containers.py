@@ -143,7 +143,12 @@ def add_volume_bounds(b: ModelBuilder, spec: MinimizeContainersSpec, used: list[
         total = int(b.scale(dim).values.sum())
         if total == 0 or int(caps.sum()) < total:
             continue  # infeasible anyway; CP-SAT will find out
-        b.cp.add(sum(b.loads(spec.scope, dim)) == total)  # redundant, but it propagates
+        # loads as variables summing to the total: once some items are empty, the others
+        # must hold the rest (with no slack, each is exactly full), which CP-SAT propagates
+        loads = [b.cp.new_int_var(0, int(c), f"load{i}") for i, c in enumerate(caps)]
+        for load, expr in zip(loads, b.loads(spec.scope, dim)):
+            b.cp.add(load == expr)
+        b.cp.add(sum(loads) == total)
         b.cp.add(sum(int(c) * x for c, x in zip(caps, literals)) >= total)
         if len(set(caps.tolist())) == 1:
             sizes = b.scale(dim).values
