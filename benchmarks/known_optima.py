@@ -4,7 +4,8 @@ Each instance is imported into an ordinary scenario (``cpsat-rebalancer import``
 solved exactly as ``cpsat-rebalancer solve`` does, and compared with the published values
 (``../shared/data/gap/data.csv``, ``../shared/data/binpacking/BPPLIB_Bounds.txt``).
 
-    python benchmarks/known_optima.py [--set NAME ...] [--time-limit S] [--first N] [--json OUT]
+    python benchmarks/known_optima.py [--set NAME ...] [--time-limit S] [--first N] [--every K]
+                                      [--json OUT]
 
 Prints one line per instance (known optimum or bound/best known, our value, proven, time)
 and a summary per set: how many matched the optimum, how many were proven.
@@ -116,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds per instance (default 60)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--first", type=int, help="only the first N instances of each set")
+    parser.add_argument("--every", type=int, default=1, metavar="K",
+                        help="only every K-th instance of each set (a spread-out sample)")
     parser.add_argument("--json", help="write every row to this file")
     args = parser.parse_args(argv)
     known = known_values()
@@ -125,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'status':9} {'seconds':>8}")
     for name in args.set or list(SETS):
         kind, paths = SETS[name]
-        for path in paths()[: args.first]:
+        for path in paths()[:: args.every][: args.first]:
             ref = known[instance_key(kind, path)]
             value, bound, status, seconds = solve_instance(kind, path, options)
             row = Row(name, path.stem if kind == "binpacking" else path.name, ref.bound,
