@@ -5,7 +5,7 @@ solved exactly as ``cpsat-rebalancer solve`` does, and compared with the publish
 (``../shared/data/gap/data.csv``, ``../shared/data/binpacking/BPPLIB_Bounds.txt``).
 
     python benchmarks/known_optima.py [--set NAME ...] [--time-limit S] [--first N] [--every K]
-                                      [--json OUT]
+                                      [--json OUT] [--bounds]
 
 Prints one line per instance (known optimum or bound/best known, our value, proven, time)
 and a summary per set: how many matched the optimum, how many were proven.
@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from cpsat_rebalancer.api import solve_scenario
-from cpsat_rebalancer.importers import IMPORTERS
+from cpsat_rebalancer.cpsat.packing_bounds import gilmore_gomory, martello_toth_l2
+from cpsat_rebalancer.importers import IMPORTERS, read_binpacking
 from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -109,6 +110,32 @@ def solve_instance(kind: str, path: Path, options: SolverOptions) -> tuple[float
     return value, bucket.bound, result.status, time.monotonic() - started
 
 
+def print_bounds(args: argparse.Namespace, known: dict[str, Known]) -> int:
+    """How often each bin-packing lower bound equals the optimum (it must never exceed it)."""
+    print(f"{'set':24} {'instances':>9} {'L2 = opt':>9} {'GG = opt':>9} {'max GG s':>9}")
+    for name in args.set or [n for n, (kind, _) in SETS.items() if kind == "binpacking"]:
+        kind, paths = SETS[name]
+        if kind != "binpacking":
+            continue
+        count = l2_hits = gg_hits = 0
+        slowest = 0.0
+        for path in paths()[:: args.every][: args.first]:
+            capacity, sizes = read_binpacking(path)
+            optimum = known[instance_key(kind, path)].best
+            started = time.monotonic()
+            gg = gilmore_gomory(sizes.astype(int), int(capacity))
+            slowest = max(slowest, time.monotonic() - started)
+            l2 = martello_toth_l2(sizes.astype(int), int(capacity))
+            if max(l2, gg) > optimum:
+                print(f"INVALID BOUND on {path.name}: L2 {l2}, GG {gg} > {optimum}")
+                return 1
+            count += 1
+            l2_hits += l2 == optimum
+            gg_hits += gg == optimum
+        print(f"{name:24} {count:9d} {l2_hits:9d} {gg_hits:9d} {slowest:9.2f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", action="append", choices=sorted(SETS),
@@ -120,8 +147,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=1, metavar="K",
                         help="only every K-th instance of each set (a spread-out sample)")
     parser.add_argument("--json", help="write every row to this file")
+    parser.add_argument("--bounds", action="store_true",
+                        help="bin-packing sets only: compare the lower bounds the model states "
+                        "(L2, Gilmore-Gomory) with the optima, without solving")
     args = parser.parse_args(argv)
     known = known_values()
+    if args.bounds:
+        return print_bounds(args, known)
     options = SolverOptions(time_limit=args.time_limit, workers=args.workers, seed=0)
     rows: list[Row] = []
     print(f"{'set':24} {'instance':28} {'known':>10} {'ours':>10} {'bound':>10} "
