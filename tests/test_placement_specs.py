@@ -12,7 +12,7 @@ import pytest
 
 from cpsat_rebalancer import ProblemSolver
 from cpsat_rebalancer.cpsat.driver import named_objects, restrictions_of, solve_model
-from cpsat_rebalancer.cpsat.packing_bounds import martello_toth_l2
+from cpsat_rebalancer.cpsat.packing_bounds import gilmore_gomory, martello_toth_l2
 from cpsat_rebalancer.cpsat.symmetry import interchangeable_containers
 from cpsat_rebalancer.errors import InputError
 from cpsat_rebalancer.evaluate import evaluate
@@ -153,17 +153,18 @@ def test_affinity_and_container_values_by_hand() -> None:
     assert result.final_evaluation.goals[0].value == -3.0  # v0 on h1, v1 off h0
 
 
-def test_martello_toth_bound_is_valid_and_beats_the_volume_bound() -> None:
+def test_packing_bounds_are_valid_and_beat_the_volume_bound() -> None:
     assert martello_toth_l2(np.asarray([6, 6, 6]), 10) == 3  # volume bound: 2
-    assert martello_toth_l2(np.asarray([]), 10) == 0
+    assert martello_toth_l2(np.asarray([]), 10) == gilmore_gomory(np.asarray([]), 10) == 0
+    assert gilmore_gomory(np.asarray([6, 6, 6]), 10) == 3
     rng = np.random.default_rng(7)
     for _ in range(40):
         sizes = rng.integers(1, 11, int(rng.integers(1, 7)))
         optimum = min(
             len(set(combo)) for combo in itertools.product(range(len(sizes)), repeat=len(sizes))
             if all(sizes[np.asarray(combo) == b].sum() <= 10 for b in set(combo)))
-        bound = martello_toth_l2(sizes, 10)
-        assert math.ceil(sizes.sum() / 10) <= bound <= optimum
+        for bound in (martello_toth_l2(sizes, 10), gilmore_gomory(sizes, 10)):
+            assert math.ceil(sizes.sum() / 10) <= bound <= optimum
 
 
 def test_interchangeable_containers_follow_the_specs() -> None:

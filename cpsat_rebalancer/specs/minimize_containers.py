@@ -38,8 +38,6 @@ from .common import (
     spec_name,
 )
 
-BOUND_SECONDS = 5.0  # for the column generation of the Gilmore-Gomory bound
-
 
 @register
 @dataclass(frozen=True, eq=False)
@@ -153,5 +151,5 @@ def add_volume_bounds(b: ModelBuilder, spec: MinimizeContainersSpec, used: list[
         if len(set(caps.tolist())) == 1:
             sizes = b.scale(dim).values
             bound = max(martello_toth_l2(sizes, int(caps[0])),
-                        gilmore_gomory(sizes, int(caps[0]), BOUND_SECONDS))
+                        gilmore_gomory(sizes, int(caps[0])))
             b.cp.add(sum(literals) >= bound)
