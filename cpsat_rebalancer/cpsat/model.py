@@ -180,7 +180,7 @@ class ModelBuilder:
         self.accelerate = True
         self.container_classes: list[np.ndarray] = []
         self.symmetry: object | None = None  # literal enforcing the container order
-        self._class_rank = np.zeros(0, dtype=np.int64)  # object class order for symmetry
+        self._class_rank = np.zeros(0, dtype=np.int64)  # cache of class_rank()
         self._order_dim = ""
         self._build_counts(fixed, non_accepting)
 
@@ -258,10 +258,7 @@ class ModelBuilder:
         self.container_classes = container_classes
         self.symmetry = self.cp.new_bool_var("symmetry_breaking")
         self.fix(self.symmetry, 1)
-        values = self._class_values(dim)
-        order = np.lexsort((np.arange(len(values)), -values))
-        self._class_rank = np.empty(len(order), dtype=np.int64)
-        self._class_rank[order] = np.arange(len(order))
+        order = np.argsort(self.class_rank())
         sizes = self.classes.sizes
         reach = np.empty(len(order), dtype=np.int64)  # s_k + n_k
         reach[order] = np.cumsum(sizes[order])
@@ -272,31 +269,34 @@ class ModelBuilder:
             if t is not None and t >= reach[k]:
                 self.cp.add(self.count_vars[j] == 0).only_enforce_if(self.symmetry)
 
-    def fix(self, literal: object, value: int) -> None:
-        """Fix a literal that switches constraints on or off (its domain, edited in place:
-        a CpModel cannot drop constraints)."""
+    def fix(self, literal: object, value: int | None) -> None:
+        """Fix a literal that switches constraints on or off, or free it (None): its domain
+        is edited in place, as a CpModel cannot drop constraints."""
         domain = self.cp.Proto().variables[literal.index].domain
         domain.clear()
-        domain.extend([value, value])
+        domain.extend([0, 1] if value is None else [value, value])
 
     def relax_symmetry(self) -> None:
-        """Lift the container order (the literal may be 0 or 1)."""
+        """Lift the container order."""
         if self.symmetry is not None:
-            domain = self.cp.Proto().variables[self.symmetry.index].domain
-            domain.clear()
-            domain.extend([0, 1])
+            self.fix(self.symmetry, None)
+
+    def class_rank(self) -> np.ndarray:
+        """Rank of each object class by decreasing value in the order dimension (the count
+        when none was chosen), ties by class index."""
+        if len(self._class_rank) != len(self.classes.members):
+            values = self._class_values(self._order_dim or self.problem.count_dimension)
+            rank = np.empty(len(values), dtype=np.int64)
+            rank[np.lexsort((np.arange(len(values)), -values))] = np.arange(len(values))
+            self._class_rank = rank
+        return self._class_rank
 
     def first_fit_order(self, by_container: bool = False) -> list[object]:
         """Count variables with the largest object classes (in the order dimension) first,
         containers in index order: with largest values tried first, a depth-first search
         in this order starts as first-fit decreasing. ``by_container``: containers first,
         each with its classes largest first (a search that completes one bin at a time)."""
-        rank = self._class_rank
-        if len(rank) != len(self.classes.members):
-            values = self._class_values(self._order_dim or self.problem.count_dimension)
-            rank = np.empty(len(values), dtype=np.int64)
-            rank[np.lexsort((np.arange(len(values)), -values))] = np.arange(len(values))
-        keys = (rank[self.var_class], self.var_cont)
+        keys = (self.class_rank()[self.var_class], self.var_cont)
         order = np.lexsort(keys if by_container else keys[::-1])
         return [self.count_vars[j] for j in order]
 
@@ -306,8 +306,9 @@ class ModelBuilder:
         unchanged."""
         if not self.container_classes:
             return assignment
-        first = np.full(self.problem.num_containers, len(self._class_rank), dtype=np.int64)
-        np.minimum.at(first, assignment, self._class_rank[self.classes.of_object])
+        rank = self.class_rank()
+        first = np.full(self.problem.num_containers, len(rank), dtype=np.int64)
+        np.minimum.at(first, assignment, rank[self.classes.of_object])
         target = np.arange(self.problem.num_containers)
         for containers in self.container_classes:
             target[containers[np.argsort(first[containers], kind="stable")]] = containers
