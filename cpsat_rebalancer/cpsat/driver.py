@@ -31,6 +31,7 @@ from ..scenario import ConstraintEntry, Model, SolverOptions
 from ..specs.common import Restrictions
 from .linear import Lin, lin_sum
 from .model import INT_LIMIT, Integerized, ModelBuilder
+from .repair import PRESOLVE_SECONDS, add_move_cuts, load_caps, repair
 from .symmetry import interchangeable_containers, order_key_dimension
 
 CHECK_TOLERANCE = 1e-7  # slack of the independent result check beyond the stated error
@@ -285,9 +286,19 @@ class Chain:
         self.options = options
         self.started = time.monotonic() if started is None else started
         self.values: list[int] | None = None  # last solution, one value per CP-SAT variable
+        self.blend_floor: int | None = None  # proven minimum of weight·objective + moves
+        self.start_value: int | None = None  # objective of the last start_from (if given)
         self.interrupted = False
 
+    def moves_later(self, position: int) -> bool:
+        """Whether a goal after ``position`` minimizes movement (its buckets then gain from
+        solutions that stay near the initial assignment)."""
+        return any(g.position > position and g.spec.arm == "minimizeMovementSpec"
+                   and g.weight > 0 for g in self.model.goals)
+
     def remaining(self) -> float | None:
+        if self.interrupted:
+            return 0.0
         if self.options.time_limit is None:
             return None
         return self.options.time_limit - (time.monotonic() - self.started)
@@ -399,16 +410,25 @@ class Chain:
         return status
 
     def _interruptible(self, solver: cp_model.CpSolver) -> int:
-        status, interrupted = run_solver(solver, self.builder.cp)
+        return self.run(solver, self.builder.cp)
+
+    def run(self, solver: cp_model.CpSolver, cp: cp_model.CpModel) -> int:
+        """Solve ``cp`` so that Ctrl-C stops it and the chain (see run_solver)."""
+        status, interrupted = run_solver(solver, cp)
         self.interrupted |= interrupted
         return status
 
-    def start_from(self, counts: list[int] | None = None) -> None:
+    def start_from(self, counts: list[int] | None = None, objective: object | None = None,
+                   ) -> bool:
         """Complete an assignment (the initial one by default) into values for every variable
-        (a solve with the counts fixed), so the first search starts from a full, feasible
-        hint: CP-SAT may otherwise spend its whole time share repairing a partial one."""
+        (a solve with the counts fixed, auxiliaries at their best for ``objective``), so the
+        first search starts from a full, feasible hint: CP-SAT may otherwise spend its whole
+        time share repairing a partial one. Returns whether the counts are feasible."""
         cp = self.builder.cp
-        cp.clear_objective()
+        if objective is None:
+            cp.clear_objective()
+        else:
+            cp.minimize(objective)
         self.hint(counts)
         solver = cp_model.CpSolver()
         solver.parameters.fix_variables_to_their_hinted_value = True
@@ -419,6 +439,10 @@ class Chain:
             solver.parameters.max_time_in_seconds = max(remaining / 4, 0.001)
         if self._interruptible(solver) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.values = list(solver.response_proto.solution)
+            if objective is not None:
+                self.start_value = round(solver.objective_value)
+            return True
+        return False
 
     def held_value(self, position: int, factor: Fraction, error: float) -> int:
         """A freeze level for a bucket at the assignment held, from the evaluator: the
@@ -562,6 +586,7 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
 
 TIE_BREAK_SHARE = 0.5  # the tie-break may take this share of the time spent before it
 PURE_SHARE = 0.6  # under a time limit, a bucket's search on its objective alone, before moves
+BLEND_SHARE = 0.6  # when a later goal counts moves: the blended search first, then the pure
 
 
 def _moved(builder: ModelBuilder) -> object:
@@ -590,15 +615,77 @@ def _fewest_moves(chain: Chain, started: float) -> None:
         chain.values = before
 
 
-def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketReport:
+def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized) -> int | None:
+    """Before a bucket's search: cut moves by what each container must shed under the limits
+    the model now implies, and hold the greedy repair of the initial assignment when it is
+    feasible and no worse for this bucket than the assignment held: first repaired to the
+    limits this bucket's lowest value would imply (a solution there is optimal), else to the
+    current ones. Returns the compiled objective of the repair held, if one was taken."""
     builder = chain.builder
-    form = builder.integerize(lin_sum(bucket.terms))
-    builder.note_error(f"position {bucket.position} objective rounding", form.error)
-    error = bucket.error + form.error
-    if not bucket.terms and chain.values is not None:  # nothing to minimize: keep what we hold
-        value = float(Fraction(int(form.expr)) / form.factor)
-        return _report(bucket.position, cp_model.OPTIMAL, value, value, error)
-    t0 = time.monotonic()
+    caps = load_caps(builder, seconds=_presolve_seconds(chain), run=chain.run)
+    if not caps:
+        return None
+    add_move_cuts(builder, caps)
+    initial = builder.problem.initial
+    held = None
+    if chain.values is not None:
+        current = chain.decode()
+        held = (evaluate(builder.problem, chain.model, current).positions.get(
+            bucket.position, 0.0), int((current != initial).sum()))
+    at_lowest = load_caps(builder, (form.expr, form.lo), _presolve_seconds(chain), chain.run)
+    # complete repairs first (to the lowest value's limits, then the current ones); then one
+    # that meets the lowest value's limits where it can
+    for limits, partial in ((at_lowest, False), (caps, False), (at_lowest, True)):
+        counts = repair(builder, limits, partial) if limits else None
+        if counts is None:
+            continue
+        assignment = builder.decode(counts)
+        candidate = (evaluate(builder.problem, chain.model, assignment).positions.get(
+            bucket.position, 0.0), int((assignment != initial).sum()))
+        if held is not None and candidate > held:
+            continue
+        before = chain.values
+        if chain.start_from(builder.counts_of(assignment), form.expr):
+            return chain.start_value
+        chain.values = before
+    return None
+
+
+def _presolve_seconds(chain: Chain) -> float:
+    remaining = chain.remaining()
+    return PRESOLVE_SECONDS if remaining is None else min(PRESOLVE_SECONDS, remaining / 10)
+
+
+def _blended(chain: Chain, form: Integerized, incumbent: int | None,
+             budget: float | None) -> tuple[int, cp_model.CpSolver | None, int | None,
+                                            float | None]:
+    """Minimize weight·objective + moves (weight > most moves keeps the objective first),
+    no worse than ``incumbent`` when given. Returns the status, the solver, the objective's
+    incumbent (integer units) and its bound (user's scale). When proven, the bound on the
+    whole also bounds the moves of every assignment at that objective (kept in
+    ``chain.blend_floor`` for the freeze to turn into a cut)."""
+    builder = chain.builder
+    most = builder.problem.num_objects
+    weight = most + 1
+    if incumbent is not None:
+        builder.cp.add(form.expr <= incumbent)
+    moved = _moved(builder)
+    status, solver = chain.solve(form.expr * weight + moved, budget)
+    value, _, bound = _bucket_values(status, solver, form.expr, form.factor, (weight, most))
+    if status == cp_model.OPTIMAL:
+        chain.blend_floor = round(solver.objective_value)
+    elif value is None:
+        return status, None, incumbent, None
+    return status, solver, value if incumbent is None else min(incumbent, value), bound
+
+
+def _pure_then_blended(chain: Chain, form: Integerized, budget: float | None, t0: float,
+                       weight: int | None) -> tuple[int, cp_model.CpSolver, int | None,
+                                                    float | None, float | None]:
+    """The objective alone: a first search, a probe at its bound (coarse objectives), the
+    rest of the pure share; then, if still unproven, the rest of the share blended with
+    moves (``weight`` None when that does not fit in 64 bits)."""
+    builder = chain.builder
     status, solver = chain.solve(form.expr, None if budget is None else FIRST_SHARE * budget)
     incumbent, objective, bound = _bucket_values(status, solver, form.expr, form.factor)
     probed = False
@@ -627,25 +714,69 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
         if better is not None:
             incumbent, objective = better, float(Fraction(better) / form.factor)
             bound = max(b for b in (bound, bound_b) if b is not None)
-    most = builder.problem.num_objects
-    weight = most + 1
-    if (status == cp_model.FEASIBLE and budget is not None
-            and (form.hi - form.lo + 1) * weight < INT_LIMIT):
-        # Stopped by time: spend the rest of the share on weight·objective + moves, no worse
-        # than the incumbent (weight > most moves keeps the objective first). An incumbent
-        # found by large neighbourhoods tends to move far more than needed; this pulls it
-        # back towards the initial assignment, for later buckets and for the user.
-        builder.cp.add(form.expr <= incumbent)
+    if status == cp_model.FEASIBLE and budget is not None and weight is not None:
+        # Stopped by time: spend the rest of the share on weight·objective + moves. An
+        # incumbent found by large neighbourhoods tends to move far more than needed; this
+        # pulls it back towards the initial assignment, for later buckets and for the user.
         left = budget - (time.monotonic() - t0)
-        blended = form.expr * weight + _moved(builder)
-        again, solver_b = chain.solve(blended, left)
-        better, _, bound_b = _bucket_values(again, solver_b, form.expr, form.factor,
-                                            (weight, most))
+        again, _, better, bound_b = _blended(chain, form, incumbent, left)
         if better is not None:
-            incumbent = min(incumbent, better)
+            incumbent = better
             objective = float(Fraction(incumbent) / form.factor)
             bound = max(b for b in (bound, bound_b) if b is not None)
             status = cp_model.OPTIMAL if again == cp_model.OPTIMAL else cp_model.FEASIBLE
+    return status, solver, incumbent, objective, bound
+
+
+def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketReport:
+    builder = chain.builder
+    form = builder.integerize(lin_sum(bucket.terms))
+    builder.note_error(f"position {bucket.position} objective rounding", form.error)
+    error = bucket.error + form.error
+    if not bucket.terms and chain.values is not None:  # nothing to minimize: keep what we hold
+        value = float(Fraction(int(form.expr)) / form.factor)
+        return _report(bucket.position, cp_model.OPTIMAL, value, value, error)
+    t0 = time.monotonic()
+    repaired = None
+    if builder.accelerate and bucket.terms:
+        try:
+            repaired = _repaired_start(chain, bucket, form)
+        except KeyboardInterrupt:  # Ctrl-C outside a search: stop the chain the same way
+            chain.interrupted = True
+    if repaired is not None and repaired <= form.lo:  # as low as the form goes: optimal
+        return _freeze(chain, bucket, form, cp_model.OPTIMAL, repaired,
+                       float(Fraction(repaired) / form.factor),
+                       float(Fraction(form.lo) / form.factor), error)
+    most = builder.problem.num_objects
+    weight = most + 1
+    blend_fits = (form.hi - form.lo + 1) * weight < INT_LIMIT
+    incumbent = objective = bound = None
+    if builder.accelerate and blend_fits and chain.moves_later(bucket.position):
+        # A later goal counts moves: search on weight·objective + moves from the start, so
+        # that the solutions found stay near the initial assignment (a search on the
+        # objective alone drifts far from it, and the movement bucket cannot walk back).
+        status, solver, incumbent, bound = _blended(chain, form, None, None if budget is None
+                                                    else BLEND_SHARE * budget)
+        if incumbent is not None:
+            objective = float(Fraction(incumbent) / form.factor)
+        if status == cp_model.FEASIBLE and budget is not None:
+            # the rest of the share on the objective alone, for its bound
+            left = budget - (time.monotonic() - t0)
+            builder.cp.add(form.expr <= incumbent)
+            blended_values = chain.values
+            again, solver_b = chain.solve(form.expr, left)
+            better, _, bound_b = _bucket_values(again, solver_b, form.expr, form.factor)
+            if better is not None:
+                bound = max(b for b in (bound, bound_b) if b is not None)
+                if better < incumbent:
+                    solver, incumbent = solver_b, better
+                    objective = float(Fraction(incumbent) / form.factor)
+                else:  # the same value: keep the blended solution, which moves fewer
+                    chain.values = blended_values
+                status = again if better < incumbent or again == cp_model.OPTIMAL else status
+    else:
+        status, solver, incumbent, objective, bound = _pure_then_blended(
+            chain, form, budget, t0, weight if blend_fits else None)
     if status != cp_model.OPTIMAL and chain.values is not None:
         # the assignment held (new, initial or an earlier bucket's) is this bucket's
         # incumbent, at its evaluated value, with the bound CP-SAT proved
@@ -653,9 +784,18 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
         incumbent = held if incumbent is None else min(incumbent, held)
         status = cp_model.FEASIBLE
         objective = float(Fraction(incumbent) / form.factor)
-        proven = solver.best_objective_bound
+        proven = math.inf if solver is None else solver.best_objective_bound
         if bound is None and math.isfinite(proven):
             bound = float(Fraction(min(incumbent, math.ceil(proven))) / form.factor)
+    return _freeze(chain, bucket, form, status, incumbent, objective, bound, error)
+
+
+def _freeze(chain: Chain, bucket: Bucket, form: Integerized, status: int,
+            incumbent: int | None, objective: float | None, bound: float | None,
+            error: float) -> BucketReport:
+    """Hold the bucket at its incumbent for the buckets after it, and report it."""
+    builder = chain.builder
+    weight = builder.problem.num_objects + 1
     if incumbent is not None and bound is not None and bound >= objective:
         status = cp_model.OPTIMAL  # the bound met the incumbent: proven, though late
     if bound is not None:  # a blended search's bound can fall below what the form can take
@@ -667,6 +807,9 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
         slack = math.floor(2 * error * form.factor)
         builder.cp.add(form.expr <= incumbent + slack)
         error += float(Fraction(slack) / form.factor)
+        if chain.blend_floor is not None:  # weight·objective + moves >= floor held for all
+            builder.cp.add(_moved(builder) >= chain.blend_floor - weight * (incumbent + slack))
+    chain.blend_floor = None
     return _report(bucket.position, status, objective, bound, error)
 
 

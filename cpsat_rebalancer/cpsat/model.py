@@ -191,7 +191,7 @@ class ModelBuilder:
         m = self.problem.num_containers
         accepting = np.ones(m, dtype=bool)
         accepting[list(non_accepting)] = False
-        var_class, var_cont, variables = [], [], []
+        var_class, var_cont, variables, uppers = [], [], [], []
         self.class_vars: list[list[int]] = []
         for k, members in enumerate(self.classes.members):
             size = len(members)
@@ -211,11 +211,13 @@ class ModelBuilder:
                 row.append(var)
                 var_class.append(k)
                 var_cont.append(c)
+                uppers.append(1 if size == 1 else upper)
             variables.extend(row)
             self.cp.add(sum(row) == size)
         self.var_class = np.asarray(var_class, dtype=np.int64)
         self.var_cont = np.asarray(var_cont, dtype=np.int64)
         self.count_vars = variables
+        self.count_upper = np.asarray(uppers, dtype=np.int64)  # each count's domain bound
 
     def forbid(self, fixed: frozenset[int], non_accepting: frozenset[int]) -> None:
         """Restrictions as (guarded) constraints instead of domains, to explain infeasibility:
@@ -318,15 +320,15 @@ class ModelBuilder:
         """Count variable values of an assignment (in the model's container order); None if
         it puts an object where the model has no variable (a restriction forbids it)."""
         assignment = self.canonical(assignment)
-        index = {(int(k), int(c)): j for j, (k, c) in enumerate(zip(self.var_class,
-                                                                    self.var_cont))}
-        counts = [0] * len(self.count_vars)
-        for obj, cont in enumerate(assignment):
-            j = index.get((int(self.classes.of_object[obj]), int(cont)))
-            if j is None:
-                return None
-            counts[j] += 1
-        return counts
+        m = self.problem.num_containers
+        var_keys = self.var_class * m + self.var_cont
+        order = np.argsort(var_keys, kind="stable")
+        keys = self.classes.of_object.astype(np.int64) * m + assignment
+        slot = np.searchsorted(var_keys[order], keys)
+        slot = np.minimum(slot, len(order) - 1) if len(order) else slot
+        if len(keys) and (len(order) == 0 or np.any(var_keys[order][slot] != keys)):
+            return None
+        return np.bincount(order[slot], minlength=len(self.count_vars)).tolist()
 
     def decode(self, counts: list[int]) -> np.ndarray:
         """A concrete assignment from class counts that keeps, in every container and then in
@@ -335,26 +337,48 @@ class ModelBuilder:
         problem = self.problem
         final = problem.initial.copy()
         levels = [item_groups(scope) for scope in self.scope_chain]
+        slots_of = np.zeros(problem.num_containers, dtype=np.int64)
         for k, members in enumerate(self.classes.members):
-            slots = {int(self.var_cont[j]): counts[j] for j in self.class_vars[k] if counts[j]}
-            waiting = []
-            for obj in members:  # keep objects in their own container while slots last
-                home = int(problem.initial[obj])
-                if slots.get(home, 0) > 0:
-                    slots[home] -= 1
-                else:
-                    waiting.append(int(obj))
+            chosen = self.class_vars[k]
+            slots = {int(self.var_cont[j]): counts[j] for j in chosen if counts[j]}
+            # keep objects in their own container while slots last (the first ones by index)
+            homes = problem.initial[members]
+            for c, count in slots.items():
+                slots_of[c] = count
+            order = np.argsort(homes, kind="stable")
+            sorted_homes = homes[order]
+            starts = np.searchsorted(sorted_homes, sorted_homes, side="left")
+            rank = np.empty(len(members), dtype=np.int64)
+            rank[order] = np.arange(len(members)) - starts
+            keep = rank < slots_of[homes]
+            for c, kept in zip(*np.unique(homes[keep], return_counts=True)):
+                slots[int(c)] -= int(kept)
+            for c in list(slots):
+                slots_of[c] = 0
+            waiting = members[~keep].tolist()
             for groups in levels + [None]:  # then within each scope item; then anywhere
+                if not waiting:
+                    break
+                # the first container (in index order) of the object's group with a slot left
+                open_by_group: dict[int | None, list[int]] = {}
+                for c, left in slots.items():
+                    if left > 0:
+                        open_by_group.setdefault(None if groups is None else int(groups[c]),
+                                                 []).append(c)
+                next_open = dict.fromkeys(open_by_group, 0)
                 still = []
                 for obj in waiting:
-                    group = None if groups is None else groups[problem.initial[obj]]
-                    target = next((c for c, left in slots.items() if left > 0 and (
-                        groups is None or groups[c] == group)), None)
-                    if target is None:
+                    group = None if groups is None else int(groups[problem.initial[obj]])
+                    candidates = open_by_group.get(group, [])
+                    i = next_open.get(group, 0)
+                    while i < len(candidates) and slots[candidates[i]] == 0:
+                        i += 1
+                    if i == len(candidates):
                         still.append(obj)
-                    else:
-                        slots[target] -= 1
-                        final[obj] = target
+                        continue
+                    next_open[group] = i
+                    slots[candidates[i]] -= 1
+                    final[obj] = candidates[i]
                 waiting = still
         return final
 
@@ -453,8 +477,11 @@ class ModelBuilder:
             for i in range(n_items):
                 chosen = order[bounds[i]:bounds[i + 1]]
                 chosen = chosen[coef[chosen] != 0]
-                after.append(self.new_atom(self._weighted(chosen, coef), 0, total,
-                                           int(initial_util[i])))
+                # a variable per load (not just an expression): presolve then derives its
+                # bounds from every rule built on it, which load_caps() reads back
+                load = self.cp.new_int_var(0, total, f"load_{scope.name}{i}_{dim}")
+                self.cp.add(load == self._weighted(chosen, coef))
+                after.append(self.new_atom(load, 0, total, int(initial_util[i])))
             self._utils[key] = (after, None, initial_util)
         after, stays, initial_util = self._utils[key]
         if stayed and stays is None:
@@ -684,6 +711,16 @@ class ModelBuilder:
         """The AFTER load expression per item (integer units of ``dim``)."""
         after, _, _ = self._util_atoms(scope, dim, stayed=False)
         return [self.atoms[a].expr for a in after]
+
+    def container_loads(self) -> dict[str, list[object]]:
+        """The AFTER load variable of every container, per dimension built so far."""
+        name = self.problem.container_scope.name
+        return {dim: [self.atoms[a].expr for a in built[0]]
+                for (scope, dim), built in self._utils.items() if scope == name}
+
+    def built_stays(self, scope: Scope) -> dict[tuple[int, int], tuple[object, int]] | None:
+        """The stay counts of ``scope`` if a spec has built them (see stay_counts)."""
+        return self._stays.get(scope.name)
 
     def load_bounds(self, scope: Scope, dim: str) -> np.ndarray | None:
         """Largest feasible AFTER load per item of ``scope`` (integer units of ``dim``), as

@@ -1,0 +1,303 @@
+"""Per-container load limits implied by the model, the lower-bound cuts on moves they give,
+and a greedy repair of the initial assignment that meets them moving few objects.
+
+CP-SAT's presolve propagates every rule built on a container's load variable (hard
+capacities, frozen buckets: a LINEAR balance frozen at 0 caps each load at its threshold, a
+MAX balance at its value times the capacity) and reports the tightened domains. From those:
+* a container loaded above its limit must shed at least its fewest largest initial objects
+  that bring it under (a valid cut on moves that CP-SAT's LP does not find on its own);
+* shedding exactly those and placing them best-fit decreasing where there is room is often
+  a complete assignment with that many moves, so bound and solution meet at once.
+Both are accelerators: the cuts are implied by the model and the repair is only a hint,
+checked by CP-SAT before use.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from .model import ModelBuilder, item_groups
+
+PRESOLVE_SECONDS = 10.0  # at most this long to read back the limits
+
+
+def load_caps(builder: ModelBuilder, target: tuple[object, int] | None = None,
+              seconds: float = PRESOLVE_SECONDS,
+              run: Callable[[cp_model.CpSolver, cp_model.CpModel], int] | None = None,
+              ) -> dict[str, np.ndarray] | None:
+    """Upper bound per container on each built container load (integer units, by
+    dimension), as CP-SAT's presolve derives them from the model (plus ``expr <= level`` when
+    ``target`` is given). None when presolve proves the model (with the target) infeasible
+    or gives up. ``run`` solves (the chain's, which Ctrl-C can stop)."""
+    loads = builder.container_loads()
+    if not loads:
+        return {}
+    cp = builder.cp.clone()
+    cp.clear_objective()
+    cp.clear_hints()
+    if target is not None:
+        cp.add(target[0] <= target[1])
+    solver = cp_model.CpSolver()
+    params = solver.parameters
+    params.stop_after_presolve = True
+    params.fill_tightened_domains_in_response = True
+    params.keep_all_feasible_solutions_in_presolve = True  # domains valid for every solution
+    params.presolve_substitution_level = 0  # keep the load variables themselves
+    params.num_workers = 1
+    params.max_time_in_seconds = max(seconds, 0.01)
+    params.catch_sigint_signal = False
+    status = solver.solve(cp) if run is None else run(solver, cp)
+    if status == cp_model.INFEASIBLE:
+        return None
+    domains = solver.response_proto.tightened_variables
+    if not domains:
+        return None
+    def upper(variable: object) -> int:
+        domain = domains[variable.Index()].domain  # protobuf: no negative indexing here
+        return int(domain[len(domain) - 1])
+
+    return {dim: np.asarray([upper(v) for v in variables], dtype=np.int64)
+            for dim, variables in loads.items()}
+
+
+def shed_counts(builder: ModelBuilder, caps: dict[str, np.ndarray]) -> np.ndarray:
+    """Per container, the fewest initial objects that must leave it: for each dimension,
+    the fewest of its largest initial objects whose removal brings the load under the cap
+    (the maximum over dimensions)."""
+    problem = builder.problem
+    shed = np.zeros(problem.num_containers, dtype=np.int64)
+    for dim, cap in caps.items():
+        sizes = builder.var_values(dim)
+        initial = np.asarray(builder.initial_counts(), dtype=np.int64)
+        load = np.zeros(problem.num_containers, dtype=np.int64)
+        np.add.at(load, builder.var_cont, initial * sizes)
+        for c in np.flatnonzero(load > cap):
+            held = np.flatnonzero((builder.var_cont == c) & (initial > 0))
+            excess = int(load[c] - cap[c])
+            count = 0
+            for j in held[np.argsort(-sizes[held], kind="stable")]:
+                if sizes[j] <= 0:
+                    break
+                take = min(int(initial[j]), math.ceil(excess / int(sizes[j])))
+                count += take
+                excess -= take * int(sizes[j])
+                if excess <= 0:
+                    break
+            shed[c] = max(shed[c], count if excess <= 0 else int(initial[held].sum()))
+    return shed
+
+
+def add_move_cuts(builder: ModelBuilder, caps: dict[str, np.ndarray]) -> int:
+    """Objects staying in a container <= its initial count minus what it must shed; only when
+    stays at the container level are built (a spec reads moves). Returns the total shed."""
+    stays = builder.built_stays(builder.problem.container_scope)
+    if stays is None:
+        return 0
+    shed = shed_counts(builder, caps)
+    groups = item_groups(builder.problem.container_scope)
+    by_group: dict[int, list[object]] = {}
+    initial_by_group: dict[int, int] = {}
+    for (_, group), (expr, count) in stays.items():
+        by_group.setdefault(group, []).append(expr)
+        initial_by_group[group] = initial_by_group.get(group, 0) + count
+    for c in np.flatnonzero(shed > 0):
+        group = int(groups[c])
+        builder.cp.add(sum(by_group[group]) <= initial_by_group[group] - int(shed[c]))
+    return int(shed.sum())
+
+
+def repair(builder: ModelBuilder, caps: dict[str, np.ndarray],
+           partial: bool = False) -> list[int] | None:
+    """Counts from the initial assignment: each container over a cap sheds its largest
+    objects until under every cap, then the shed objects go, largest first, to the allowed
+    container with the least room left that fits them in every dimension (ejecting smaller
+    objects to make room). None when some object finds no room (or nothing needs to move).
+    ``partial``: without ejections, objects that find no room go back where they were, so
+    the caps hold except where they came back (the initial assignment's hard rules keep
+    holding when the caps are tighter than they are)."""
+    if not caps:
+        return None
+    counts = np.asarray(builder.initial_counts(), dtype=np.int64)
+    upper = builder.count_upper
+    m = builder.problem.num_containers
+    sizes = {dim: builder.var_values(dim) for dim in caps}
+    dims = list(caps)
+    primary = dims[0]
+    load = {}
+    for dim in dims:
+        load[dim] = np.zeros(m, dtype=np.int64)
+        np.add.at(load[dim], builder.var_cont, counts * sizes[dim])
+    over = np.zeros(m, dtype=bool)
+    for dim in dims:
+        over |= load[dim] > caps[dim]
+    if not over.any():
+        return None
+    waiting: dict[int, int] = {}  # object class -> how many to place
+    origins: dict[int, list[tuple[int, int]]] = {}  # object class -> (variable, count) shed
+    order = np.argsort(builder.var_cont, kind="stable")
+    by_container = np.split(order, np.searchsorted(builder.var_cont[order], np.arange(1, m)))
+    for c in np.flatnonzero(over):
+        held = by_container[c][counts[by_container[c]] > 0]
+        while True:
+            excess = {d: int(load[d][c] - caps[d][c]) for d in dims if load[d][c] > caps[d][c]}
+            if not excess:
+                break
+            worst = max(excess, key=lambda d: excess[d] / max(1, int(caps[d][c])))
+            live = held[counts[held] > 0]
+            if len(live) == 0:
+                return None
+            j = live[np.argmax(sizes[worst][live])]
+            if sizes[worst][j] <= 0:
+                return None
+            take = min(int(counts[j]), math.ceil(excess[worst] / int(sizes[worst][j])))
+            counts[j] -= take
+            for d in dims:
+                load[d][c] -= take * sizes[d][j]
+            k = int(builder.var_class[j])
+            waiting[k] = waiting.get(k, 0) + take
+            origins.setdefault(k, []).append((int(j), take))
+
+    def class_size(k: int) -> int:
+        return max((int(sizes[primary][j]) for j in builder.class_vars[k]), default=0)
+
+    queue = [(-class_size(k), k) for k in waiting]
+    heapq.heapify(queue)
+    ejections = 0
+    while queue:
+        _, k = heapq.heappop(queue)
+        left = waiting.pop(k, 0)
+        choices = np.asarray(builder.class_vars[k], dtype=np.int64)
+        while left > 0:
+            cont = builder.var_cont[choices]
+            fit = upper[choices] - counts[choices]
+            for d in dims:
+                w = sizes[d][choices]
+                room = caps[d][cont] - load[d][cont]
+                fit = np.minimum(fit, np.where(w > 0, room // np.maximum(w, 1), left))
+            fitting = np.flatnonzero(fit > 0)
+            if len(fitting) == 0 and partial:
+                while left > 0:  # back where they came from
+                    j, count = origins[k].pop()
+                    back = min(left, count)
+                    counts[j] += back
+                    for d in dims:
+                        load[d][builder.var_cont[j]] += back * sizes[d][j]
+                    left -= back
+                    if count > back:
+                        origins[k].append((j, count - back))
+                break
+            if len(fitting) == 0:
+                # no room anywhere: make room for one object by ejecting smaller ones
+                # (placed later, they pack more easily); each ejection may cost a move
+                if ejections >= EJECTION_LIMIT * len(counts):
+                    return None
+                ejected = _make_room(builder, counts, upper, load, caps, sizes, choices,
+                                     by_container)
+                if ejected is None:
+                    return None
+                for j, count in ejected:
+                    kj = int(builder.var_class[j])
+                    if kj not in waiting:
+                        heapq.heappush(queue, (-class_size(kj), kj))
+                    waiting[kj] = waiting.get(kj, 0) + count
+                    ejections += count
+                continue
+            room = (caps[primary][cont] - load[primary][cont])[fitting]
+            pick = fitting[np.argmin(room)]
+            j = int(choices[pick])
+            take = min(left, int(fit[pick]))
+            counts[j] += take
+            for d in dims:
+                load[d][builder.var_cont[j]] += take * sizes[d][j]
+            left -= take
+    if partial:
+        _top_off(builder, counts, upper, load, caps, sizes, by_container)
+    return counts.tolist()
+
+
+def _top_off(builder: ModelBuilder, counts: np.ndarray, upper: np.ndarray,
+             load: dict[str, np.ndarray], caps: dict[str, np.ndarray],
+             sizes: dict[str, np.ndarray], by_container: list[np.ndarray]) -> None:
+    """After a partial repair: move single objects out of containers still over a cap into
+    the container with the least room that takes them, largest objects first, while any
+    fits (each such move lowers the excess)."""
+    dims = list(caps)
+    primary = dims[0]
+    over = np.zeros(len(load[primary]), dtype=bool)
+    for d in dims:
+        over |= load[d] > caps[d]
+    for c in np.flatnonzero(over):
+        held = by_container[c]
+        for j in held[np.argsort(-sizes[primary][held], kind="stable")]:
+            k = int(builder.var_class[j])
+            choices = np.asarray([v for v in builder.class_vars[k] if v != j], dtype=np.int64)
+            while counts[j] > 0 and any(load[d][c] > caps[d][c] for d in dims):
+                if len(choices) == 0:
+                    break
+                cont = builder.var_cont[choices]
+                fits = upper[choices] > counts[choices]
+                for d in dims:
+                    fits &= caps[d][cont] - load[d][cont] >= sizes[d][choices]
+                fitting = np.flatnonzero(fits)
+                if len(fitting) == 0:
+                    break
+                room = (caps[primary][cont] - load[primary][cont])[fitting]
+                target = int(choices[fitting[np.argmin(room)]])
+                counts[j] -= 1
+                counts[target] += 1
+                for d in dims:
+                    load[d][c] -= sizes[d][j]
+                    load[d][builder.var_cont[target]] += sizes[d][target]
+
+
+EJECTION_LIMIT = 1  # ejections allowed per count variable, to bound the repair's work
+EJECTION_CANDIDATES = 100  # containers (most room first) tried when making room
+
+
+def _make_room(builder: ModelBuilder, counts: np.ndarray, upper: np.ndarray,
+               load: dict[str, np.ndarray], caps: dict[str, np.ndarray],
+               sizes: dict[str, np.ndarray], choices: np.ndarray,
+               by_container: list[np.ndarray]) -> list[tuple[int, int]] | None:
+    """Empty enough of one allowed container (for the class of ``choices``) for one object:
+    eject objects smaller in every dimension, largest first, from the container that needs
+    the fewest ejections. Updates counts and loads; returns (variable, count) ejected."""
+    dims = list(caps)
+    best: tuple[int, int, list[tuple[int, int]]] | None = None
+    open_choices = choices[upper[choices] > counts[choices]]
+    cont = builder.var_cont[open_choices]
+    room = caps[dims[0]][cont] - load[dims[0]][cont]
+    # the containers with the most room left need the fewest ejections: try only those
+    for j in open_choices[np.argsort(-room, kind="stable")[:EJECTION_CANDIDATES]]:
+        c = int(builder.var_cont[j])
+        need = {d: int(sizes[d][j] - (caps[d][c] - load[d][c])) for d in dims}
+        held = by_container[c][counts[by_container[c]] > 0]
+        smaller = held[np.all([sizes[d][held] <= sizes[d][j] for d in dims], axis=0)
+                       & (sizes[dims[0]][held] < sizes[dims[0]][j])]
+        taken: list[tuple[int, int]] = []
+        primary = dims[0]
+        for h in smaller[np.argsort(-sizes[primary][smaller], kind="stable")]:
+            if all(need[d] <= 0 for d in dims):
+                break
+            worst = max(dims, key=lambda d: need[d])
+            if sizes[worst][h] <= 0:
+                continue
+            count = min(int(counts[h]), math.ceil(need[worst] / int(sizes[worst][h])))
+            taken.append((int(h), count))
+            for d in dims:
+                need[d] -= count * int(sizes[d][h])
+        if all(need[d] <= 0 for d in dims):
+            total = sum(count for _, count in taken)
+            if best is None or total < best[0]:
+                best = (total, c, taken)
+    if best is None:
+        return None
+    for h, count in best[2]:
+        counts[h] -= count
+        for d in dims:
+            load[d][best[1]] -= count * sizes[d][h]
+    return best[2]

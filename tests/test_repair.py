@@ -1,0 +1,104 @@
+"""Load limits read back from presolve, the move cuts they imply and the greedy repair:
+limits hold for every feasible assignment (enumerated), cuts never exceed the moves an
+optimal assignment makes, and the repair returns what it promises."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from randomized import all_assignments, random_scenario
+
+from cpsat_rebalancer import evaluate, parse_scenario
+from cpsat_rebalancer.cpsat.driver import compile_model, solve_model
+from cpsat_rebalancer.cpsat.linear import lin_sum
+from cpsat_rebalancer.cpsat.repair import load_caps, repair, shed_counts
+from cpsat_rebalancer.generators import balance_instance
+from cpsat_rebalancer.scenario import SolverOptions
+
+
+def loads_of(builder, assignment: np.ndarray, dim: str) -> np.ndarray:
+    """Loads in the model's container order (interchangeable containers sorted)."""
+    load = np.zeros(builder.problem.num_containers, dtype=np.int64)
+    np.add.at(load, builder.canonical(assignment), builder.scale(dim).values.astype(np.int64))
+    return load
+
+
+def with_movement(seed: int) -> dict:
+    data = random_scenario(seed, max_objects=5)
+    data["goals"].append({"spec": {"minimizeMovementSpec": {"name": "moves"}}})
+    return data
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_limits_hold_for_every_feasible_assignment(seed: int) -> None:
+    scenario = parse_scenario(with_movement(seed))
+    problem, model = scenario.problem, scenario.model
+    builder, buckets = compile_model(problem, model)
+    caps = load_caps(builder)
+    feasible = [a for a in all_assignments(scenario) if evaluate(problem, model, a).feasible]
+    if caps is None:  # presolve proved the hard rules infeasible
+        assert not feasible
+        return
+    for assignment in feasible:
+        for dim, cap in caps.items():
+            assert (loads_of(builder, assignment, dim) <= cap).all(), f"seed {seed} {dim}"
+    if not feasible or not buckets:
+        return
+    # with the first bucket held at its optimum, the limits still hold for every optimum
+    position, bucket = next(iter(buckets.items()))
+    form = builder.integerize(lin_sum(bucket.terms))
+    values = [evaluate(problem, model, a).positions.get(position, 0.0) for a in feasible]
+    best = min(values)
+    optimal = [a for a, v in zip(feasible, values) if v <= best + 1e-9]
+    level = int(np.floor(float(best) * float(form.factor) + 1e-6)) if form.error == 0 else None
+    if level is None:
+        return
+    target = load_caps(builder, (form.expr, level))
+    assert target is not None, f"seed {seed}: the optimum's level was declared infeasible"
+    for assignment in optimal:
+        for dim, cap in target.items():
+            assert (loads_of(builder, assignment, dim) <= cap).all(), f"seed {seed} {dim}"
+        moved_out = np.bincount(problem.initial[assignment != problem.initial],
+                                minlength=problem.num_containers)
+        assert (shed_counts(builder, target) <= moved_out).all(), f"seed {seed}"
+
+
+def test_capacity_limits_are_the_capacities() -> None:
+    data = balance_instance(60, 6, "LINEAR", seed=3)
+    scenario = parse_scenario(data)
+    builder, _ = compile_model(scenario.problem, scenario.model)
+    caps = load_caps(builder)
+    capacity = np.asarray([data["containerDimensions"]["cpu"][c]
+                           for c in scenario.problem.containers])
+    factor = builder.scale("cpu").factor
+    assert (caps["cpu"] == np.floor(capacity * factor).astype(np.int64)).all()
+
+
+def test_repair_reaches_a_balanced_assignment_with_few_moves() -> None:
+    """Seed 0 can be balanced perfectly (value 0, the form's lowest), so the limits at that
+    level describe reachable assignments; the repair must find one."""
+    scenario = parse_scenario(balance_instance(400, 20, "LINEAR", seed=0))
+    problem, model = scenario.problem, scenario.model
+    builder, buckets = compile_model(problem, model)
+    form = builder.integerize(lin_sum(buckets[0].terms))
+    target = load_caps(builder, (form.expr, form.lo))
+    counts = repair(builder, target)
+    assert counts is not None
+    assignment = builder.decode(counts)
+    evaluation = evaluate(problem, model, assignment)
+    assert evaluation.feasible
+    assert evaluation.positions[0] == pytest.approx(form.lo / float(form.factor), abs=1e-12)
+    for dim, cap in target.items():
+        assert (loads_of(builder, assignment, dim) <= cap).all()
+    moves = int((assignment != problem.initial).sum())
+    assert shed_counts(builder, target).sum() <= moves < problem.num_objects // 2
+
+
+def test_the_chain_returns_the_same_optimum_with_and_without_accelerators() -> None:
+    for seed in range(8):
+        scenario = parse_scenario(balance_instance(24, 4, "LINEAR", seed=seed))
+        options = SolverOptions(workers=1, seed=0)
+        fast = solve_model(scenario.problem, scenario.model, options)
+        plain = solve_model(scenario.problem, scenario.model, options, accelerate=False)
+        assert fast.status == plain.status == "OPTIMAL"
+        assert fast.final_evaluation.tuple() == pytest.approx(plain.final_evaluation.tuple())
