@@ -42,6 +42,7 @@ class Bucket:
     position: int
     terms: list[Lin] = field(default_factory=list)
     leximin: list[Lin] | None = None  # set when an IDEAL goal is alone in this bucket
+    scalar: list[Lin] = field(default_factory=list)  # its scalar value, to polish levels
     error: float = 0.0
 
 
@@ -201,6 +202,8 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
         if entry.position in leximin_positions:
             with where(f"goals[{index}].spec.{entry.spec.arm}"):
                 target.leximin = entry.spec.compile_leximin(builder)
+                if accelerate and guards is None:
+                    target.scalar.append(entry.spec.compile_goal(builder).value)
             continue
         before = dict(builder.errors)
         with where(f"goals[{index}].spec.{entry.spec.arm}"):
@@ -881,9 +884,11 @@ def _solve_leximin(chain: Chain, bucket: Bucket, budget: float | None) -> Bucket
     levels = 0
     objective = bound = None
     deadline = None if budget is None else time.monotonic() + budget
-    for k in range(1, n + 1):  # the first levels decide most: each may use all time left
-        share = None if deadline is None else deadline - time.monotonic()
-        if share is not None and share <= 0:
+    for k in range(1, n + 1):  # the first levels decide most
+        # each may use all time left, or half of it when a polish can follow
+        share = None if deadline is None else (deadline - time.monotonic()) * (
+            LEVEL_SHARE if bucket.scalar else 1.0)
+        if share is not None and share <= 0.05:
             worst = FEASIBLE
             break
         t = builder.cp.new_int_var(lo, hi, f"top{k}_threshold")
@@ -905,6 +910,8 @@ def _solve_leximin(chain: Chain, bucket: Bucket, budget: float | None) -> Bucket
         if status != cp_model.OPTIMAL:
             worst = FEASIBLE
             break
+    if worst == FEASIBLE and bucket.scalar and chain.values is not None and deadline:
+        _polish_leximin(chain, bucket, deadline - time.monotonic())
     report = _report(bucket.position, cp_model.OPTIMAL if worst == OPTIMAL else
                      cp_model.FEASIBLE, None, None, bucket.error)
     report.status = worst
@@ -913,6 +920,36 @@ def _solve_leximin(chain: Chain, bucket: Bucket, budget: float | None) -> Bucket
     report.leximin_level_value = objective
     report.leximin_level_bound = bound
     return report
+
+
+LEVEL_SHARE = 0.5  # of the time left, what an unproven leximin level may take
+
+
+def _polish_leximin(chain: Chain, bucket: Bucket, budget: float) -> None:
+    """The levels below the last one reached are not proven: spend the time left on IDEAL's
+    scalar Σ a_i·u_i² (which spreads load the same way), with the levels reached held, and
+    keep the result only if its sorted vector is lexicographically smaller (evaluator)."""
+    if budget <= 0.05:
+        return
+    builder = chain.builder
+    problem, model = builder.problem, chain.model
+    before = chain.values
+    held = evaluate(problem, model, chain.decode()).leximin[bucket.position]
+    form = builder.integerize(lin_sum(bucket.scalar))
+    status, _ = chain.solve(form.expr, budget)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        chain.values = before
+        return
+    found = evaluate(problem, model, chain.decode()).leximin[bucket.position]
+    if not _leximin_smaller(found, held):
+        chain.values = before
+
+
+def _leximin_smaller(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    for x, y in zip(a, b):
+        if abs(x - y) > 1e-12 * max(1.0, abs(y)):
+            return x < y
+    return False
 
 
 def check_result(evaluation: Evaluation, reports: list[BucketReport]) -> None:

@@ -445,9 +445,13 @@ class ModelBuilder:
                 for c, count in home.items():
                     initial[int(groups[c])] = initial.get(int(groups[c]), 0) + count
                 size = len(self.classes.members[k])
+                by_group: dict[int, list[int]] = {}
+                for j in self.class_vars[k]:
+                    by_group.setdefault(int(var_group[j]), []).append(j)
                 for group, count in initial.items():
-                    chosen = [j for j in self.class_vars[k] if var_group[j] == group]
-                    final = sum(self.count_vars[j] for j in chosen) if chosen else 0
+                    chosen = by_group.get(group, [])
+                    final = (self.count_vars[chosen[0]] if len(chosen) == 1 else
+                             sum(self.count_vars[j] for j in chosen) if chosen else 0)
                     if count >= size or not chosen:  # all of the class started here
                         stays[(k, group)] = (final, count)
                         continue
