@@ -102,3 +102,16 @@ def test_the_chain_returns_the_same_optimum_with_and_without_accelerators() -> N
         plain = solve_model(scenario.problem, scenario.model, options, accelerate=False)
         assert fast.status == plain.status == "OPTIMAL"
         assert fast.final_evaluation.tuple() == pytest.approx(plain.final_evaluation.tuple())
+
+
+def test_a_repair_at_the_move_cut_bound_is_proven_without_search() -> None:
+    """400x20 seed 0 balances perfectly; its repair moves exactly what the cuts say the hot
+    hosts must shed, so both positions are proven from the cuts, and the plain model
+    (no accelerators, CP-SAT's own proof) agrees on the optimum."""
+    scenario = parse_scenario(balance_instance(400, 20, "LINEAR", seed=0))
+    options = SolverOptions(time_limit=60, workers=2, seed=0)
+    fast = solve_model(scenario.problem, scenario.model, options)
+    plain = solve_model(scenario.problem, scenario.model, options, accelerate=False)
+    assert fast.status == plain.status == "OPTIMAL"
+    assert fast.final_evaluation.tuple() == plain.final_evaluation.tuple()
+    assert all(b.bound == b.compiled_objective for b in fast.buckets)

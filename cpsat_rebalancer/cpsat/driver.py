@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
-from ortools.sat.python import cp_model
+from ortools.sat.python import cp_model, cp_model_helper
 
 from ..errors import InputError, InternalError
 from ..evaluate import EvalContext, Evaluation, evaluate, split_policy
@@ -291,6 +291,7 @@ class Chain:
         self.values: list[int] | None = None  # last solution, one value per CP-SAT variable
         self.blend_floor: int | None = None  # proven minimum of weight·objective + moves
         self.start_value: int | None = None  # objective of the last start_from (if given)
+        self.moved_floor = 0  # a proven lower bound on the number of objects moved
         self.interrupted = False
 
     def moves_later(self, position: int) -> bool:
@@ -422,7 +423,7 @@ class Chain:
         return status
 
     def start_from(self, counts: list[int] | None = None, objective: object | None = None,
-                   ) -> bool:
+                   budget: float | None = None) -> bool:
         """Complete an assignment (the initial one by default) into values for every variable
         (a solve with the counts fixed, auxiliaries at their best for ``objective``), so the
         first search starts from a full, feasible hint: CP-SAT may otherwise spend its whole
@@ -437,9 +438,11 @@ class Chain:
         solver.parameters.fix_variables_to_their_hinted_value = True
         solver.parameters.num_workers = self.options.workers
         solver.parameters.random_seed = self.options.seed
-        remaining = self.remaining()
-        if remaining is not None:
-            solver.parameters.max_time_in_seconds = max(remaining / 4, 0.001)
+        limits = [t for t in (self.remaining(), budget) if t is not None]
+        if self.remaining() is not None:
+            limits.append(self.remaining() / 4)
+        if limits:
+            solver.parameters.max_time_in_seconds = max(min(limits), 0.001)
         if self._interruptible(solver) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.values = list(solver.response_proto.solution)
             if objective is not None:
@@ -590,6 +593,7 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
 TIE_BREAK_SHARE = 0.5  # the tie-break may take this share of the time spent before it
 PURE_SHARE = 0.6  # under a time limit, a bucket's search on its objective alone, before moves
 BLEND_SHARE = 0.6  # when a later goal counts moves: the blended search first, then the pure
+REPAIR_SHARE = 0.3  # of a bucket's share, at most, for the limits, cuts and greedy repairs
 
 
 def _moved(builder: ModelBuilder) -> object:
@@ -618,28 +622,42 @@ def _fewest_moves(chain: Chain, started: float) -> None:
         chain.values = before
 
 
-def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized) -> int | None:
+def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
+                    budget: float | None) -> int | None:
     """Before a bucket's search: cut moves by what each container must shed under the limits
     the model now implies, and hold the greedy repair of the initial assignment when it is
     feasible and no worse for this bucket than the assignment held: first repaired to the
     limits this bucket's lowest value would imply (a solution there is optimal), else to the
-    current ones. Returns the compiled objective of the repair held, if one was taken."""
+    current ones. Returns the compiled objective of the repair held, if one was taken.
+    Takes at most about ``budget`` seconds."""
     builder = chain.builder
-    caps = load_caps(builder, seconds=_presolve_seconds(chain), run=chain.run)
+    deadline = None if budget is None else time.monotonic() + budget
+
+    def left() -> float:
+        seconds = PRESOLVE_SECONDS if deadline is None else deadline - time.monotonic()
+        return max(0.0, min(seconds, PRESOLVE_SECONDS))
+
+    caps = load_caps(builder, seconds=left(), run=chain.run)
     if not caps:
         return None
-    add_move_cuts(builder, caps)
+    chain.moved_floor = max(chain.moved_floor, add_move_cuts(builder, caps))
     initial = builder.problem.initial
     held = None
     if chain.values is not None:
         current = chain.decode()
         held = (evaluate(builder.problem, chain.model, current).positions.get(
             bucket.position, 0.0), int((current != initial).sum()))
-    at_lowest = load_caps(builder, (form.expr, form.lo), _presolve_seconds(chain), chain.run)
-    # complete repairs first (to the lowest value's limits, then the current ones); then one
-    # that meets the lowest value's limits where it can
+    if left() <= 0.01:
+        return None
+    at_lowest = load_caps(builder, (form.expr, form.lo), left(), chain.run)
+    # complete repairs first (to the lowest value's limits, then the current ones), each
+    # with a third of the time left; then one that meets the lowest value's limits where it
+    # can (fast: no ejections)
     for limits, partial in ((at_lowest, False), (caps, False), (at_lowest, True)):
-        counts = repair(builder, limits, partial) if limits else None
+        if left() <= 0.01 and not partial:
+            continue
+        counts = repair(builder, limits, partial,
+                        None if partial else time.monotonic() + left() / 3) if limits else None
         if counts is None:
             continue
         assignment = builder.decode(counts)
@@ -648,15 +666,10 @@ def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized) -> int | No
         if held is not None and candidate > held:
             continue
         before = chain.values
-        if chain.start_from(builder.counts_of(assignment), form.expr):
+        if chain.start_from(builder.counts_of(assignment), form.expr, left()):
             return chain.start_value
         chain.values = before
     return None
-
-
-def _presolve_seconds(chain: Chain) -> float:
-    remaining = chain.remaining()
-    return PRESOLVE_SECONDS if remaining is None else min(PRESOLVE_SECONDS, remaining / 10)
 
 
 def _blended(chain: Chain, form: Integerized, incumbent: int | None,
@@ -743,13 +756,15 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
     repaired = None
     if builder.accelerate and bucket.terms:
         try:
-            repaired = _repaired_start(chain, bucket, form)
+            repaired = _repaired_start(chain, bucket, form,
+                                       None if budget is None else REPAIR_SHARE * budget)
         except KeyboardInterrupt:  # Ctrl-C outside a search: stop the chain the same way
             chain.interrupted = True
-    if repaired is not None and repaired <= form.lo:  # as low as the form goes: optimal
+    floor = max(form.lo, _implied_floor(builder, form, chain.moved_floor))
+    if repaired is not None and repaired <= floor:  # as low as the form can go: optimal
         return _freeze(chain, bucket, form, cp_model.OPTIMAL, repaired,
                        float(Fraction(repaired) / form.factor),
-                       float(Fraction(form.lo) / form.factor), error)
+                       float(Fraction(floor) / form.factor), error)
     most = builder.problem.num_objects
     weight = most + 1
     blend_fits = (form.hi - form.lo + 1) * weight < INT_LIMIT
@@ -758,8 +773,9 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
         # A later goal counts moves: search on weight·objective + moves from the start, so
         # that the solutions found stay near the initial assignment (a search on the
         # objective alone drifts far from it, and the movement bucket cannot walk back).
-        status, solver, incumbent, bound = _blended(chain, form, None, None if budget is None
-                                                    else BLEND_SHARE * budget)
+        status, solver, incumbent, bound = _blended(
+            chain, form, None,
+            None if budget is None else BLEND_SHARE * (budget - (time.monotonic() - t0)))
         if incumbent is not None:
             objective = float(Fraction(incumbent) / form.factor)
         if status == cp_model.FEASIBLE and budget is not None:
@@ -790,7 +806,39 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
         proven = math.inf if solver is None else solver.best_objective_bound
         if bound is None and math.isfinite(proven):
             bound = float(Fraction(min(incumbent, math.ceil(proven))) / form.factor)
+    if incumbent is not None and floor > form.lo:
+        implied = float(Fraction(floor) / form.factor)
+        bound = implied if bound is None else max(bound, implied)
     return _freeze(chain, bucket, form, status, incumbent, objective, bound, error)
+
+
+def _implied_floor(builder: ModelBuilder, form: Integerized, moved_floor: int) -> int:
+    """A lower bound on the form from the proven floor on moves, when the form is
+    a·moves + b with a > 0 (a movement bucket): CP-SAT's own bound comes from its LP, which
+    may not even finish on large models. The form's lowest value otherwise."""
+    moved = _moved(builder) if moved_floor > 0 else 0
+    if isinstance(form.expr, int) or isinstance(moved, int):
+        return form.lo
+    flat_form = cp_model_helper.FlatIntExpr(form.expr)
+    flat_moved = cp_model_helper.FlatIntExpr(moved)
+    by_var = {}
+    for var, coef in zip(flat_form.vars, flat_form.coeffs):
+        by_var[var.index] = by_var.get(var.index, 0) + coef
+    moved_by_var = {}
+    for var, coef in zip(flat_moved.vars, flat_moved.coeffs):
+        moved_by_var[var.index] = moved_by_var.get(var.index, 0) + coef
+    by_var = {v: c for v, c in by_var.items() if c}
+    moved_by_var = {v: c for v, c in moved_by_var.items() if c}
+    if not by_var or by_var.keys() != moved_by_var.keys():
+        return form.lo
+    ratios = {Fraction(c, moved_by_var[v]) for v, c in by_var.items()}
+    if len(ratios) != 1:
+        return form.lo
+    (ratio,) = ratios
+    if ratio <= 0:
+        return form.lo
+    offset = flat_form.offset - ratio * flat_moved.offset
+    return max(form.lo, math.ceil(ratio * moved_floor + offset))
 
 
 def _freeze(chain: Chain, bucket: Bucket, form: Integerized, status: int,
@@ -811,7 +859,9 @@ def _freeze(chain: Chain, bucket: Bucket, form: Integerized, status: int,
         builder.cp.add(form.expr <= incumbent + slack)
         error += float(Fraction(slack) / form.factor)
         if chain.blend_floor is not None:  # weight·objective + moves >= floor held for all
-            builder.cp.add(_moved(builder) >= chain.blend_floor - weight * (incumbent + slack))
+            floor = chain.blend_floor - weight * (incumbent + slack)
+            builder.cp.add(_moved(builder) >= floor)
+            chain.moved_floor = max(chain.moved_floor, floor)
     chain.blend_floor = None
     return _report(bucket.position, status, objective, bound, error)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -48,6 +49,7 @@ def load_caps(builder: ModelBuilder, target: tuple[object, int] | None = None,
     params.fill_tightened_domains_in_response = True
     params.keep_all_feasible_solutions_in_presolve = True  # domains valid for every solution
     params.presolve_substitution_level = 0  # keep the load variables themselves
+    params.cp_model_probing_level = 0  # bounds come from propagation; probing costs 3x
     params.num_workers = 1
     params.max_time_in_seconds = max(seconds, 0.01)
     params.catch_sigint_signal = False
@@ -108,18 +110,22 @@ def add_move_cuts(builder: ModelBuilder, caps: dict[str, np.ndarray]) -> int:
     for c in np.flatnonzero(shed > 0):
         group = int(groups[c])
         builder.cp.add(sum(by_group[group]) <= initial_by_group[group] - int(shed[c]))
+    if shed.any():  # and their sum, which bounds a moves objective without the LP
+        builder.cp.add(sum(expr for expr, _ in stays.values())
+                       <= sum(initial_by_group.values()) - int(shed.sum()))
     return int(shed.sum())
 
 
-def repair(builder: ModelBuilder, caps: dict[str, np.ndarray],
-           partial: bool = False) -> list[int] | None:
+def repair(builder: ModelBuilder, caps: dict[str, np.ndarray], partial: bool = False,
+           deadline: float | None = None) -> list[int] | None:
     """Counts from the initial assignment: each container over a cap sheds its largest
     objects until under every cap, then the shed objects go, largest first, to the allowed
     container with the least room left that fits them in every dimension (ejecting smaller
     objects to make room). None when some object finds no room (or nothing needs to move).
     ``partial``: without ejections, objects that find no room go back where they were, so
     the caps hold except where they came back (the initial assignment's hard rules keep
-    holding when the caps are tighter than they are)."""
+    holding when the caps are tighter than they are). A complete repair gives up (None) at
+    ``deadline`` (time.monotonic())."""
     if not caps:
         return None
     counts = np.asarray(builder.initial_counts(), dtype=np.int64)
@@ -194,7 +200,8 @@ def repair(builder: ModelBuilder, caps: dict[str, np.ndarray],
             if len(fitting) == 0:
                 # no room anywhere: make room for one object by ejecting smaller ones
                 # (placed later, they pack more easily); each ejection may cost a move
-                if ejections >= EJECTION_LIMIT * len(counts):
+                if ejections >= EJECTION_LIMIT * len(counts) or (
+                        deadline is not None and time.monotonic() > deadline):
                     return None
                 ejected = _make_room(builder, counts, upper, load, caps, sizes, choices,
                                      by_container)
