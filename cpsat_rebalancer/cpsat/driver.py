@@ -779,20 +779,29 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
         if incumbent is not None:
             objective = float(Fraction(incumbent) / form.factor)
         if status == cp_model.FEASIBLE and budget is not None:
-            # the rest of the share on the objective alone, for its bound
-            left = budget - (time.monotonic() - t0)
+            # then the objective alone, for its bound (and maybe a better value)
+            left = PURE_SHARE * (budget - (time.monotonic() - t0))
             builder.cp.add(form.expr <= incumbent)
             blended_values = chain.values
             again, solver_b = chain.solve(form.expr, left)
             better, _, bound_b = _bucket_values(again, solver_b, form.expr, form.factor)
             if better is not None:
                 bound = max(b for b in (bound, bound_b) if b is not None)
+                if again == cp_model.OPTIMAL:
+                    status = again
                 if better < incumbent:
                     solver, incumbent = solver_b, better
                     objective = float(Fraction(incumbent) / form.factor)
+                    # a better value found alone drifts: blended again for the rest
+                    left = budget - (time.monotonic() - t0)
+                    if left > 0.05:
+                        _, _, blended_better, _ = _blended(chain, form, incumbent, left)
+                        chain.blend_floor = None  # proven only for that value, not reported
+                        if blended_better is not None:
+                            incumbent = blended_better
+                            objective = float(Fraction(incumbent) / form.factor)
                 else:  # the same value: keep the blended solution, which moves fewer
                     chain.values = blended_values
-                status = again if better < incumbent or again == cp_model.OPTIMAL else status
     else:
         status, solver, incumbent, objective, bound = _pure_then_blended(
             chain, form, budget, t0, weight if blend_fits else None)
