@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InputError
+
 FLAVOURS = [(1, 2), (2, 4), (4, 8), (8, 16), (1, 4), (2, 8), (4, 16), (8, 32),
             (2, 2), (4, 4), (8, 8), (16, 16), (1, 1), (3, 6), (6, 12), (12, 24)]  # (cpu, mem)
 
@@ -21,7 +23,8 @@ def balance_instance(objects: int, containers: int, formula: str = "LINEAR",
     cpu = np.asarray([FLAVOURS[f][0] for f in flavour], dtype=float)
     mem = np.asarray([FLAVOURS[f][1] for f in flavour], dtype=float)
     big = rng.random(containers) < 0.3
-    unit = np.ceil(cpu.sum() / fill / (containers + big.sum()))
+    # every object fits in every host's 95% (on tiny instances the fill alone may not)
+    unit = max(np.ceil(cpu.sum() / fill / (containers + big.sum())), np.ceil(cpu.max() / 0.95))
     cpu_cap = np.where(big, 2 * unit, unit)
     mem_cap = 2 * cpu_cap * (mem.sum() / cpu.sum())
     # skewed: hosts are filled in a random order, the first ones up to 95%
@@ -340,3 +343,211 @@ def drain_cluster(hosts: int = 500, seed: int = 0, fill: float = 0.55,
         "containerDimensions": {"cpu": dict.fromkeys(names, cap_cpu),
                                 "mem": dict.fromkeys(names, cap_mem)},
     }
+
+
+# --------------------------------------------------------------------------- scale families
+
+SCALE_FAMILIES = ("linear", "squares", "max", "ideal", "drain", "racks", "million")
+DRAIN_SHARE = 0.05  # of the hosts, at least one
+MILLION_FLAVOURS = np.asarray([(cpu, cpu * ratio) for cpu in range(1, 21)
+                               for ratio in range(1, 11)])  # 200 distinct (cpu, mem)
+
+
+def scale_instance(family: str, objects: int, containers: int, seed: int = 0) -> dict[str, Any]:
+    """One instance of a scale benchmark family (issue #8), deterministic in ``seed``:
+
+    * ``linear``, ``squares``, ``max``, ``ideal``: :func:`balance_instance` with that formula;
+    * ``drain``: about 5% of the loaded hosts (at least one) to empty, a ToFree goal (objects
+      left on them) at position 0, UtilIncreaseCost of cpu with ``squares`` at position 1,
+      HARD cpu Capacity; the drained hosts are chosen so that a packing of their objects
+      into the others' free room exists (:func:`drain_plan` rebuilds it);
+    * ``racks``: hosts in racks of 10-20 (a short last rack joins the one before; two racks
+      below 20 hosts), rack capacity the sum of its hosts'; Balance LINEAR of cpu per rack
+      at 0, per host at 1, MinimizeMovement at 2, HARD cpu Capacity;
+    * ``million``: the ``linear`` model on objects from at most 200 (cpu, mem) flavours,
+      generated with numpy so that 1,000,000 objects take seconds.
+    """
+    for name, value in (("objects", objects), ("containers", containers)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(name, "expected a positive integer", value)
+    key = family.lower() if isinstance(family, str) else family
+    if key in ("linear", "squares", "max", "ideal"):
+        return balance_instance(objects, containers, key.upper(), seed)
+    builders = {"drain": _drain_instance, "racks": _racks_instance,
+                "million": _million_instance}
+    if key not in builders:
+        raise InputError("family", "unknown scale family (expected one of "
+                         + ", ".join(SCALE_FAMILIES) + ")", family)
+    return builders[key](objects, containers, np.random.default_rng(seed))
+
+
+def _cluster(rng: np.random.Generator, objects: int, containers: int, flavours: np.ndarray,
+             fill: float = 0.6) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                         np.ndarray]:
+    """(cpu, mem, cpu capacity, mem capacity, initial host) of a cluster like
+    :func:`balance_instance`'s, built with numpy: flavoured objects, 30% of hosts of twice
+    the capacity, hosts filled one after the other (in a random order) up to 95% of cpu."""
+    pick = rng.integers(0, len(flavours), size=objects)
+    cpu = flavours[pick, 0].astype(float)
+    mem = flavours[pick, 1].astype(float)
+    big = rng.random(containers) < 0.3
+    # every object must fit in every host's 95%, whatever the fill
+    unit = max(np.ceil(cpu.sum() / fill / (containers + big.sum())), np.ceil(cpu.max() / 0.95))
+    cpu_cap = np.where(big, 2 * unit, unit)
+    mem_cap = np.ceil(2 * cpu_cap * (mem.sum() / cpu.sum()))
+    host = np.full(objects, -1)
+    order = rng.permutation(objects)
+    ends = np.cumsum(cpu[order])
+    start, base = 0, 0.0
+    for c in rng.permutation(containers):  # next fit: integral sizes, so the sums are exact
+        stop = int(np.searchsorted(ends, base + 0.95 * cpu_cap[c], side="right"))
+        if stop > start:
+            host[order[start:stop]] = c
+            base, start = ends[stop - 1], stop
+    load = np.bincount(host[host >= 0], cpu[host >= 0], containers)
+    for o in order[start:]:  # left over by next fit: where the most room is
+        c = int(np.argmax(cpu_cap - load))
+        if load[c] + cpu[o] > cpu_cap[c]:
+            raise InputError("objects", f"too many objects for {containers} containers at "
+                             f"fill {fill}", objects)
+        host[o] = c
+        load[c] += cpu[o]
+    return cpu, mem, cpu_cap, mem_cap, host
+
+
+def _names(prefix: str, count: int) -> list[str]:
+    return [f"{prefix}{k}" for k in range(count)]
+
+
+def _scenario(name: str, cpu: np.ndarray, mem: np.ndarray, cpu_cap: np.ndarray,
+              mem_cap: np.ndarray, host: np.ndarray) -> dict[str, Any]:
+    """The universe part of a scenario dict (objects ``task<k>``, hosts ``host<c>``)."""
+    tasks = _names("task", len(cpu))
+    hosts = _names("host", len(cpu_cap))
+    by_host = np.argsort(host, kind="stable")
+    cuts = np.cumsum(np.bincount(host, minlength=len(hosts)))[:-1]
+    assignment = {h: [tasks[o] for o in group.tolist()]
+                  for h, group in zip(hosts, np.split(by_host, cuts))}
+    return {
+        "name": name, "objectName": "task", "containerName": "host",
+        "assignment": assignment,
+        "objectDimensions": {"cpu": dict(zip(tasks, cpu.tolist())),
+                             "mem": dict(zip(tasks, mem.tolist()))},
+        "containerDimensions": {"cpu": dict(zip(hosts, cpu_cap.tolist())),
+                                "mem": dict(zip(hosts, mem_cap.tolist()))},
+    }
+
+
+def _cpu_capacity() -> list[dict[str, Any]]:
+    """The HARD cpu Capacity of every family (the wheel needs its explicit scope)."""
+    return [{"spec": {"capacitySpec": {"name": "cpu_capacity", "scope": "host",
+                                       "dimension": "cpu"}}, "policy": "HARD"}]
+
+
+def _pack_out(cpu: np.ndarray, host: np.ndarray, cpu_cap: np.ndarray,
+              drained: list[int]) -> np.ndarray | None:
+    """A final host per object that empties ``drained``, moving only their objects (largest
+    first, each into the first other host with room), or None when this packing fails."""
+    room = cpu_cap - np.bincount(host, cpu, len(cpu_cap))
+    room[drained] = -np.inf
+    final = host.copy()
+    moving = np.flatnonzero(np.isin(host, drained))
+    for o in moving[np.argsort(-cpu[moving], kind="stable")]:
+        fits = room >= cpu[o]
+        if not fits.any():
+            return None
+        c = int(np.argmax(fits))
+        final[o] = c
+        room[c] -= cpu[o]
+    return final
+
+
+def _drain_instance(objects: int, containers: int, rng: np.random.Generator) -> dict[str, Any]:
+    cpu, mem, cpu_cap, mem_cap, host = _cluster(rng, objects, containers, np.asarray(FLAVOURS))
+    wanted = max(1, round(DRAIN_SHARE * containers))
+    load = np.bincount(host, cpu, containers)
+    candidates = np.concatenate([rng.permutation(np.flatnonzero(load > 0)),
+                                 np.flatnonzero(load == 0)])
+    drained: list[int] = []
+    for c in candidates.tolist():  # an empty host always drains, so at least one is chosen
+        if len(drained) == wanted:
+            break
+        if _pack_out(cpu, host, cpu_cap, drained + [c]) is not None:
+            drained.append(c)
+    data = _scenario(f"drain_{objects}x{containers}", cpu, mem, cpu_cap, mem_cap, host)
+    data["goals"] = [
+        {"spec": {"toFreeSpec": {"name": "drain", "containers": [f"host{c}" for c in drained]}}},
+        {"boundary": True},
+        {"spec": {"utilIncreaseCostSpec": {"name": "fill_cost", "scope": "host",
+                                           "dimension": "cpu", "squares": True}}},
+    ]
+    data["constraints"] = _cpu_capacity()
+    return data
+
+
+def drain_plan(data: dict[str, Any]) -> dict[str, list[str]] | None:
+    """For a ``drain`` instance: an assignment that empties the hosts of its ToFree goal and
+    keeps every host's cpu within capacity (the packing the generator checked), or None."""
+    hosts = list(data["assignment"])
+    where = {o: c for c, objs in enumerate(data["assignment"].values()) for o in objs}
+    tasks = list(where)
+    cpu = np.asarray([data["objectDimensions"]["cpu"][o] for o in tasks], dtype=float)
+    cap = np.asarray([data["containerDimensions"]["cpu"][h] for h in hosts], dtype=float)
+    drain = next(g["spec"]["toFreeSpec"] for g in data["goals"]
+                 if "toFreeSpec" in g.get("spec", {}))
+    final = _pack_out(cpu, np.asarray([where[o] for o in tasks]), cap,
+                      [hosts.index(h) for h in drain["containers"]])
+    if final is None:
+        return None
+    plan: dict[str, list[str]] = {h: [] for h in hosts}
+    for o, c in zip(tasks, final.tolist()):
+        plan[hosts[c]].append(o)
+    return plan
+
+
+def _racks_instance(objects: int, containers: int, rng: np.random.Generator) -> dict[str, Any]:
+    cpu, mem, cpu_cap, mem_cap, host = _cluster(rng, objects, containers, np.asarray(FLAVOURS))
+    if containers < 20:
+        sizes = [containers] if containers < 2 else [containers // 2, containers - containers // 2]
+    else:
+        sizes = []
+        while sum(sizes) < containers:
+            sizes.append(int(rng.integers(10, 21)))
+        sizes[-1] -= sum(sizes) - containers
+        if sizes[-1] < 10 and len(sizes) > 1:  # a short last rack joins the one before
+            short = sizes.pop()
+            sizes[-1] += short
+    rack = np.repeat(np.arange(len(sizes)), sizes)[rng.permutation(containers)]
+    data = _scenario(f"racks_{objects}x{containers}", cpu, mem, cpu_cap, mem_cap, host)
+    racks = _names("rack", len(sizes))
+    data["scopes"] = {"rack": {f"host{c}": racks[r] for c, r in enumerate(rack.tolist())}}
+    data["scopeDimensions"] = {"rack": {
+        "cpu": dict(zip(racks, np.bincount(rack, cpu_cap, len(racks)).tolist())),
+        "mem": dict(zip(racks, np.bincount(rack, mem_cap, len(racks)).tolist()))}}
+    data["goals"] = [
+        {"spec": {"balanceSpec": {"name": "balance_racks", "scope": "rack",
+                                  "dimension": "cpu", "formula": "LINEAR"}}},
+        {"boundary": True},
+        {"spec": {"balanceSpec": {"name": "balance_hosts", "scope": "host",
+                                  "dimension": "cpu", "formula": "LINEAR"}}},
+        {"boundary": True},
+        {"spec": {"minimizeMovementSpec": {"name": "moves", "scope": "host",
+                                           "doNotNormalize": True}}},
+    ]
+    data["constraints"] = _cpu_capacity()
+    return data
+
+
+def _million_instance(objects: int, containers: int,
+                      rng: np.random.Generator) -> dict[str, Any]:
+    cpu, mem, cpu_cap, mem_cap, host = _cluster(rng, objects, containers, MILLION_FLAVOURS)
+    data = _scenario(f"million_{objects}x{containers}", cpu, mem, cpu_cap, mem_cap, host)
+    data["goals"] = [
+        {"spec": {"balanceSpec": {"name": "balance_cpu", "scope": "host", "dimension": "cpu",
+                                  "formula": "LINEAR"}}},
+        {"boundary": True},
+        {"spec": {"minimizeMovementSpec": {"name": "moves", "scope": "host",
+                                           "doNotNormalize": True}}},
+    ]
+    data["constraints"] = _cpu_capacity()
+    return data
