@@ -31,7 +31,7 @@ from ..scenario import ConstraintEntry, Model, SolverOptions
 from ..specs.common import Restrictions
 from .linear import Lin, lin_sum
 from .model import INT_LIMIT, Integerized, ModelBuilder
-from .repair import PRESOLVE_SECONDS, add_move_cuts, load_caps, repair
+from .repair import PRESOLVE_SECONDS, add_move_cuts, leximin_descent, load_caps, repair
 from .symmetry import interchangeable_containers, order_key_dimension
 
 CHECK_TOLERANCE = 1e-7  # slack of the independent result check beyond the stated error
@@ -310,13 +310,14 @@ class Chain:
     def hint(self, counts: list[int] | None = None) -> None:
         cp = self.builder.cp
         cp.clear_hints()
+        hint = cp.proto.solution_hint  # filled in bulk: add_hint per variable is slow
         if self.values is None or counts is not None:
             counts = counts if counts is not None else self.builder.initial_counts()
-            for var, value in zip(self.builder.count_vars, counts):
-                cp.add_hint(var, value)
+            hint.vars.extend([var.Index() for var in self.builder.count_vars])
+            hint.values.extend([int(value) for value in counts])
             return
-        for index, value in enumerate(self.values):
-            cp.add_hint(cp.get_int_var_from_proto_index(index), value)
+        hint.vars.extend(range(len(self.values)))
+        hint.values.extend(self.values)
 
     def solve(self, objective: object | None,
               budget: float | None = None) -> tuple[int, cp_model.CpSolver]:
@@ -593,7 +594,7 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
 TIE_BREAK_SHARE = 0.5  # the tie-break may take this share of the time spent before it
 PURE_SHARE = 0.6  # under a time limit, a bucket's search on its objective alone, before moves
 BLEND_SHARE = 0.6  # when a later goal counts moves: the blended search first, then the pure
-REPAIR_SHARE = 0.3  # of a bucket's share, at most, for the limits, cuts and greedy repairs
+REPAIR_SHARE = 0.4  # of a bucket's share, at most, for the limits, cuts and greedy repairs
 
 
 def _moved(builder: ModelBuilder) -> object:
@@ -650,14 +651,16 @@ def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
     if left() <= 0.01:
         return None
     at_lowest = load_caps(builder, (form.expr, form.lo), left(), chain.run)
-    # complete repairs first (to the lowest value's limits, then the current ones), each
-    # with a third of the time left; then one that meets the lowest value's limits where it
-    # can (fast: no ejections)
-    for limits, partial in ((at_lowest, False), (caps, False), (at_lowest, True)):
+    # complete repairs first (to the lowest value's limits with most of the time left, then
+    # to the current ones); then one that meets the lowest value's limits where it can
+    # (fast: no ejections)
+    for limits, partial, share in ((at_lowest, False, 0.7), (caps, False, 0.5),
+                                   (at_lowest, True, 1.0)):
         if left() <= 0.01 and not partial:
             continue
         counts = repair(builder, limits, partial,
-                        None if partial else time.monotonic() + left() / 3) if limits else None
+                        None if partial else time.monotonic() + share * left()
+                        ) if limits else None
         if counts is None:
             continue
         assignment = builder.decode(counts)
@@ -969,8 +972,10 @@ def _solve_leximin(chain: Chain, bucket: Bucket, budget: float | None) -> Bucket
         if status != cp_model.OPTIMAL:
             worst = FEASIBLE
             break
-    if worst == FEASIBLE and bucket.scalar and chain.values is not None and deadline:
-        _polish_leximin(chain, bucket, deadline - time.monotonic())
+    if worst == FEASIBLE and chain.values is not None and deadline and builder.accelerate:
+        _descend_leximin(chain, bucket, deadline)
+        if bucket.scalar:
+            _polish_leximin(chain, bucket, deadline - time.monotonic())
     report = _report(bucket.position, cp_model.OPTIMAL if worst == OPTIMAL else
                      cp_model.FEASIBLE, None, None, bucket.error)
     report.status = worst
@@ -982,6 +987,25 @@ def _solve_leximin(chain: Chain, bucket: Bucket, budget: float | None) -> Bucket
 
 
 LEVEL_SHARE = 0.5  # of the time left, what an unproven leximin level may take
+DESCENT_SHARE = 0.5  # of the time left after the levels, for the leximin descent
+
+
+def _descend_leximin(chain: Chain, bucket: Bucket, deadline: float) -> None:
+    """Single moves that lower the sorted vector (repair.leximin_descent) from the
+    assignment held, checked by CP-SAT against every held level before it is taken."""
+    builder = chain.builder
+    stop = time.monotonic() + DESCENT_SHARE * (deadline - time.monotonic())
+    caps = load_caps(builder, seconds=max(0.01, stop - time.monotonic()), run=chain.run)
+    if not caps:
+        return
+    counts = builder.counts_of(chain.decode())
+    found = leximin_descent(builder, bucket.leximin, counts, caps, stop)
+    if found is None:
+        return
+    before = chain.values
+    if not chain.start_from(builder.counts_of(builder.decode(found)), None,
+                            max(0.01, deadline - time.monotonic())):
+        chain.values = before
 
 
 def _polish_leximin(chain: Chain, bucket: Bucket, budget: float) -> None:

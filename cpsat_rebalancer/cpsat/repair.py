@@ -263,7 +263,7 @@ def _top_off(builder: ModelBuilder, counts: np.ndarray, upper: np.ndarray,
 
 
 EJECTION_LIMIT = 1  # ejections allowed per count variable, to bound the repair's work
-EJECTION_CANDIDATES = 100  # containers (most room first) tried when making room
+EJECTION_CANDIDATES = 24  # containers (most room first) tried when making room
 
 
 def _make_room(builder: ModelBuilder, counts: np.ndarray, upper: np.ndarray,
@@ -308,3 +308,80 @@ def _make_room(builder: ModelBuilder, counts: np.ndarray, upper: np.ndarray,
         for d in dims:
             load[d][best[1]] -= count * sizes[d][h]
     return best[2]
+
+
+def leximin_descent(builder: ModelBuilder, lins: list, counts: list[int],
+                    caps: dict[str, np.ndarray], deadline: float) -> list[int] | None:
+    """Single moves that make the sorted vector of relative utilizations (``lins``, one per
+    container, each a multiple of that container's load) lexicographically smaller: take an
+    object from the container at some rank (highest first) to one whose new utilization, like
+    the source's, stays below the source's old one. Only towards containers whose
+    coefficient is no larger (capacity no smaller): the pair's sum then does not grow, so no
+    sum of the k largest grows and every leximin level already held stays held. Respects
+    ``caps`` in every dimension. None when the forms are not plain container loads or when
+    no move helps."""
+    m = builder.problem.num_containers
+    place = {}
+    for dim, variables in builder.container_loads().items():
+        for c, variable in enumerate(variables):
+            place[variable.Index()] = (dim, c)
+    coef = np.full(m, np.nan)
+    dims = set()
+    for lin in lins:
+        live = [(a, c) for a, c in lin.terms.items() if c != 0]
+        if len(live) != 1 or lin.const != 0:
+            return None
+        atom, c = live[0]
+        expr = builder.atoms[atom].expr
+        where = place.get(expr.Index()) if hasattr(expr, "Index") else None
+        if where is None:
+            return None
+        dims.add(where[0])
+        coef[where[1]] = float(c)
+    if len(dims) != 1 or np.isnan(coef).any() or not all(d in caps for d in dims):
+        return None
+    (dim,) = dims
+    counts_now = np.asarray(counts, dtype=np.int64)
+    sizes = {d: builder.var_values(d) for d in caps}
+    load = {}
+    for d in caps:
+        load[d] = np.zeros(m, dtype=np.int64)
+        np.add.at(load[d], builder.var_cont, counts_now * sizes[d])
+    slots = {(int(k), int(c)): j for j, (k, c) in enumerate(zip(builder.var_class,
+                                                                  builder.var_cont))}
+    order = np.argsort(builder.var_cont, kind="stable")
+    by_container = np.split(order, np.searchsorted(builder.var_cont[order], np.arange(1, m)))
+    moved = False
+    while time.monotonic() < deadline:
+        rel = coef * load[dim]
+        improved = False
+        for a in np.argsort(-rel, kind="stable"):
+            top = rel[a]
+            held = by_container[a][counts_now[by_container[a]] > 0]
+            for j in held[np.argsort(-sizes[dim][held], kind="stable")]:
+                w = sizes[dim][j]
+                if w <= 0 or coef[a] * (load[dim][a] - w) >= top:
+                    continue
+                targets = (coef <= coef[a]) & (rel + coef * w < top)
+                targets[a] = False
+                for d in caps:
+                    targets &= load[d] + sizes[d][j] <= caps[d]
+                k = int(builder.var_class[j])
+                for b in np.flatnonzero(targets)[np.argsort(rel[targets], kind="stable")]:
+                    target = slots.get((k, int(b)))
+                    if target is None or counts_now[target] >= builder.count_upper[target]:
+                        continue
+                    counts_now[j] -= 1
+                    counts_now[target] += 1
+                    for d in caps:
+                        load[d][a] -= sizes[d][j]
+                        load[d][b] += sizes[d][target]
+                    improved = moved = True
+                    break
+                if improved:
+                    break
+            if improved:
+                break
+        if not improved:
+            break
+    return counts_now.tolist() if moved else None
