@@ -20,10 +20,12 @@ import yaml
 
 from cpsat_rebalancer.errors import InputError
 from cpsat_rebalancer.evaluate import evaluate
-from cpsat_rebalancer.scenario import parse_scenario
+from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
 from cpsat_rebalancer.studies import apply, counting_bound, load_study, parse_study, run_study
 from cpsat_rebalancer.studies.hints import first_fit
 from cpsat_rebalancer.studies.plots import plot_study
+from cpsat_rebalancer.studies.proofs import applicable, decide, lp_first_fit, lp_shares, witness
+from cpsat_rebalancer.studies.search import restricted_objects
 
 PYTHON = sys.executable
 
@@ -356,3 +358,142 @@ def test_parse_study_keeps_the_input(tmp_path):
     before = copy.deepcopy(data)
     parse_study(data, tmp_path / "study.yaml")
     assert data == before
+
+
+# ---------------------------------------------------------------- shortcut proofs
+
+
+def typed_scenario(rng: np.random.Generator, typed_hosts: int = 3) -> dict:
+    """Objects waiting on 'pending' with cpu and gpu; hosts of kind 'a' (cpu 8, gpu 2) and
+    'b' (cpu 6, gpu 1); objects marked ``only_a`` fit on 'a' hosts only (zero capacity of
+    that dimension on 'b'), as GPU-type rules do in the GPU study."""
+    objects = [f"o{i}" for i in range(int(rng.integers(3, 6)))]
+    cpu = {o: int(rng.integers(1, 6)) for o in objects}
+    gpu = {o: int(rng.integers(0, 2)) for o in objects}
+    only_a = {o: int(rng.random() < 0.4) for o in objects}
+    hosts = [f"a{i}" for i in range(typed_hosts)] + ["b0", "b1"]
+    dims = {"cpu": cpu, "gpu": gpu, "only_a": only_a}
+    caps = {"cpu": {h: 8 if h[0] == "a" else 6 for h in hosts},
+            "gpu": {h: 2 if h[0] == "a" else 1 for h in hosts},
+            "only_a": {h: 99 if h[0] == "a" else 0 for h in hosts}}
+    for dim, values in dims.items():
+        caps[dim]["pending"] = max(1, sum(values.values()))
+    return {
+        "objectName": "task", "containerName": "host",
+        "assignment": {"pending": objects, **{h: [] for h in hosts}},
+        "objectDimensions": dims, "containerDimensions": caps,
+        "scopes": {"kind": {h: h[0] for h in hosts}},
+        "goals": [{"spec": {"toFreeSpec": {"name": "pending", "containers": ["pending"]}}}],
+        "constraints": [{"spec": {"capacitySpec": {"name": f"{d}_cap", "dimension": d}},
+                         "policy": "HARD"} for d in dims],
+    }
+
+
+def brute_force_feasible(data: dict) -> bool:
+    """Whether some placement of every object on the hosts (not 'pending') keeps every
+    capacity: plain enumeration, independent of the library."""
+    dims = data["objectDimensions"]
+    objects = data["assignment"]["pending"]
+    hosts = [h for h in data["assignment"] if h != "pending"]
+    for choice in itertools.product(range(len(hosts)), repeat=len(objects)):
+        if all(sum(dims[d][o] for o, c in zip(objects, choice) if c == h)
+               <= data["containerDimensions"][d][hosts[h]]
+               for d in dims for h in range(len(hosts))):
+            return True
+    return False
+
+
+def test_restricted_objects_and_prefix_counting_bound_by_hand():
+    rng = np.random.default_rng(0)
+    data = typed_scenario(rng)
+    data["assignment"]["pending"] = ["x", "y", "z"]
+    data["objectDimensions"] = {"cpu": {"x": 7, "y": 7, "z": 2}, "gpu": {"x": 0, "y": 0,
+                                "z": 0}, "only_a": {"x": 0, "y": 1, "z": 1}}
+    assert restricted_objects(data, "kind", "a") == ["x", "y", "z"]
+    # x (cpu 7) fits no 'b' host (cpu 6); y and z are typed: 16 cpu on hosts of 8 -> 2
+    assert counting_bound(data, "kind", "a") == 2
+    data["containerDimensions"]["cpu"]["a0"] = 20  # the first listed 'a' host holds all
+    assert counting_bound(data, "kind", "a") == 1
+    data["containerDimensions"]["cpu"]["a0"] = 4  # 4 + 8 < 16: three, the third a copy of a0
+    data["scopes"]["kind"] = {"a0": "a", "b0": "b", "b1": "b"}
+    for host in ("a1", "a2"):
+        data["assignment"].pop(host)
+    assert counting_bound(data, "kind", "a") == 4  # 4 per host, copies of a0
+
+
+def test_shortcut_verdicts_agree_with_brute_force():
+    """Every probe the shortcuts decide (counting, LP, witness, restricted) agrees with
+    enumeration; undecided ones are left to the full solve."""
+    options = SolverOptions.parse({"workers": 1, "seed": 0}, "solver")
+    proofs_seen = set()
+    for seed in range(25):
+        base = typed_scenario(np.random.default_rng(seed))
+        for count in range(4):
+            data, _ = apply(base, {"containers.kind.a": count})
+            assert applicable(data, 0, 0.0)
+            decision = decide(data, parse_scenario(data), "kind", "a", count, 0, 0.0, options)
+            if decision.verdict is not None:
+                proofs_seen.add(decision.proof)
+                assert decision.verdict == ("feasible" if brute_force_feasible(data)
+                                            else "infeasible"), (seed, count, decision.proof)
+    assert {"counting", "witness"} <= proofs_seen
+
+
+def test_lp_relaxation_never_cuts_a_feasible_variant_and_its_rounding_is_feasible():
+    for seed in range(40):
+        data = typed_scenario(np.random.default_rng(100 + seed), typed_hosts=2)
+        shares = lp_shares(data)
+        if shares is None:
+            assert not brute_force_feasible(data), seed
+            continue
+        placed = lp_first_fit(data, shares)
+        if placed is not None:
+            scenario = parse_scenario(data)
+            assert witness(scenario, placed, 0, 0.0) and placed["pending"] == []
+
+
+def test_shortcuts_apply_only_to_pure_capacity_feasibility():
+    data = typed_scenario(np.random.default_rng(1))
+    assert applicable(data, 0, 0.0)
+    assert not applicable(data, 0, 0.5)  # some objects may stay behind
+    assert not applicable(data, None, 0.0)
+    data["constraints"].append({"spec": {"balanceSpec": {"name": "b", "dimension": "cpu"}},
+                                "policy": "HARD"})
+    assert not applicable(data, 0, 0.0)  # a rule the counting proofs do not know
+
+
+def test_study_with_shortcuts_gives_the_brute_force_answers(tmp_path):
+    base = typed_scenario(np.random.default_rng(7))
+    expected = next(k for k in range(6)
+                    if brute_force_feasible(apply(base, {"containers.kind.a": k})[0]))
+    search = {"parameter": "containers.kind.a", "high": 5,
+              "feasible": {"position": 0, "atMost": 0}}
+    answers = {}
+    for shortcuts in (True, "only"):
+        path = write_study(tmp_path / str(shortcuts), {
+            "solver": {"workers": 1}, "shortcuts": shortcuts, "searches": [search]}, base)
+        outcome = run_study(load_study(path), tmp_path / str(shortcuts) / "out", workers=1,
+                            progress=None)
+        answers[shortcuts] = outcome.answers.iloc[0]
+    assert answers[True]["answer"] == expected
+    assert bool(answers[True]["exact"])
+    rows = pd.read_parquet(tmp_path / "True" / "out" / "results.parquet")
+    assert set(rows["proof"].dropna()) <= {"counting", "lp", "witness", "restricted", "solve"}
+    # without full solves the answer is the same here (every probe decided) or a bracket
+    only = answers["only"]
+    assert only["answer"] == expected or (not only["exact"] and only["answer"] > expected)
+    with pytest.raises(InputError) as error:
+        parse_study({"base": "base.json", "shortcuts": "yes"}, tmp_path / "True" / "s.yaml")
+    assert error.value.path == "shortcuts"
+
+
+def test_first_fit_puts_restricted_objects_first_when_plain_order_fails():
+    # 'big' (cpu 5) fits anywhere; 'typed' (cpu 4) only on a0. Largest-first puts big on a0
+    # and typed then fits nowhere; most-constrained-first places typed, then big on b0.
+    data = typed_scenario(np.random.default_rng(0), typed_hosts=1)
+    data["assignment"]["pending"] = ["big", "typed"]
+    data["objectDimensions"] = {"cpu": {"big": 5, "typed": 4}, "gpu": {"big": 0, "typed": 0},
+                                "only_a": {"big": 0, "typed": 1}}
+    data["containerDimensions"]["cpu"]["a0"] = 8
+    placed = first_fit(data)
+    assert placed["a0"] == ["typed"] and placed["b0"] == ["big"]

@@ -3,9 +3,12 @@
 Objects on containers that must end empty (any toFreeSpec) and, on containers above a HARD
 capacity limit, their smallest objects until the rest fits, are placed first-fit decreasing
 (by their largest share of a container) into the other containers, within every HARD
-capacity limit of :func:`.search.hard_capacity_shares`. The solver checks the hint itself
-and starts from it only when it keeps every hard constraint and improves on the initial
-assignment, so a hint can make a feasible answer quick but never changes a proof."""
+capacity limit of :func:`.search.hard_capacity_shares`; when that fails, again with the
+objects that fit into the fewest containers first (a flexible object may otherwise take the
+only room of a restricted one, as untyped pods take GPU nodes typed pods need). The solver
+checks the hint itself and starts from it only when it keeps every hard constraint and
+improves on the initial assignment, so a hint can make a feasible answer quick but never
+changes a proof."""
 
 from __future__ import annotations
 
@@ -48,15 +51,42 @@ def first_fit(data: dict) -> dict[str, list[str]] | None:
             load[c] -= size[o]
     with np.errstate(divide="ignore", invalid="ignore"):
         weight = np.nanmax(np.where(limit.max(axis=0) > 0, size / limit.max(axis=0), 0), axis=1)
+    movers = np.flatnonzero(moving)
+    final = _place(sorted(movers, key=lambda o: (-weight[o], o)), where, size, limit, load,
+                   closed)
+    if final is None:  # flexible objects may have taken the only room of restricted ones
+        eligible = _eligible_counts(size[movers], limit[~closed])
+        rank = dict(zip(movers.tolist(), eligible.tolist()))
+        final = _place(sorted(movers, key=lambda o: (rank[o], -weight[o], o)), where, size,
+                       limit, load, closed)
+    if final is None:
+        return None
+    result: dict[str, list[str]] = {c: [] for c in containers}
+    for o, c in zip(objects, final):
+        result[containers[c]].append(o)
+    return result
+
+
+def _place(order: list[int], where: np.ndarray, size: np.ndarray, limit: np.ndarray,
+           load: np.ndarray, closed: np.ndarray) -> np.ndarray | None:
+    """First fit of ``order`` onto a copy of ``load``: the final containers, or None."""
+    load = load.copy()
     final = where.copy()
-    for o in sorted(np.flatnonzero(moving), key=lambda o: (-weight[o], o)):
+    for o in order:
         fits = ~closed & (load + size[o] <= limit + 1e-9).all(axis=1)
         if not fits.any():
             return None
         c = int(np.argmax(fits))
         final[o] = c
         load[c] += size[o]
-    result: dict[str, list[str]] = {c: [] for c in containers}
-    for o, c in zip(objects, final):
-        result[containers[c]].append(o)
-    return result
+    return final
+
+
+def _eligible_counts(size: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """Per object, the containers it fits into alone (the most constrained go first)."""
+    counts = np.zeros(len(size), dtype=np.int64)
+    for start in range(0, len(size), 256):  # chunks bound the memory of the comparison
+        block = size[start:start + 256]
+        counts[start:start + 256] = (block[:, None, :] <= limit[None, :, :] + 1e-9
+                                     ).all(axis=2).sum(axis=1)
+    return counts

@@ -82,7 +82,9 @@ def plot_study(folder: str | Path) -> list[Path]:
     answers = folder / "answers.parquet"
     answer_table = pd.read_parquet(answers) if answers.exists() else None
     written: list[Path] = []
-    ok = frame[frame["status"].isin(["OPTIMAL", "FEASIBLE"])] if "status" in frame else frame
+    # rows with an assignment: a solve's, or a witness placement (see .proofs)
+    ok = (frame[frame["status"].isin(["OPTIMAL", "FEASIBLE", "WITNESS"])] if "status" in frame
+          else frame)
     values = sorted(c for c in ok.columns if c.startswith("value."))
     record = json.loads(study_file.read_text()) if study_file.exists() else {}
     swept = _swept(ok) if not ok.empty else []
@@ -128,8 +130,13 @@ def plot_study(folder: str | Path) -> list[Path]:
                 inexact = part[~part["exact"].astype(bool)]
                 ax.scatter(inexact["_x"], inexact["answer"], marker="x", color="black",
                            zorder=3)
+                if "proven_infeasible" in inexact:  # the bracket: proven too few .. answer
+                    low = pd.to_numeric(inexact["proven_infeasible"], errors="coerce") + 1
+                    ax.vlines(inexact["_x"], low, inexact["answer"], color="black",
+                              linewidth=1, zorder=3)
             ax.set_xlabel(x[6:])
-            ax.set_ylabel("answer (x: not proven exact)")
+            ax.set_ylabel("answer (x, bar: not proven exact; the bar\nreaches the smallest "
+                          "count not proven too few)")
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
             ax.set_title(f"{name}: search answers against {x[6:]}")

@@ -63,30 +63,82 @@ def freed_containers(data: dict) -> set[str]:
     return freed
 
 
-def counting_bound(data: dict, scope: str, item: str) -> int:
-    """A valid lower bound on the containers of SCOPE's ITEM: per dimension with a HARD
-    capacity (see :func:`hard_capacity_shares`), the demand that the other containers cannot
-    hold, over one container's capacity. Containers listed in any toFreeSpec end empty when
-    the variant is feasible, so they hold nothing here."""
-    mapping = data.get("scopes", {}).get(scope, {})
+def capacity_arrays(data: dict) -> tuple[list[str], list[str], np.ndarray, np.ndarray,
+                                          np.ndarray]:
+    """Containers, objects, sizes ``[object, dim]``, limits ``[container, dim]`` (share times
+    capacity) and each object's container, over the dimensions with a HARD capacity (see
+    :func:`hard_capacity_shares`)."""
+    shares = hard_capacity_shares(data)
     containers = list(data["assignment"]) + [c for c in data.get("containers", [])
                                              if c not in data["assignment"]]
-    freed = freed_containers(data)
-    bound = 0
-    for dim, share in hard_capacity_shares(data).items():
-        sizes = data.get("objectDimensions", {}).get(dim, {})
+    objects = [o for c in containers for o in data["assignment"].get(c, [])]
+    size = np.zeros((len(objects), len(shares)))
+    limit = np.zeros((len(containers), len(shares)))
+    for j, (dim, share) in enumerate(shares.items()):
+        values = data.get("objectDimensions", {}).get(dim, {})
         default = data.get("objectDimensionDefaults", {}).get(dim, 0.0)
-        demand = sum(sizes.get(o, default) for objs in data["assignment"].values() for o in objs)
+        size[:, j] = [values.get(o, default) for o in objects]
         caps = data.get("containerDimensions", {}).get(dim, {})
         cap_default = data.get("containerDimensionDefaults", {}).get(dim, 1.0)
-        members = [c for c in containers if mapping.get(c) == item]
-        others = sum(share * caps.get(c, cap_default) for c in containers
-                     if mapping.get(c) != item and c not in freed)
-        per = max((share * caps.get(c, cap_default) for c in members), default=0.0)
-        if demand > others + 1e-9:
-            if per <= 0:
-                continue  # this type cannot help on this dimension; the probes will show it
-            bound = max(bound, math.ceil((demand - others) / per - 1e-9))
+        limit[:, j] = [share * caps.get(c, cap_default) for c in containers]
+    index = {c: i for i, c in enumerate(containers)}
+    where = np.asarray([index[c] for c in containers for _ in data["assignment"].get(c, [])],
+                       dtype=np.int64)
+    return containers, objects, size, limit, where
+
+
+def fits_somewhere(size: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """Per object, whether it fits alone into any of the containers ``limit`` describes."""
+    found = np.zeros(len(size), dtype=bool)
+    for start in range(0, len(size), 256):  # chunks bound the memory of the comparison
+        block = size[start:start + 256]
+        found[start:start + 256] = (block[:, None, :] <= limit[None, :, :] + 1e-9
+                                    ).all(axis=2).any(axis=1)
+    return found
+
+
+def restricted_objects(data: dict, scope: str, item: str) -> list[str]:
+    """Objects that fit alone into no container outside SCOPE's ITEM (toFreeSpec containers
+    count as none): in a feasible variant they are all on ITEM's containers."""
+    mapping = data.get("scopes", {}).get(scope, {})
+    containers, objects, size, limit, _ = capacity_arrays(data)
+    freed = freed_containers(data)
+    outside = [i for i, c in enumerate(containers) if mapping.get(c) != item and c not in freed]
+    elsewhere = fits_somewhere(size, limit[outside])
+    return [o for o, ok in zip(objects, elsewhere) if not ok]
+
+
+def counting_bound(data: dict, scope: str, item: str) -> int:
+    """A valid lower bound on the containers of SCOPE's ITEM, counted as the containers:
+    values map to (the first k listed, then copies of the first, as ``containers.SCOPE.ITEM``
+    adds them). Per dimension with a HARD capacity (see :func:`hard_capacity_shares`), ITEM's
+    first k containers must hold both the demand the other containers cannot hold and the
+    demand of the objects that fit into no other container (:func:`restricted_objects`).
+    Containers listed in any toFreeSpec end empty when the variant is feasible, so they hold
+    nothing here."""
+    mapping = data.get("scopes", {}).get(scope, {})
+    containers, objects, size, limit, _ = capacity_arrays(data)
+    if not containers or not size.shape[1]:
+        return 0
+    freed = freed_containers(data)
+    member = np.asarray([mapping.get(c) == item for c in containers])
+    held = np.asarray([c not in freed for c in containers])
+    demand = size.sum(axis=0)
+    others = limit[~member & held].sum(axis=0)
+    restricted = set(restricted_objects(data, scope, item))
+    need = np.maximum(demand - others, size[[o in restricted for o in objects]].sum(axis=0))
+    own = limit[member]
+    if not len(own):
+        return 0
+    prefix = np.cumsum(own, axis=0)  # capacity of the first k members, k = 1..n
+    bound = 0
+    for j in np.flatnonzero(need > 1e-9):
+        reached = np.flatnonzero(prefix[:, j] >= need[j] - 1e-9)
+        if reached.size:
+            bound = max(bound, int(reached[0]) + 1)
+        elif own[0, j] > 0:  # beyond the listed ones: copies of the first
+            bound = max(bound, len(own) + math.ceil((need[j] - prefix[-1, j]) / own[0, j]
+                                                    - 1e-9))
     return bound
 
 

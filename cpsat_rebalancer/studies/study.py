@@ -4,8 +4,9 @@ A study (YAML or JSON) names a base scenario (a file, or a generator function wi
 arguments), an optional model from ``models/``, solver settings, a ``grid`` (every
 combination of the listed values) and/or a ``variants`` list (explicit parameter sets),
 heuristics to compare, and optional ``searches`` (a minimum-capacity or maximum-drain question
-answered by a binary search with a proof at each step), and an optional ``hint``
-(``first-fit``, see :mod:`.hints`). Parameters are described in
+answered by a binary search with a proof at each step), an optional ``hint``
+(``first-fit``, see :mod:`.hints`), and ``shortcuts`` (decide search probes by cheaper
+proofs first, see :mod:`.proofs`). Parameters are described in
 :mod:`.variants`. Every mistake raises :class:`InputError` naming the field.
 """
 
@@ -30,7 +31,7 @@ from ..scenario import SolverOptions, read_data_file
 from .variants import check_parameter
 
 STUDY_KEYS = {"name", "description", "base", "model", "solver", "grid", "variants",
-              "heuristics", "metrics", "searches", "hint", "plot"}
+              "heuristics", "metrics", "searches", "hint", "plot", "shortcuts"}
 HINTS = ("first-fit",)
 SEARCH_KEYS = {"parameter", "find", "low", "high", "feasible", "name"}
 
@@ -67,6 +68,9 @@ class Study:
     hint: str | None = None  # a starting assignment for every variant (see .hints)
     raw: dict[str, Any] = field(default_factory=dict, repr=False)  # as given, for workers
     plot_dimensions: tuple[str, ...] | None = None  # utilization figures (default: all)
+    # decide search probes by cheaper proofs first (see .proofs); "only": and leave the
+    # probes they cannot decide unknown instead of solving them in full
+    shortcuts: bool | str = False
 
     @property
     def options(self) -> SolverOptions:
@@ -277,6 +281,9 @@ def parse_study(data: Any, path: str | Path) -> Study:
     hint = data.get("hint")
     if hint is not None and hint not in HINTS:
         raise InputError("hint", "expected one of " + ", ".join(HINTS), hint)
+    shortcuts = data.get("shortcuts", False)
+    if not isinstance(shortcuts, bool) and shortcuts != "only":
+        raise InputError("shortcuts", "expected true, false or only", shortcuts)
     points = _points(data.get("grid"), data.get("variants"))
     for search in parsed_searches:
         for point in points:
@@ -288,11 +295,13 @@ def parse_study(data: Any, path: str | Path) -> Study:
                   for k, v in base.items() if k != "generator"},
          "generator": base.get("generator", "").rpartition(":")[2],
          "base_content": _content(base), "model": _file_digest(model),
-         "solver": solver, "heuristics": heuristics, "hint": hint},
+         "solver": solver, "heuristics": heuristics, "hint": hint,
+         **({"shortcuts": shortcuts} if shortcuts else {})},
         sort_keys=True, default=str).encode()).hexdigest()[:16]
     return Study(path, name, base, model, dict(solver), points, tuple(heuristics),
                  tuple(metrics) if metrics is not None else None, parsed_searches, fingerprint,
-                 hint, copy.deepcopy(data), tuple(dimensions) if dimensions else None)
+                 hint, copy.deepcopy(data), tuple(dimensions) if dimensions else None,
+                 shortcuts)
 
 
 def _file_digest(path: Path | None) -> str | None:

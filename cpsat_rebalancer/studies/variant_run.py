@@ -16,9 +16,12 @@ import numpy as np
 
 from ..cpsat.driver import solve_model
 from ..errors import InputError
+from ..evaluate import evaluate
+from ..problem import Problem
 from ..result import INFEASIBLE, OPTIMAL, SolveResult
 from ..scenario import SolverOptions, parse_scenario
 from .hints import first_fit
+from .proofs import Decision, applicable, decide
 from .store import write_row
 from .study import Study, parse_study
 from .variants import apply
@@ -90,14 +93,18 @@ def verdict(result: SolveResult, position: int | None, at_most: float) -> str:
 
 def utilization(result: SolveResult) -> dict[str, float]:
     """Max and mean relative utilization per dimension over containers with capacity."""
-    problem = result.problem
+    return placement_utilization(result.problem, result.final)
+
+
+def placement_utilization(problem: Problem, final: np.ndarray) -> dict[str, float]:
+    """:func:`utilization` of any placement (a witness's, say)."""
     scope = problem.container_scope
     row = {}
     for dim, sizes in problem.object_dims.items():
         if dim == problem.count_dimension or dim not in scope.capacities:
             continue
         caps = scope.capacity(dim)
-        load = np.bincount(result.final, weights=sizes, minlength=problem.num_containers)
+        load = np.bincount(final, weights=sizes, minlength=problem.num_containers)
         used = caps > 0
         util = load[used] / caps[used]
         if not util.size:
@@ -162,8 +169,25 @@ def run_variant(task: Task) -> dict[str, Any]:
         scenario = parse_scenario(data)
         options = SolverOptions.parse({**study.solver, **overrides}, "solver")
         start = None
-        if study.hint == "first-fit":
+        decision = _shortcut(study, task, data, scenario, options)
+        if decision is not None and decision.verdict is not None:
+            row.update(decision_row(scenario, decision))
+            row["seconds"] = time.monotonic() - started
+            row["worker"] = os.getpid()
+            write_row(Path(task.out), row)
+            return row
+        if decision is not None and study.shortcuts == "only":
+            row.update({"verdict": "unknown", "proof": "none", "status": "NOT_SOLVED"})
+            row["seconds"] = time.monotonic() - started
+            row["worker"] = os.getpid()
+            write_row(Path(task.out), row)
+            return row
+        if decision is not None:  # undecided: a full solve from the best placement found
+            row["proof"] = "solve"
+            placed = decision.placement
+        elif study.hint == "first-fit":
             placed = first_fit(data)
+        if study.hint == "first-fit" or decision is not None:
             if placed is not None:
                 start = scenario.problem.assignment_array(placed, "hint")
             row["hint"] = placed is not None
@@ -190,6 +214,47 @@ def run_variant(task: Task) -> dict[str, Any]:
     row["seconds"] = time.monotonic() - started
     row["worker"] = os.getpid()
     write_row(Path(task.out), row)
+    return row
+
+
+def _shortcut(study: Study, task: Task, data: dict, scenario: Any,
+              options: SolverOptions) -> Decision | None:
+    """The cheaper proofs of :mod:`.proofs` for a probe of a ``containers`` search, when the
+    study asks for them (``shortcuts: true``) and they are valid for the scenario."""
+    if not study.shortcuts or task.search is None:
+        return None
+    search = next(s for s in study.searches if s.name == task.search)
+    parts = search.parameter.split(".")
+    if parts[0] != "containers" or not applicable(data, task.position, task.at_most):
+        return None
+    mapping = data.get("scopes", {}).get(parts[1], {})
+    count = sum(1 for item in mapping.values() if item == parts[2])
+    return decide(data, scenario, parts[1], parts[2], count, task.position or 0,
+                  task.at_most, options)
+
+
+def decision_row(scenario: Any, decision: Decision) -> dict[str, Any]:
+    """The row of a probe decided without a full solve: its verdict, the proof, and for a
+    witness the evaluator's values and utilizations."""
+    row: dict[str, Any] = {"verdict": decision.verdict, "proof": decision.proof,
+                           "status": "WITNESS" if decision.verdict == "feasible"
+                           else "INFEASIBLE_PROVEN",
+                           "objects": scenario.problem.num_objects,
+                           "containers": scenario.problem.num_containers}
+    if decision.sub_result is not None:
+        sub = decision.sub_result
+        row.update({"restricted_objects": decision.restricted,
+                    "restricted_status": sub.status, "restricted_seconds": sub.seconds,
+                    "restricted_classes": sub.classes})
+    if decision.placement is not None and decision.verdict == "feasible":
+        problem = scenario.problem
+        final = problem.assignment_array(decision.placement, "witness")
+        evaluation = evaluate(problem, scenario.model, final)
+        row["feasible"] = bool(evaluation.feasible)
+        row["moves"] = int((final != problem.initial).sum())
+        for p, value in evaluation.positions.items():
+            row[f"value.{p}"] = value
+        row.update(placement_utilization(problem, final))
     return row
 
 
