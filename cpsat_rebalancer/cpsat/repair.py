@@ -149,6 +149,7 @@ def repair(builder: ModelBuilder, caps: dict[str, np.ndarray], partial: bool = F
     by_container = np.split(order, np.searchsorted(builder.var_cont[order], np.arange(1, m)))
     for c in np.flatnonzero(over):
         held = by_container[c][counts[by_container[c]] > 0]
+        shed_here: dict[int, int] = {}  # variable -> objects shed from it
         while True:
             excess = {d: int(load[d][c] - caps[d][c]) for d in dims if load[d][c] > caps[d][c]}
             if not excess:
@@ -164,9 +165,13 @@ def repair(builder: ModelBuilder, caps: dict[str, np.ndarray], partial: bool = F
             counts[j] -= take
             for d in dims:
                 load[d][c] -= take * sizes[d][j]
-            k = int(builder.var_class[j])
-            waiting[k] = waiting.get(k, 0) + take
-            origins.setdefault(k, []).append((int(j), take))
+            shed_here[int(j)] = shed_here.get(int(j), 0) + take
+        _tighten_shed(shed_here, counts, load, caps, sizes, held, c)
+        for j, take in shed_here.items():
+            if take:
+                k = int(builder.var_class[j])
+                waiting[k] = waiting.get(k, 0) + take
+                origins.setdefault(k, []).append((j, take))
 
     def class_size(k: int) -> int:
         return max((int(sizes[primary][j]) for j in builder.class_vars[k]), default=0)
@@ -260,6 +265,39 @@ def _top_off(builder: ModelBuilder, counts: np.ndarray, upper: np.ndarray,
                 for d in dims:
                     load[d][c] -= sizes[d][j]
                     load[d][builder.var_cont[target]] += sizes[d][target]
+
+
+def _tighten_shed(shed: dict[int, int], counts: np.ndarray, load: dict[str, np.ndarray],
+                  caps: dict[str, np.ndarray], sizes: dict[str, np.ndarray],
+                  held: np.ndarray, c: int) -> None:
+    """Keep the number shed from container ``c`` but make it lighter: put a shed object back
+    and shed the smallest kept one instead whenever the container stays under every cap
+    (lighter objects are easier to place)."""
+    dims = list(caps)
+    primary = dims[0]
+    changed = True
+    while changed:
+        changed = False
+        for j in sorted(shed, key=lambda v: -int(sizes[primary][v])):
+            if shed[j] == 0:
+                continue
+            slack = {d: int(caps[d][c] - load[d][c]) for d in dims}
+            kept = held[counts[held] > 0]
+            fits = np.ones(len(kept), dtype=bool)
+            for d in dims:
+                fits &= sizes[d][j] - sizes[d][kept] <= slack[d]
+            fits &= sizes[primary][kept] < sizes[primary][j]
+            if not fits.any():
+                continue
+            h = int(kept[fits][np.argmin(sizes[primary][kept[fits]])])
+            shed[j] -= 1
+            counts[j] += 1
+            counts[h] -= 1
+            shed[h] = shed.get(h, 0) + 1
+            for d in dims:
+                load[d][c] += sizes[d][j] - sizes[d][h]
+            changed = True
+            break
 
 
 EJECTION_LIMIT = 1  # ejections allowed per count variable, to bound the repair's work
