@@ -31,7 +31,14 @@ from ..scenario import ConstraintEntry, Model, SolverOptions
 from ..specs.common import Restrictions
 from .linear import Lin, lin_sum
 from .model import INT_LIMIT, Integerized, ModelBuilder
-from .repair import PRESOLVE_SECONDS, add_move_cuts, leximin_descent, load_caps, repair
+from .repair import (
+    PRESOLVE_SECONDS,
+    add_move_cuts,
+    leximin_descent,
+    load_caps,
+    relaxed_caps,
+    repair,
+)
 from .symmetry import interchangeable_containers, order_key_dimension
 
 CHECK_TOLERANCE = 1e-7  # slack of the independent result check beyond the stated error
@@ -654,8 +661,10 @@ def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
     # complete repairs first (to the lowest value's limits with most of the time left, then
     # to the current ones); then one that meets the lowest value's limits where it can
     # (fast: no ejections)
-    for limits, partial, share in ((at_lowest, False, 0.7), (caps, False, 0.5),
-                                   (at_lowest, True, 1.0)):
+    # (the lowest value's limits may not hold the load: then raised where it starts over)
+    raised = relaxed_caps(builder, at_lowest, caps) if at_lowest else None
+    for limits, partial, share in ((at_lowest, False, 0.7), (raised, False, 0.7),
+                                   (caps, False, 0.5), (at_lowest, True, 1.0)):
         if left() <= 0.01 and not partial:
             continue
         counts = repair(builder, limits, partial,

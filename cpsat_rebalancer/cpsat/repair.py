@@ -94,6 +94,31 @@ def shed_counts(builder: ModelBuilder, caps: dict[str, np.ndarray]) -> np.ndarra
     return shed
 
 
+def relaxed_caps(builder: ModelBuilder, target: dict[str, np.ndarray],
+                 hard: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    """``target`` limits raised just enough to hold the whole load: where their total falls
+    short of it, the containers over them at the start keep the shortfall, shared in
+    proportion to how far over they are (never above the ``hard`` limits). None when the
+    target already holds the load, or cannot be raised."""
+    counts = np.asarray(builder.initial_counts(), dtype=np.int64)
+    raised = {}
+    short = False
+    for dim, cap in target.items():
+        load = np.zeros(len(cap), dtype=np.int64)
+        np.add.at(load, builder.var_cont, counts * builder.var_values(dim))
+        deficit = int(load.sum() - cap.sum())
+        over = np.maximum(load - cap, 0)
+        if deficit <= 0:
+            raised[dim] = cap
+            continue
+        short = True
+        if over.sum() == 0:
+            return None
+        extra = np.ceil(deficit * over / over.sum()).astype(np.int64)
+        raised[dim] = np.minimum(cap + extra, hard.get(dim, cap + extra))
+    return raised if short else None
+
+
 def add_move_cuts(builder: ModelBuilder, caps: dict[str, np.ndarray]) -> int:
     """Objects staying in a container <= its initial count minus what it must shed; only when
     stays at the container level are built (a spec reads moves). Returns the total shed."""
