@@ -273,7 +273,7 @@ def never_worse(rows: list[dict]) -> str:
     failed = [f"{r['instance']} {r['family']}" for r in rows if "error" in r]
     text = "ours vs LS: not compared" if not judged else (
         f"ours never worse than LS: {'yes' if not worse else 'NO'} "
-        f"({len(judged) - len(worse)} of {len(judged)} instances)"
+        f"(not worse on {len(judged) - len(worse)} of {len(judged)} instances)"
         + (": worse on " + ", ".join(worse) if worse else ""))
     return text + ("; ours FAILED on " + ", ".join(failed) if failed else "")
 

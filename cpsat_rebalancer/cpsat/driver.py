@@ -678,7 +678,9 @@ def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
         if held is not None and candidate > held:
             continue
         before = chain.values
-        if chain.start_from(builder.counts_of(assignment), form.expr, left()):
+        # the check is worth its time even past the repair share (at most a quarter of
+        # what the chain has left): a repair at the lowest value is the bucket's optimum
+        if chain.start_from(builder.counts_of(assignment), form.expr):
             return chain.start_value
         chain.values = before
     return None
@@ -850,6 +852,19 @@ def _implied_floor(builder: ModelBuilder, form: Integerized, moved_floor: int) -
         moved_by_var[var.index] = moved_by_var.get(var.index, 0) + coef
     by_var = {v: c for v, c in by_var.items() if c}
     moved_by_var = {v: c for v, c in moved_by_var.items() if c}
+    offset = Fraction(flat_form.offset)
+    # the containers' loads of a dimension always sum to its total: a form that reads all of
+    # them with one coefficient (MOVED = AFTER + INITIAL - 2 STAYED) reads a constant there
+    for dim, loads in builder.container_loads().items():
+        if dim in builder.problem.dynamic_dims:  # sizes depend on where: no constant total
+            continue
+        indices = [load.Index() for load in loads]
+        coefs = {by_var.get(i) for i in indices}
+        if len(coefs) == 1 and None not in coefs and not any(i in moved_by_var
+                                                             for i in indices):
+            offset += coefs.pop() * int(builder.scale(dim).values.sum())
+            for i in indices:
+                del by_var[i]
     if not by_var or by_var.keys() != moved_by_var.keys():
         return form.lo
     ratios = {Fraction(c, moved_by_var[v]) for v, c in by_var.items()}
@@ -858,7 +873,7 @@ def _implied_floor(builder: ModelBuilder, form: Integerized, moved_floor: int) -
     (ratio,) = ratios
     if ratio <= 0:
         return form.lo
-    offset = flat_form.offset - ratio * flat_moved.offset
+    offset -= ratio * flat_moved.offset
     return max(form.lo, math.ceil(ratio * moved_floor + offset))
 
 

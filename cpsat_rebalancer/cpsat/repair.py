@@ -24,7 +24,7 @@ from ortools.sat.python import cp_model
 
 from .model import ModelBuilder, item_groups
 
-PRESOLVE_SECONDS = 10.0  # at most this long to read back the limits
+PRESOLVE_SECONDS = 20.0  # at most this long to read back the limits
 
 
 def load_caps(builder: ModelBuilder, target: tuple[object, int] | None = None,
@@ -50,6 +50,7 @@ def load_caps(builder: ModelBuilder, target: tuple[object, int] | None = None,
     params.keep_all_feasible_solutions_in_presolve = True  # domains valid for every solution
     params.presolve_substitution_level = 0  # keep the load variables themselves
     params.cp_model_probing_level = 0  # bounds come from propagation; probing costs 3x
+    params.max_presolve_iterations = 1  # later rounds add little to load bounds, much time
     params.num_workers = 1
     params.max_time_in_seconds = max(seconds, 0.01)
     params.catch_sigint_signal = False
