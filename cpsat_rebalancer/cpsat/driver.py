@@ -641,10 +641,14 @@ def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
     builder = chain.builder
     deadline = None if budget is None else time.monotonic() + budget
 
-    def left() -> float:
+    def left() -> float:  # nothing once the chain is out of time or interrupted
         seconds = PRESOLVE_SECONDS if deadline is None else deadline - time.monotonic()
-        return max(0.0, min(seconds, PRESOLVE_SECONDS))
+        remaining = chain.remaining()
+        return max(0.0, min(seconds, PRESOLVE_SECONDS,
+                            math.inf if remaining is None else remaining))
 
+    if left() <= 0.01:
+        return None
     caps = load_caps(builder, seconds=left(), run=chain.run)
     if not caps:
         return None
@@ -665,6 +669,8 @@ def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
     raised = relaxed_caps(builder, at_lowest, caps) if at_lowest else None
     for limits, partial, share in ((at_lowest, False, 0.7), (raised, False, 0.7),
                                    (caps, False, 0.5), (at_lowest, True, 1.0)):
+        if chain.interrupted:
+            return None
         if left() <= 0.01 and not partial:
             continue
         counts = repair(builder, limits, partial,
