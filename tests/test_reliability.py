@@ -108,7 +108,9 @@ def test_sigint_stops_the_search_and_reports_the_best_so_far(tmp_path: Path) -> 
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(8)
     process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
+    # generous: under the full suite on CI the stop has taken over 60 s (cause not found;
+    # standalone it takes a few seconds), and the point here is that it reports, not speed
+    stdout, stderr = process.communicate(timeout=240)
     assert process.returncode == 0, stderr
     assert "Interrupted" in stdout
     data = json.loads(out.read_text())
