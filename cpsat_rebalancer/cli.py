@@ -162,7 +162,8 @@ def command_solve(args: argparse.Namespace) -> int:
         args.workers if args.workers is not None else base.workers,
         args.seed if args.seed is not None else base.seed,
         args.deterministic_time if args.deterministic_time is not None
-        else base.deterministic_time, args.log or base.log, path="options")
+        else base.deterministic_time, args.log or base.log, path="options",
+        cpsat_parameters={**base.cpsat_parameters, **collect_cpsat_params(args.cpsat_param)})
     hint = None if args.hint is None else read_assignment(scenario.problem, args.hint)
     result = solve_scenario(scenario, options, hint)
     if args.json:  # before printing, so a closed pipe cannot lose it
@@ -173,6 +174,39 @@ def command_solve(args: argparse.Namespace) -> int:
         if args.json:
             print(f"\nWrote {args.json}")
     return code
+
+
+def cpsat_param(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` of ``--cpsat-param``: VALUE as an integer, a number, true/false, or
+    else the text itself (an enum name, say); the field's type is checked later."""
+    name, sep, raw = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    raw = raw.strip()
+    value: Any = raw
+    if raw.lower() in ("true", "false"):
+        value = raw.lower() == "true"
+    else:
+        for kind in (int, float):
+            try:
+                value = kind(raw)
+                break
+            except ValueError:
+                continue
+    return name.strip(), value
+
+
+def collect_cpsat_params(pairs: list[tuple[str, Any]] | None) -> dict[str, Any]:
+    """``--cpsat-param`` pairs as a dict; a name given again adds a value (a list, for
+    CP-SAT's repeated fields such as ``ignore_subsolvers``)."""
+    collected: dict[str, Any] = {}
+    for name, value in pairs or []:
+        if name in collected:
+            before = collected[name]
+            collected[name] = [*(before if isinstance(before, list) else [before]), value]
+        else:
+            collected[name] = value
+    return collected
 
 
 def read_assignment(problem: Problem, path: str) -> np.ndarray:
@@ -225,6 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--seed", type=int, help="CP-SAT random seed (default 0)")
     solve.add_argument("--deterministic-time", type=float,
                        help="CP-SAT deterministic time budget per solve (repeatable results)")
+    solve.add_argument("--cpsat-param", action="append", type=cpsat_param, metavar="NAME=VALUE",
+                       help="a further CP-SAT parameter (repeatable), e.g. "
+                       "linearization_level=2; overrides the scenario's solver.cpsatParameters")
     solve.add_argument("--log", action="store_true", help="print CP-SAT's search log")
     solve.add_argument("--hint", help="start from this assignment (a heuristic's, say) when it "
                        "keeps the hard constraints and beats the initial one")

@@ -8,12 +8,13 @@ into the input, before any model is built.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .cpsat_parameters import check_cpsat_parameters
 from .enums import parse_enum
 from .errors import InputError
 from .problem import OUT_OF_SCOPE, DynamicDimension, Problem, Scope
@@ -89,6 +90,8 @@ class SolverOptions:
     seed: int = 0
     deterministic_time: float | None = None  # CP-SAT deterministic budget, for repeatability
     log: bool = False
+    # further CP-SAT parameters {name: value}, checked (enums by name); see check_cpsat_parameters
+    cpsat_parameters: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, data: Any, path: str = "solver") -> SolverOptions:
@@ -98,12 +101,14 @@ class SolverOptions:
         seed = fields.raw("seed")
         deterministic = fields.number("deterministicTime")
         log = fields.flag("log")
+        cpsat_parameters = fields.raw("cpsatParameters")
         fields.done("solver options")
-        return cls.checked(time_limit, workers, seed, deterministic, log, path)
+        return cls.checked(time_limit, workers, seed, deterministic, log, path,
+                           cpsat_parameters=cpsat_parameters)
 
     @classmethod
     def checked(cls, time_limit, workers, seed, deterministic=None, log=False,
-                path: str = "solver") -> SolverOptions:
+                path: str = "solver", *, cpsat_parameters: Any = None) -> SolverOptions:
         if time_limit is not None:
             time_limit = check_number(time_limit, f"{path}.timeLimit")
             if time_limit <= 0:
@@ -120,7 +125,8 @@ class SolverOptions:
                 raise InputError(f"{path}.deterministicTime", "must be positive", deterministic)
         if not isinstance(log, bool):
             raise InputError(f"{path}.log", "expected true or false", log)
-        return cls(time_limit, workers, seed, deterministic, log)
+        parameters = check_cpsat_parameters(cpsat_parameters, f"{path}.cpsatParameters", workers)
+        return cls(time_limit, workers, seed, deterministic, log, parameters)
 
 
 @dataclass

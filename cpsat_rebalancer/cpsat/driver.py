@@ -16,6 +16,7 @@ from fractions import Fraction
 import numpy as np
 from ortools.sat.python import cp_model, cp_model_helper
 
+from ..cpsat_parameters import apply_cpsat_parameters
 from ..errors import InputError, InternalError
 from ..evaluate import EvalContext, Evaluation, evaluate, split_policy
 from ..problem import Problem
@@ -349,6 +350,9 @@ class Chain:
         limits = [t for t in (self.remaining(), budget) if t is not None]
         if limits:
             params.max_time_in_seconds = max(min(limits), 0.001)
+        # the user's CP-SAT parameters last: they were checked not to touch the ones above
+        if not apply_cpsat_parameters(params, self.options.cpsat_parameters):
+            raise InternalError(f"CP-SAT cannot read {self.options.cpsat_parameters}")
         status = self._interruptible(solver)
         if status == cp_model.INFEASIBLE and self.values is not None:
             # Impossible: the previous solution satisfies every constraint of this solve. Seen
@@ -356,7 +360,12 @@ class Chain:
             params.cp_model_presolve = False
             status = self._interruptible(solver)
         if status == cp_model.MODEL_INVALID:
-            raise InternalError(f"CP-SAT rejected the model: {cp.validate()}")
+            reason = cp.validate()
+            if not reason and self.options.cpsat_parameters:
+                raise InputError("cpsatParameters", "rejected by CP-SAT on this model: "
+                                 + solver.response_proto.solution_info,
+                                 self.options.cpsat_parameters)
+            raise InternalError(f"CP-SAT rejected the model: {reason}")
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.values = list(solver.response_proto.solution)
         return status, solver
