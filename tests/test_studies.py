@@ -23,9 +23,11 @@ from cpsat_rebalancer.evaluate import evaluate
 from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
 from cpsat_rebalancer.studies import apply, counting_bound, load_study, parse_study, run_study
 from cpsat_rebalancer.studies.hints import first_fit
+from cpsat_rebalancer.studies.patterns import pattern_relaxation
 from cpsat_rebalancer.studies.plots import plot_study
 from cpsat_rebalancer.studies.proofs import applicable, decide, lp_first_fit, lp_shares, witness
-from cpsat_rebalancer.studies.search import restricted_objects
+from cpsat_rebalancer.studies.search import SearchState, restricted_objects
+from cpsat_rebalancer.studies.study import Search
 
 PYTHON = sys.executable
 
@@ -452,6 +454,66 @@ def test_lp_relaxation_never_cuts_a_feasible_variant_and_its_rounding_is_feasibl
             assert witness(scenario, placed, 0, 0.0) and placed["pending"] == []
 
 
+def test_pattern_relaxation_agrees_with_enumeration():
+    proven = witnessed = 0
+    for seed in range(40):
+        data = typed_scenario(np.random.default_rng(300 + seed), typed_hosts=2)
+        result = pattern_relaxation(data)
+        feasible = brute_force_feasible(data)
+        assert not (result.proven_infeasible and feasible), seed  # never cuts a placement
+        assert result.proven_infeasible or result.bound <= 1e-6, seed
+        if result.placement is not None and witness(parse_scenario(data), result.placement,
+                                                    0, 0.0):
+            assert feasible and result.placement["pending"] == [], seed
+            witnessed += 1
+        proven += result.proven_infeasible
+    assert proven and witnessed  # both ends are exercised by these seeds
+
+
+def test_patterns_see_the_room_whole_objects_cannot_use():
+    # three objects of 6 on two hosts of 10: 18 <= 20 pooled, but one object per host
+    data = typed_scenario(np.random.default_rng(0), typed_hosts=0)
+    data["assignment"] = {"pending": ["x", "y", "z"], "b0": [], "b1": []}
+    data["objectDimensions"] = {"cpu": {"x": 6, "y": 6, "z": 6}}
+    data["containerDimensions"] = {"cpu": {"pending": 18, "b0": 10, "b1": 10}}
+    data["scopes"] = {"kind": {"b0": "b", "b1": "b"}}
+    data["constraints"] = [{"spec": {"capacitySpec": {"dimension": "cpu"}}, "policy": "HARD"}]
+    assert lp_shares(data) is not None  # the pooled LP is fooled
+    assert pattern_relaxation(data).proven_infeasible
+    data["containerDimensions"]["cpu"]["b1"] = 12  # two fit on b1 now
+    result = pattern_relaxation(data)
+    assert not result.proven_infeasible
+    assert witness(parse_scenario(data), result.placement, 0, 0.0)
+
+
+def test_lp_proof_lets_placed_objects_move():
+    # y (10) fits only where x (6) starts; x could move to b1: feasible, so no LP proof
+    data = typed_scenario(np.random.default_rng(0), typed_hosts=0)
+    data["assignment"] = {"pending": ["y"], "b0": ["x"], "b1": []}
+    data["objectDimensions"] = {"cpu": {"x": 6, "y": 10}}
+    data["containerDimensions"] = {"cpu": {"pending": 10, "b0": 10, "b1": 6}}
+    data["scopes"] = {"kind": {"b0": "b", "b1": "b"}}
+    data["constraints"] = [{"spec": {"capacitySpec": {"dimension": "cpu"}}, "policy": "HARD"}]
+    assert lp_shares(data) is not None
+    assert not pattern_relaxation(data).proven_infeasible
+
+
+@pytest.mark.parametrize("find", ["min", "max"])
+def test_search_narrows_the_feasible_end_past_unknown_probes(find):
+    # truth (for min): feasible from 9 up; proofs exist up to 4, placements from 12 up
+    def verdict(v: int) -> str:
+        v = v if find == "min" else 20 - v
+        return "infeasible" if v <= 4 else "feasible" if v >= 12 else "unknown"
+
+    state = SearchState(Search("s", "containers.kind.a", find, 0, 20, 0, 0.0), {}, "g", 0, 20)
+    while (value := state.next_probe()) is not None:
+        state.record(value, {"verdict": verdict(value)})
+    answer = state.answer()
+    assert answer["answer"] == (12 if find == "min" else 8)
+    assert not answer["exact"]  # 9 and 11 (mirrored: 11, 9) were left unknown
+    assert len(answer["unknown_probes"].split(",")) <= 3
+
+
 def test_shortcuts_apply_only_to_pure_capacity_feasibility():
     data = typed_scenario(np.random.default_rng(1))
     assert applicable(data, 0, 0.0)
@@ -478,7 +540,8 @@ def test_study_with_shortcuts_gives_the_brute_force_answers(tmp_path):
     assert answers[True]["answer"] == expected
     assert bool(answers[True]["exact"])
     rows = pd.read_parquet(tmp_path / "True" / "out" / "results.parquet")
-    assert set(rows["proof"].dropna()) <= {"counting", "lp", "witness", "restricted", "solve"}
+    assert set(rows["proof"].dropna()) <= {"counting", "lp", "witness", "restricted",
+                                           "patterns", "solve"}
     # without full solves the answer is the same here (every probe decided) or a bracket
     only = answers["only"]
     assert only["answer"] == expected or (not only["exact"] and only["answer"] > expected)

@@ -19,11 +19,17 @@ probe is decided, in this order, by the first of
    just those objects on just those containers is small. Proven infeasible, it proves the
    probe infeasible; feasible, its placement plus a first fit of the other objects into the
    room left is tried as a witness (as in 3);
-5. ``solve``: the full solve, started from the best placement found above (with
+5. ``patterns``: the configuration relaxation (:mod:`.patterns`: how many containers of
+   each group hold each multiset of whole objects), by column generation with a dual bound
+   that proves infeasibility when positive; otherwise a placement built by diving on it
+   (fix whole patterns, re-solve, repeat; a CP-SAT repack of a small neighbourhood for
+   objects left over) is tried as a witness. It sees what the pooled LP of step 2 cannot:
+   room left inside each container that no whole object fits;
+6. ``solve``: the full solve, started from the best placement found above (with
    ``shortcuts: only`` the probe is left unknown instead: on the full GPU trace a full solve
    takes minutes and, near the answer, ends without a placement or a bound).
 
-Steps 1, 2 and 4 rely on what feasibility means here: every constraint is a HARD capacity
+Steps 1, 2, 4 and 5 rely on what feasibility means here: every constraint is a HARD capacity
 that :func:`.search.hard_capacity_shares` counts, and the searched bucket holds only
 toFreeSpec goals (count dimension) with a threshold of 0, so a feasible variant leaves the
 freed containers empty and keeps every capacity. :func:`applicable` checks that; when it does
@@ -43,6 +49,7 @@ from ..evaluate import evaluate
 from ..result import SolveResult
 from ..scenario import Scenario, SolverOptions, parse_scenario
 from .hints import first_fit
+from .patterns import pattern_relaxation
 from .search import (
     capacity_arrays,
     counting_bound,
@@ -52,6 +59,7 @@ from .search import (
 )
 
 TOLERANCE = 1e-9
+PATTERN_SECONDS = 120.0  # the pattern step's safety net when the study sets no time limit
 
 
 @dataclass
@@ -127,27 +135,33 @@ def decide(data: dict, scenario: Scenario, scope: str, item: str, count: int,
     if witness(scenario, placed, position, at_most):
         return Decision("feasible", "witness", placed)
     restricted = set(restricted_objects(data, scope, item))
-    if not restricted:
-        return Decision(None, None, placed)
-    sub = _restricted_scenario(data, scope, item, restricted)
-    sub_scenario = parse_scenario(sub)
-    result = solve_model(sub_scenario.problem, sub_scenario.model, options)
-    from .variant_run import verdict  # the same verdict rule as a full probe
+    result = None
+    if restricted:
+        sub = _restricted_scenario(data, scope, item, restricted)
+        sub_scenario = parse_scenario(sub)
+        result = solve_model(sub_scenario.problem, sub_scenario.model, options)
+        from .variant_run import verdict  # the same verdict rule as a full probe
 
-    sub_verdict = verdict(result, position, at_most)
-    if sub_verdict == "infeasible":
-        return Decision("infeasible", "restricted", None, result, len(restricted))
-    if sub_verdict == "feasible":
-        fixed = copy.deepcopy(data)
-        moved = {o: c for c, objs in _named(sub_scenario, result).items() for o in objs}
-        for container, objects in fixed["assignment"].items():
-            fixed["assignment"][container] = [o for o in objects if o not in moved]
-        for o, c in moved.items():
-            fixed["assignment"][c].append(o)
-        combined = first_fit(fixed)
-        if witness(scenario, combined, position, at_most):
-            return Decision("feasible", "restricted", combined, result, len(restricted))
-        placed = combined or placed
+        sub_verdict = verdict(result, position, at_most)
+        if sub_verdict == "infeasible":
+            return Decision("infeasible", "restricted", None, result, len(restricted))
+        if sub_verdict == "feasible":
+            fixed = copy.deepcopy(data)
+            moved = {o: c for c, objs in _named(sub_scenario, result).items() for o in objs}
+            for container, objects in fixed["assignment"].items():
+                fixed["assignment"][container] = [o for o in objects if o not in moved]
+            for o, c in moved.items():
+                fixed["assignment"][c].append(o)
+            combined = first_fit(fixed)
+            if witness(scenario, combined, position, at_most):
+                return Decision("feasible", "restricted", combined, result, len(restricted))
+            placed = combined or placed
+    patterns = pattern_relaxation(data, seconds=options.time_limit or PATTERN_SECONDS,
+                                  seed=options.seed)
+    if patterns.proven_infeasible:
+        return Decision("infeasible", "patterns", None, result, len(restricted))
+    if witness(scenario, patterns.placement, position, at_most):
+        return Decision("feasible", "patterns", patterns.placement, result, len(restricted))
     return Decision(None, None, placed, result, len(restricted))
 
 
@@ -155,31 +169,28 @@ def decide(data: dict, scenario: Scenario, scope: str, item: str, count: int,
 class Shares:
     """An LP solution: ``count[k, g]`` objects of class k in container group g."""
 
-    classes: np.ndarray  # class per object (movers only; -1 for objects that stay)
+    classes: np.ndarray  # class per object
     groups: np.ndarray  # group per container (-1 for freed containers)
     count: np.ndarray
 
 
 def lp_shares(data: dict) -> Shares | None:
-    """The linear relaxation of step 2 (GLOP), over the objects that must move (those on
-    freed containers; the others are held where they are): None when it is infeasible."""
+    """The linear relaxation of step 2 (GLOP), over every object (any of them may move: an
+    object held in place would make it a restriction, not a proof): None when it is
+    infeasible."""
     from ortools.linear_solver import pywraplp
 
-    containers, objects, size, limit, where = capacity_arrays(data)
+    containers, objects, size, limit, _ = capacity_arrays(data)
     freed = freed_containers(data)
     closed = np.asarray([c in freed for c in containers])
-    moving = closed[where]
-    load = np.zeros_like(limit)
-    np.add.at(load, where[~moving], size[~moving])
-    room = np.where(closed[:, None], 0.0, limit - load)
+    room = np.where(closed[:, None], 0.0, limit)
     open_rows = np.flatnonzero(~closed)
     groups = np.full(len(containers), -1)
     kinds, group_of = np.unique(np.round(room[open_rows], 9), axis=0, return_inverse=True)
     groups[open_rows] = group_of.ravel()
     members = np.bincount(group_of.ravel(), minlength=len(kinds))
-    classes = np.full(len(objects), -1)
-    sizes, class_of = np.unique(size[moving], axis=0, return_inverse=True)
-    classes[moving] = class_of.ravel()
+    sizes, class_of = np.unique(size, axis=0, return_inverse=True)
+    classes = class_of.ravel()
     counts = np.bincount(class_of.ravel(), minlength=len(sizes))
     fits = (sizes[:, None, :] <= kinds[None, :, :] + 1e-9).all(axis=2)
     solver = pywraplp.Solver.CreateSolver("GLOP")
@@ -229,14 +240,12 @@ def lp_first_fit(data: dict, shares: Shares) -> dict[str, list[str]] | None:
     containers, objects, size, limit, where = capacity_arrays(data)
     load = np.zeros_like(limit)
     final = where.copy()
-    stays = shares.classes < 0
-    np.add.at(load, where[stays], size[stays])
     closed = shares.groups < 0
     scale = np.where(limit.max(axis=0) > 0, limit.max(axis=0), 1.0)
     weight = (size / scale).max(axis=1) if size.shape[1] else np.zeros(len(objects))
     quota = np.floor(shares.count + 1e-6).astype(np.int64)
     left: list[int] = []
-    for o in sorted(np.flatnonzero(~stays), key=lambda o: (-weight[o], o)):
+    for o in sorted(range(len(objects)), key=lambda o: (-weight[o], o)):
         k = shares.classes[o]
         for g in np.flatnonzero(quota[k] > 0):
             fits = (shares.groups == g) & (load + size[o] <= limit + 1e-9).all(axis=1)

@@ -6,8 +6,9 @@ feasible; it is *exact* when the value just below it is proven infeasible (CP-SA
 INFEASIBLE, or a proven bound above the feasibility threshold). ``find: max`` (the most
 containers drained at once) mirrors it. Both assume feasibility is monotone in the parameter:
 adding containers of a type, or draining fewer (drain sets are nested), never hurts.
-A probe that ends unknown (a solve budget ran out) is skipped, and the answer says so; after
-``MAX_UNKNOWN`` of them the search stops with the bracket it has.
+A probe that ends unknown (a solve budget ran out) is skipped, and the answer says so; the
+search then narrows only the feasible end (between the unknown value and the best feasible
+one), and after ``MAX_UNKNOWN`` unknowns it stops with the bracket it has.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..errors import InputError
 from .study import Search
 from .variants import apply, drain_order
 
-MAX_UNKNOWN = 2  # probes a search may leave undecided before it stops
+MAX_UNKNOWN = 3  # probes a search may leave undecided before it stops
 
 
 def hard_capacity_shares(data: dict) -> dict[str, float]:
@@ -207,17 +208,22 @@ class SearchState:
         if self.verdicts[first] != "feasible":
             return None  # infeasible (or unknown) even at the easy end
         best, worst = self.bracket()
+        unknown = [v for v, x in self.verdicts.items() if x == "unknown"]
+        # past an unknown probe the search goes on towards the feasible end only: it can
+        # still narrow the answer there, while the other side wants proofs it could not get
         if find_min:
             edge = self.low - 1  # below the counting bound: proven by its probe
             if edge >= 0 and edge not in self.verdicts:
                 return edge
-            lo = worst if worst is not None else -1
+            lo = max([worst if worst is not None else -1]
+                     + [v for v in unknown if best is None or v < best])
             hi = best
         else:
             if self.high not in self.verdicts:
                 return self.high
             lo = best
-            hi = worst if worst is not None else self.high + 1
+            hi = min([worst if worst is not None else self.high + 1]
+                     + [v for v in unknown if best is None or v > best])
         candidates = [v for v in range(lo + 1, hi) if v not in self.verdicts]
         if not candidates:
             return None
