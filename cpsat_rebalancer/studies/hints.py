@@ -14,30 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .search import freed_containers, hard_capacity_shares
+from .search import capacity_arrays, freed_containers, hard_capacity_shares
 
 
 def first_fit(data: dict) -> dict[str, list[str]] | None:
     """``{container: [objects]}``, or None when some object fits nowhere."""
-    shares = hard_capacity_shares(data)
-    if not shares:
+    if not hard_capacity_shares(data):
         return None
-    containers = list(data["assignment"]) + [c for c in data.get("containers", [])
-                                             if c not in data["assignment"]]
-    objects = [o for c in containers for o in data["assignment"].get(c, [])]
-    dims = list(shares)
-    size = np.zeros((len(objects), len(dims)))
-    limit = np.zeros((len(containers), len(dims)))
-    for j, dim in enumerate(dims):
-        values = data.get("objectDimensions", {}).get(dim, {})
-        default = data.get("objectDimensionDefaults", {}).get(dim, 0.0)
-        size[:, j] = [values.get(o, default) for o in objects]
-        caps = data.get("containerDimensions", {}).get(dim, {})
-        cap_default = data.get("containerDimensionDefaults", {}).get(dim, 1.0)
-        limit[:, j] = [shares[dim] * caps.get(c, cap_default) for c in containers]
+    containers, objects, size, limit, where = capacity_arrays(data)
     index = {c: i for i, c in enumerate(containers)}
-    where = np.asarray([index[c] for c in containers for _ in data["assignment"].get(c, [])],
-                       dtype=np.int64)
     load = np.zeros_like(limit)
     np.add.at(load, where, size)
     closed = np.zeros(len(containers), bool)
@@ -52,12 +37,12 @@ def first_fit(data: dict) -> dict[str, list[str]] | None:
     with np.errstate(divide="ignore", invalid="ignore"):
         weight = np.nanmax(np.where(limit.max(axis=0) > 0, size / limit.max(axis=0), 0), axis=1)
     movers = np.flatnonzero(moving)
-    final = _place(sorted(movers, key=lambda o: (-weight[o], o)), where, size, limit, load,
+    final = first_fit_into(sorted(movers, key=lambda o: (-weight[o], o)), where, size, limit, load,
                    closed)
     if final is None:  # flexible objects may have taken the only room of restricted ones
         eligible = _eligible_counts(size[movers], limit[~closed])
         rank = dict(zip(movers.tolist(), eligible.tolist()))
-        final = _place(sorted(movers, key=lambda o: (rank[o], -weight[o], o)), where, size,
+        final = first_fit_into(sorted(movers, key=lambda o: (rank[o], -weight[o], o)), where, size,
                        limit, load, closed)
     if final is None:
         return None
@@ -67,7 +52,7 @@ def first_fit(data: dict) -> dict[str, list[str]] | None:
     return result
 
 
-def _place(order: list[int], where: np.ndarray, size: np.ndarray, limit: np.ndarray,
+def first_fit_into(order: list[int], where: np.ndarray, size: np.ndarray, limit: np.ndarray,
            load: np.ndarray, closed: np.ndarray) -> np.ndarray | None:
     """First fit of ``order`` onto a copy of ``load``: the final containers, or None."""
     load = load.copy()

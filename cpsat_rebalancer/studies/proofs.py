@@ -48,7 +48,7 @@ from ..cpsat.driver import solve_model
 from ..evaluate import evaluate
 from ..result import SolveResult
 from ..scenario import Scenario, SolverOptions, parse_scenario
-from .hints import first_fit
+from .hints import first_fit, first_fit_into
 from .patterns import pattern_relaxation
 from .search import (
     capacity_arrays,
@@ -258,13 +258,10 @@ def lp_first_fit(data: dict, shares: Shares) -> dict[str, list[str]] | None:
         else:
             left.append(o)
     eligible = {o: int(((size[o] <= limit[~closed] + 1e-9).all(axis=1)).sum()) for o in left}
-    for o in sorted(left, key=lambda o: (eligible[o], -weight[o], o)):
-        fits = ~closed & (load + size[o] <= limit + 1e-9).all(axis=1)
-        if not fits.any():
-            return None
-        c = int(np.argmax(fits))
-        final[o] = c
-        load[c] += size[o]
+    final = first_fit_into(sorted(left, key=lambda o: (eligible[o], -weight[o], o)), final,
+                           size, limit, load, closed)
+    if final is None:
+        return None
     placement: dict[str, list[str]] = {c: [] for c in containers}
     for o, c in zip(objects, final):
         placement[containers[c]].append(o)
