@@ -23,7 +23,7 @@ from cpsat_rebalancer.evaluate import evaluate
 from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
 from cpsat_rebalancer.studies import apply, counting_bound, load_study, parse_study, run_study
 from cpsat_rebalancer.studies.hints import first_fit
-from cpsat_rebalancer.studies.patterns import pattern_relaxation
+from cpsat_rebalancer.studies.patterns import _repack, pattern_relaxation
 from cpsat_rebalancer.studies.plots import plot_study
 from cpsat_rebalancer.studies.proofs import applicable, decide, lp_first_fit, lp_shares, witness
 from cpsat_rebalancer.studies.search import SearchState, restricted_objects
@@ -484,6 +484,19 @@ def test_patterns_see_the_room_whole_objects_cannot_use():
     result = pattern_relaxation(data)
     assert not result.proven_infeasible
     assert witness(parse_scenario(data), result.placement, 0, 0.0)
+
+
+def test_pattern_repack_reshuffles_a_neighbourhood_for_a_stuck_object():
+    # hosts of 10 hold 4 each; an 8 fits neither until the two 4s share a host
+    limit = np.array([[10.0], [10.0]])
+    size = np.array([[4.0], [4.0], [8.0]])
+    final, load = np.array([0, 1, -1]), np.array([[4.0], [4.0]])
+    assert _repack([2], final, load, limit, size / 10.0, seed=0)
+    totals = np.zeros_like(limit)
+    np.add.at(totals, final, size)
+    assert (final >= 0).all() and (totals <= limit).all() and np.allclose(totals, load)
+    final, load = np.array([0, 1, -1]), np.array([[4.0], [4.0]])
+    assert not _repack([2], final, load, limit, np.array([[0.4], [0.4], [1.1]]), seed=0)
 
 
 def test_lp_proof_lets_placed_objects_move():
