@@ -37,13 +37,13 @@ def first_fit(data: dict) -> dict[str, list[str]] | None:
     with np.errstate(divide="ignore", invalid="ignore"):
         weight = np.nanmax(np.where(limit.max(axis=0) > 0, size / limit.max(axis=0), 0), axis=1)
     movers = np.flatnonzero(moving)
-    final = first_fit_into(sorted(movers, key=lambda o: (-weight[o], o)), where, size, limit, load,
-                   closed)
+    final = first_fit_into(sorted(movers, key=lambda o: (-weight[o], o)), where, size, limit,
+                           load, closed)
     if final is None:  # flexible objects may have taken the only room of restricted ones
         eligible = _eligible_counts(size[movers], limit[~closed])
         rank = dict(zip(movers.tolist(), eligible.tolist()))
-        final = first_fit_into(sorted(movers, key=lambda o: (rank[o], -weight[o], o)), where, size,
-                       limit, load, closed)
+        final = first_fit_into(sorted(movers, key=lambda o: (rank[o], -weight[o], o)), where,
+                               size, limit, load, closed)
     if final is None:
         return None
     result: dict[str, list[str]] = {c: [] for c in containers}
@@ -53,7 +53,7 @@ def first_fit(data: dict) -> dict[str, list[str]] | None:
 
 
 def first_fit_into(order: list[int], where: np.ndarray, size: np.ndarray, limit: np.ndarray,
-           load: np.ndarray, closed: np.ndarray) -> np.ndarray | None:
+                   load: np.ndarray, closed: np.ndarray) -> np.ndarray | None:
     """First fit of ``order`` onto a copy of ``load``: the final containers, or None."""
     load = load.copy()
     final = where.copy()

@@ -56,7 +56,10 @@ class PatternResult:
 
 
 @dataclass
-class _Instance:
+class ClassGroups:
+    """Objects in classes of identical sizes, open containers in groups of identical limits
+    (containers named by a toFreeSpec are in none)."""
+
     containers: list[str]
     objects: list[str]
     class_of: np.ndarray  # class per object
@@ -67,15 +70,18 @@ class _Instance:
     members: np.ndarray  # containers per group
 
 
-def _instance(data: dict) -> _Instance:
+def class_groups(data: dict) -> ClassGroups:
+    """The classes and groups of :class:`ClassGroups`, over :func:`.search.capacity_arrays`
+    (limits equal to 9 decimals share a group)."""
     containers, objects, size, limit, _ = capacity_arrays(data)
     freed = freed_containers(data)
     open_rows = np.asarray([i for i, c in enumerate(containers) if c not in freed], dtype=int)
     sizes, class_of = np.unique(size, axis=0, return_inverse=True)
-    limits, open_group = np.unique(limit[open_rows], axis=0, return_inverse=True)
+    limits, open_group = np.unique(np.round(limit[open_rows], 9), axis=0,
+                                   return_inverse=True)
     group_of = np.full(len(containers), -1)
     group_of[open_rows] = open_group.ravel()
-    return _Instance(containers, objects, class_of.ravel(), sizes,
+    return ClassGroups(containers, objects, class_of.ravel(), sizes,
                      np.bincount(class_of.ravel(), minlength=len(sizes)), group_of, limits,
                      np.bincount(open_group.ravel(), minlength=len(limits)))
 
@@ -87,7 +93,7 @@ def pattern_relaxation(data: dict, rounds: int = 300, seconds: float = 120.0,
     net. Cut short, the bound comes from the duals at hand: still valid, maybe weaker.
     Unless infeasibility is proven, a placement is built by diving (:func:`_dive`)."""
     deadline = time.monotonic() + seconds
-    inst = _instance(data)
+    inst = class_groups(data)
     if not len(inst.objects):
         return PatternResult(False, -math.inf, 0.0, 0, {c: [] for c in inst.containers})
     master = _Master(inst, seed)
@@ -101,7 +107,7 @@ def pattern_relaxation(data: dict, rounds: int = 300, seconds: float = 120.0,
 class _Master:
     """The restricted master LP (GLOP) over the patterns generated so far."""
 
-    def __init__(self, inst: _Instance, seed: int) -> None:
+    def __init__(self, inst: ClassGroups, seed: int) -> None:
         from ortools.linear_solver import pywraplp
 
         self.inst = inst
@@ -240,7 +246,7 @@ def _dive(master: _Master, deadline: float) -> dict[str, list[str]] | None:
                                 for c, times, _ in fixed], master.pricer.seed)
 
 
-def _place(inst: _Instance, fixed: list[tuple[int, np.ndarray, int]], seed: int
+def _place(inst: ClassGroups, fixed: list[tuple[int, np.ndarray, int]], seed: int
            ) -> dict[str, list[str]] | None:
     """Containers of each group given the fixed patterns, filled with objects of the
     patterns' classes; the objects left, first fit (fewest fitting containers first, then
@@ -341,7 +347,7 @@ def _repack(stuck: list[int], final: np.ndarray, load: np.ndarray, limit: np.nda
     return True
 
 
-def _single(inst: _Instance, k: int, g: int) -> np.ndarray:
+def _single(inst: ClassGroups, k: int, g: int) -> np.ndarray:
     counts = np.zeros(len(inst.demand), dtype=np.int64)
     positive = inst.sizes[k] > 0
     most = inst.demand[k] if not positive.any() else min(
@@ -354,7 +360,7 @@ def _single(inst: _Instance, k: int, g: int) -> np.ndarray:
 class _Pricer:
     """Best patterns under the cover duals: greedy, and CP-SAT with a proven upper bound."""
 
-    def __init__(self, inst: _Instance, fits: np.ndarray, demand: np.ndarray,
+    def __init__(self, inst: ClassGroups, fits: np.ndarray, demand: np.ndarray,
                  seed: int) -> None:
         self.inst, self.fits, self.demand, self.seed = inst, fits, demand, seed
         top = np.maximum(inst.limits.max(axis=0), TOLERANCE)

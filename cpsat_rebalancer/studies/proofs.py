@@ -49,7 +49,7 @@ from ..evaluate import evaluate
 from ..result import SolveResult
 from ..scenario import Scenario, SolverOptions, parse_scenario
 from .hints import first_fit, first_fit_into
-from .patterns import pattern_relaxation
+from .patterns import class_groups, pattern_relaxation
 from .search import (
     capacity_arrays,
     counting_bound,
@@ -180,18 +180,9 @@ def lp_shares(data: dict) -> Shares | None:
     infeasible."""
     from ortools.linear_solver import pywraplp
 
-    containers, objects, size, limit, _ = capacity_arrays(data)
-    freed = freed_containers(data)
-    closed = np.asarray([c in freed for c in containers])
-    room = np.where(closed[:, None], 0.0, limit)
-    open_rows = np.flatnonzero(~closed)
-    groups = np.full(len(containers), -1)
-    kinds, group_of = np.unique(np.round(room[open_rows], 9), axis=0, return_inverse=True)
-    groups[open_rows] = group_of.ravel()
-    members = np.bincount(group_of.ravel(), minlength=len(kinds))
-    sizes, class_of = np.unique(size, axis=0, return_inverse=True)
-    classes = class_of.ravel()
-    counts = np.bincount(class_of.ravel(), minlength=len(sizes))
+    grouped = class_groups(data)
+    sizes, counts = grouped.sizes, grouped.demand
+    kinds, members = grouped.limits, grouped.members
     fits = (sizes[:, None, :] <= kinds[None, :, :] + 1e-9).all(axis=2)
     solver = pywraplp.Solver.CreateSolver("GLOP")
     x = {(k, g): solver.NumVar(0, float(counts[k]), "") for k, g in zip(*np.nonzero(fits))}
@@ -229,7 +220,7 @@ def lp_shares(data: dict) -> Shares | None:
     if solver.Solve() == pywraplp.Solver.OPTIMAL:
         for (k, g), var in x.items():
             count[k, g] = var.solution_value()
-    return Shares(classes, groups, count)
+    return Shares(grouped.class_of, grouped.group_of, count)
 
 
 def lp_first_fit(data: dict, shares: Shares) -> dict[str, list[str]] | None:
