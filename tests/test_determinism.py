@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ortools.sat import sat_parameters_pb2
+
 from cpsat_rebalancer import parse_scenario
-from cpsat_rebalancer.cpsat.driver import solve_model
+from cpsat_rebalancer.cpsat.driver import Chain, compile_model, solve_model
 from cpsat_rebalancer.generators import balance_instance
 from cpsat_rebalancer.scenario import SolverOptions
 
@@ -15,3 +17,23 @@ def test_deterministic_budget_repeats_the_assignment() -> None:
     second = solve_model(scenario.problem, scenario.model, options)
     assert (first.final == second.final).all()
     assert [b.objective for b in first.buckets] == [b.objective for b in second.buckets]
+
+
+def test_a_deterministic_run_takes_no_wall_clock_share() -> None:
+    """Shares of time cut a search wherever the clock stands, so a deterministic run keeps
+    only the user's time limit; its solves are bounded by deterministic time instead."""
+    scenario = parse_scenario(balance_instance(12, 3, seed=1))
+    problem, model = scenario.problem, scenario.model
+    builder, _ = compile_model(problem, model, True)
+    clocked = Chain(builder, model, SolverOptions(workers=1, seed=0))
+    assert clocked.wall_limit(3.0) == 3.0
+    limited = Chain(builder, model, SolverOptions(time_limit=50.0, workers=1, seed=0,
+                                                  deterministic_time=2.0))
+    repeatable = Chain(builder, model, SolverOptions(workers=1, seed=0, deterministic_time=2.0))
+    assert repeatable.wall_limit(3.0) is None
+    assert 49.0 < limited.wall_limit(3.0) <= 50.0
+    params = sat_parameters_pb2.SatParameters()
+    repeatable.limit(params, None, work=0.5)
+    assert params.max_deterministic_time == 0.5 and params.interleave_search
+    repeatable.limit(params, None, work=9.0)  # the user's budget per solve is the most
+    assert params.max_deterministic_time == 2.0

@@ -300,7 +300,13 @@ class Chain:
         self.blend_floor: int | None = None  # proven minimum of weight·objective + moves
         self.start_value: int | None = None  # objective of the last start_from (if given)
         self.moved_floor = 0  # a proven lower bound on the number of objects moved
+        self.work = 0.0  # CP-SAT deterministic time spent so far (repeatable, unlike seconds)
         self.interrupted = False
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether each solve has a deterministic budget (a repeatable run was asked for)."""
+        return self.options.deterministic_time is not None
 
     def moves_later(self, position: int) -> bool:
         """Whether a goal after ``position`` minimizes movement (its buckets then gain from
@@ -315,6 +321,25 @@ class Chain:
             return None
         return self.options.time_limit - (time.monotonic() - self.started)
 
+    def wall_limit(self, *shares: float | None) -> float | None:
+        """The wall-clock limit of a step: the time left, and the given shares of it unless
+        the run is deterministic. There a step cut by the clock would depend on the machine's
+        load, so each CP-SAT solve is bounded by its deterministic budget and the whole run by
+        the user's time limit alone: repeatable whenever that limit does not bind."""
+        limits = [t for t in (self.remaining(), *([] if self.deterministic else shares))
+                  if t is not None]
+        return max(min(limits), 0.001) if limits else None
+
+    def limit(self, params: object, seconds: float | None, work: float | None = None) -> None:
+        """Set a solve's limits: ``seconds`` of wall clock (None: none), and under a
+        deterministic run its budget, or ``work`` when smaller."""
+        if seconds is not None:
+            params.max_time_in_seconds = seconds
+        if self.deterministic:
+            params.max_deterministic_time = min(self.options.deterministic_time,
+                                                math.inf if work is None else work)
+            params.interleave_search = True
+
     def hint(self, counts: list[int] | None = None) -> None:
         cp = self.builder.cp
         cp.clear_hints()
@@ -327,10 +352,11 @@ class Chain:
         hint.vars.extend(range(len(self.values)))
         hint.values.extend(self.values)
 
-    def solve(self, objective: object | None,
-              budget: float | None = None) -> tuple[int, cp_model.CpSolver]:
-        """One CP-SAT solve of at most ``budget`` seconds (and never past the deadline);
-        keeps the solution (if any) for hints and decoding."""
+    def solve(self, objective: object | None, budget: float | None = None,
+              work: float | None = None) -> tuple[int, cp_model.CpSolver]:
+        """One CP-SAT solve of at most ``budget`` seconds (and never past the deadline), or
+        under a deterministic run of at most ``work`` deterministic seconds; keeps the
+        solution (if any) for hints and decoding."""
         cp = self.builder.cp
         if objective is None:
             cp.clear_objective()
@@ -344,12 +370,7 @@ class Chain:
         params.absolute_gap_limit = 0.0
         params.relative_gap_limit = 0.0
         params.log_search_progress = self.options.log
-        if self.options.deterministic_time is not None:
-            params.max_deterministic_time = self.options.deterministic_time
-            params.interleave_search = True
-        limits = [t for t in (self.remaining(), budget) if t is not None]
-        if limits:
-            params.max_time_in_seconds = max(min(limits), 0.001)
+        self.limit(params, self.wall_limit(budget), work)
         # the user's CP-SAT parameters last: they were checked not to touch the ones above
         if not apply_cpsat_parameters(params, self.options.cpsat_parameters):
             raise InternalError(f"CP-SAT cannot read {self.options.cpsat_parameters}")
@@ -391,11 +412,8 @@ class Chain:
             params.search_branching = cp_model.FIXED_SEARCH
             params.random_seed = self.options.seed
             params.catch_sigint_signal = False
-            limits = [t for t in (self.remaining(), budget) if t is not None]
-            if limits:
-                params.max_time_in_seconds = max(min(limits), 0.001)
-            if self.options.deterministic_time is not None:
-                params.max_deterministic_time = self.options.deterministic_time
+            self.limit(params, self.wall_limit(budget))
+            params.interleave_search = False  # one worker, a fixed order: nothing to interleave
             searches.append((solver, model))
         outcomes: list[tuple[int, cp_model.CpSolver]] = []
         decided = threading.Event()
@@ -408,7 +426,7 @@ class Chain:
                 for other, _ in searches:
                     other.stop_search()
 
-        together = self.options.deterministic_time is None
+        together = not self.deterministic
         for batch in ([searches] if together else [[s] for s in searches]):
             if decided.is_set() or self.interrupted:
                 break
@@ -437,6 +455,7 @@ class Chain:
         """Solve ``cp`` so that Ctrl-C stops it and the chain (see run_solver)."""
         status, interrupted = run_solver(solver, cp)
         self.interrupted |= interrupted
+        self.work += solver.response_proto.deterministic_time
         return status
 
     def start_from(self, counts: list[int] | None = None, objective: object | None = None,
@@ -455,11 +474,9 @@ class Chain:
         solver.parameters.fix_variables_to_their_hinted_value = True
         solver.parameters.num_workers = self.options.workers
         solver.parameters.random_seed = self.options.seed
-        limits = [t for t in (self.remaining(), budget) if t is not None]
-        if self.remaining() is not None:
-            limits.append(self.remaining() / 4)
-        if limits:
-            solver.parameters.max_time_in_seconds = max(min(limits), 0.001)
+        remaining = self.remaining()
+        self.limit(solver.parameters,
+                   self.wall_limit(budget, None if remaining is None else remaining / 4))
         if self._interruptible(solver) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.values = list(solver.response_proto.solution)
             if objective is not None:
@@ -557,8 +574,10 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
                                         None, bucket.error, 0.0))
             continue
         # under a time limit, a bucket gets an equal share of what is left, so a hard first
-        # bucket cannot starve the later ones; time it does not use flows on
-        budget = None if remaining is None else remaining / (len(buckets) - index)
+        # bucket cannot starve the later ones; time it does not use flows on. Not in a
+        # deterministic run, whose steps depend on no clock (see Chain.wall_limit)
+        budget = (None if remaining is None or chain.deterministic
+                  else remaining / (len(buckets) - index))
         if bucket.leximin:
             report = _solve_leximin(chain, bucket, budget)
         else:
@@ -608,6 +627,7 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
 
 
 TIE_BREAK_SHARE = 0.5  # the tie-break may take this share of the time spent before it
+TIE_BREAK_WORK = 0.2  # and at least this many deterministic seconds (about a second here)
 PURE_SHARE = 0.6  # under a time limit, a bucket's search on its objective alone, before moves
 BLEND_SHARE = 0.6  # when a later goal counts moves: the blended search first, then the pure
 REPAIR_SHARE = 0.4  # of a bucket's share, at most, for the limits, cuts and greedy repairs
@@ -623,18 +643,16 @@ def _fewest_moves(chain: Chain, started: float) -> None:
     """Among assignments that keep every bucket's frozen value, move the fewest objects:
     an optimum that moves an object for no gain is not what a user wants applied. Uses only
     time left over, and at most about half the time spent so far (at least a second): a
-    polish must not turn a 2-second proof into a full time limit. Never changes a bucket's
-    value beyond its stated error."""
+    polish must not turn a 2-second proof into a full time limit (in a deterministic run,
+    the same share of the deterministic time spent, at least TIE_BREAK_WORK). Never
+    changes a bucket's value beyond its stated error."""
     moved = _moved(chain.builder)
-    budget = max(1.0, TIE_BREAK_SHARE * (time.monotonic() - started))
-    remaining = chain.remaining()
-    if remaining is not None:
-        budget = min(budget, remaining)
-    if budget <= 0.01:
+    budget = chain.wall_limit(max(1.0, TIE_BREAK_SHARE * (time.monotonic() - started)))
+    if budget is not None and budget <= 0.01:
         return
     before = list(chain.values)
     chain.builder.relax_symmetry()
-    status, _ = chain.solve(moved, budget)
+    status, _ = chain.solve(moved, budget, max(TIE_BREAK_WORK, TIE_BREAK_SHARE * chain.work))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         chain.values = before
 
@@ -651,14 +669,16 @@ def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
     deadline = None if budget is None else time.monotonic() + budget
 
     def left() -> float:  # nothing once the chain is out of time or interrupted
-        seconds = PRESOLVE_SECONDS if deadline is None else deadline - time.monotonic()
-        remaining = chain.remaining()
-        return max(0.0, min(seconds, PRESOLVE_SECONDS,
-                            math.inf if remaining is None else remaining))
+        seconds = chain.wall_limit(PRESOLVE_SECONDS,
+                                   None if deadline is None else deadline - time.monotonic())
+        return math.inf if seconds is None else max(0.0, seconds)
 
+    # a deterministic run bounds the presolves by work instead (and the repairs by their
+    # count of ejections)
+    work = PRESOLVE_SECONDS if chain.deterministic else None
     if left() <= 0.01:
         return None
-    caps = load_caps(builder, seconds=left(), run=chain.run)
+    caps = load_caps(builder, seconds=left(), run=chain.run, work=work)
     if not caps:
         return None
     chain.moved_floor = max(chain.moved_floor, add_move_cuts(builder, caps))
@@ -670,7 +690,7 @@ def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
             bucket.position, 0.0), int((current != initial).sum()))
     if left() <= 0.01:
         return None
-    at_lowest = load_caps(builder, (form.expr, form.lo), left(), chain.run)
+    at_lowest = load_caps(builder, (form.expr, form.lo), left(), chain.run, work)
     # complete repairs first (to the lowest value's limits with most of the time left, then
     # to the current ones); then one that meets the lowest value's limits where it can
     # (fast: no ejections)
@@ -682,8 +702,9 @@ def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
             return None
         if left() <= 0.01 and not partial:
             continue
+        seconds = None if partial else chain.wall_limit(share * left())
         counts = repair(builder, limits, partial,
-                        None if partial else time.monotonic() + share * left()
+                        None if seconds is None else time.monotonic() + seconds
                         ) if limits else None
         if counts is None:
             continue

@@ -30,11 +30,12 @@ PRESOLVE_SECONDS = 20.0  # at most this long to read back the limits
 def load_caps(builder: ModelBuilder, target: tuple[object, int] | None = None,
               seconds: float = PRESOLVE_SECONDS,
               run: Callable[[cp_model.CpSolver, cp_model.CpModel], int] | None = None,
-              ) -> dict[str, np.ndarray] | None:
+              work: float | None = None) -> dict[str, np.ndarray] | None:
     """Upper bound per container on each built container load (integer units, by
     dimension), as CP-SAT's presolve derives them from the model (plus ``expr <= level`` when
     ``target`` is given). None when presolve proves the model (with the target) infeasible
-    or gives up. ``run`` solves (the chain's, which Ctrl-C can stop)."""
+    or gives up. ``run`` solves (the chain's, which Ctrl-C can stop); ``work``, when given,
+    bounds the presolve in deterministic seconds as well (a repeatable run)."""
     loads = builder.container_loads()
     if not loads:
         return {}
@@ -53,6 +54,8 @@ def load_caps(builder: ModelBuilder, target: tuple[object, int] | None = None,
     params.max_presolve_iterations = 1  # later rounds add little to load bounds, much time
     params.num_workers = 1
     params.max_time_in_seconds = max(seconds, 0.01)
+    if work is not None:
+        params.max_deterministic_time = work
     params.catch_sigint_signal = False
     status = solver.solve(cp) if run is None else run(solver, cp)
     if status == cp_model.INFEASIBLE:
