@@ -525,18 +525,21 @@ STATUS_NAMES = {cp_model.OPTIMAL: OPTIMAL, cp_model.FEASIBLE: FEASIBLE,
 
 
 def _better_start(builder: ModelBuilder, model: Model, initial: Evaluation,
-                  hint: np.ndarray | None) -> list[int] | None:
-    """The hint's counts when it keeps the hard constraints and beats the initial assignment
-    (lexicographically); None to start from the initial assignment."""
-    if hint is None:
-        return None
-    proposed = evaluate(builder.problem, model, hint)
-    counts = builder.counts_of(hint)
-    if not proposed.feasible or counts is None:
-        return None
-    if initial.feasible and proposed.tuple() >= initial.tuple():
-        return None
-    return counts
+                  candidates: list[np.ndarray]) -> list[int] | None:
+    """The counts of the best candidate (the user's hint, a spec's suggestion) that keeps the
+    hard constraints and beats the initial assignment (lexicographically); None to start
+    from the initial assignment."""
+    best: tuple[tuple, list[int]] | None = None
+    for candidate in candidates:
+        proposed = evaluate(builder.problem, model, candidate)
+        counts = builder.counts_of(candidate)
+        if not proposed.feasible or counts is None:
+            continue
+        if initial.feasible and proposed.tuple() >= initial.tuple():
+            continue
+        if best is None or proposed.tuple() < best[0]:
+            best = (proposed.tuple(), counts)
+    return None if best is None else best[1]
 
 
 def solve_model(problem: Problem, model: Model, options: SolverOptions,
@@ -555,7 +558,8 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
     builder, buckets = compile_model(problem, model, aggregate, accelerate=accelerate)
     chain = Chain(builder, model, options, started)
     initial_eval = evaluate(problem, model, problem.initial)
-    start = _better_start(builder, model, initial_eval, hint)
+    start = _better_start(builder, model, initial_eval,
+                          ([] if hint is None else [hint]) + builder.suggested_starts)
     if start is not None:
         chain.start_from(start)
     elif initial_eval.feasible:

@@ -178,6 +178,8 @@ class ModelBuilder:
         self.guard: object | None = None  # when set, hard rules hold only if it is true
         # valid redundant constraints (bounds, symmetry breaking) that speed up proofs
         self.accelerate = True
+        # assignments a spec's compiler proposes as the start (checked by the evaluator)
+        self.suggested_starts: list[np.ndarray] = []
         self.container_classes: list[np.ndarray] = []
         self.symmetry: object | None = None  # literal enforcing the container order
         self._class_rank = np.zeros(0, dtype=np.int64)  # cache of class_rank()
