@@ -27,6 +27,8 @@ INSTANCES = [
     ("binpacking", BPP / "bpplib" / "Scholl" / "Scholl_1" / "N1C3W4_A.txt"),  # FFD: one more
     ("binpacking", BPP / "bpplib" / "Schwerin" / "Schwerin_1" / "Schwerin1_BPP1.txt"),
     ("binpacking", BPP / "bpplib" / "Scholl" / "Scholl_1" / "N1C3W1_A.txt"),  # here too
+    # a triplet instance: first-fit decreasing misses the optimum, the pattern dive meets it
+    ("binpacking", BPP / "bpplib" / "Falkenauer" / "Falkenauer_T" / "Falkenauer_t60_01.txt"),
 ]
 
 

@@ -11,8 +11,13 @@ import numpy as np
 import pytest
 
 from cpsat_rebalancer import ProblemSolver
-from cpsat_rebalancer.cpsat.driver import named_objects, restrictions_of, solve_model
-from cpsat_rebalancer.cpsat.packing_bounds import gilmore_gomory, martello_toth_l2
+from cpsat_rebalancer.cpsat.driver import (
+    compile_model,
+    named_objects,
+    restrictions_of,
+    solve_model,
+)
+from cpsat_rebalancer.cpsat.packing_bounds import gilmore_gomory, martello_toth_l2, pattern_dive
 from cpsat_rebalancer.cpsat.symmetry import interchangeable_containers
 from cpsat_rebalancer.errors import InputError
 from cpsat_rebalancer.evaluate import evaluate
@@ -160,11 +165,42 @@ def test_packing_bounds_are_valid_and_beat_the_volume_bound() -> None:
     rng = np.random.default_rng(7)
     for _ in range(40):
         sizes = rng.integers(1, 11, int(rng.integers(1, 7)))
-        optimum = min(
-            len(set(combo)) for combo in itertools.product(range(len(sizes)), repeat=len(sizes))
-            if all(sizes[np.asarray(combo) == b].sum() <= 10 for b in set(combo)))
+        optimum = smallest_packing(sizes, 10)
         for bound in (martello_toth_l2(sizes, 10), gilmore_gomory(sizes, 10)):
             assert math.ceil(sizes.sum() / 10) <= bound <= optimum
+
+
+def smallest_packing(sizes: np.ndarray, capacity: int) -> int:
+    """The fewest bins, by enumeration (tiny instances)."""
+    return min(
+        len(set(combo)) for combo in itertools.product(range(len(sizes)), repeat=len(sizes))
+        if all(sizes[np.asarray(combo) == b].sum() <= capacity for b in set(combo)))
+
+
+def test_pattern_dive_packs_every_size_within_capacity() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        sizes = rng.integers(0, 11, int(rng.integers(1, 8)))
+        bins = pattern_dive(sizes, 10)
+        assert bins is not None and len(bins) == len(sizes)
+        assert np.bincount(bins, weights=sizes).max() <= 10
+        if sizes.any():  # bins numbered from 0, none empty, never fewer than the optimum
+            used = set(bins[sizes > 0].tolist())
+            assert used == set(range(len(used)))
+            assert len(used) >= smallest_packing(sizes[sizes > 0], 10)
+    assert pattern_dive(np.asarray([11, 3]), 10) is None  # a size that fits no bin
+
+
+def test_minimize_containers_proposes_the_dive_where_first_fit_decreasing_misses() -> None:
+    sizes = np.asarray([6, 5, 4, 3, 3, 3])  # 6+3+3 and 5+4+3; first-fit decreasing: 3 bins
+    assert len(set(first_fit_decreasing(sizes, 12).tolist())) == 3
+    scenario = parse_scenario(bins_scenario(sizes.tolist(), 12, 6))  # one item per bin
+    builder, _ = compile_model(scenario.problem, scenario.model)
+    (start,) = builder.suggested_starts
+    evaluation = evaluate(scenario.problem, scenario.model, start)
+    assert evaluation.feasible and evaluation.goals[0].value == 2 == smallest_packing(sizes, 12)
+    plain, _ = compile_model(scenario.problem, scenario.model, accelerate=False)
+    assert plain.suggested_starts == []  # an accelerator: the answer is the same without it
 
 
 def test_interchangeable_containers_follow_the_specs() -> None:
