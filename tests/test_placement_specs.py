@@ -171,10 +171,44 @@ def test_packing_bounds_are_valid_and_beat_the_volume_bound() -> None:
 
 
 def smallest_packing(sizes: np.ndarray, capacity: int) -> int:
-    """The fewest bins, by enumeration (tiny instances)."""
-    return min(
-        len(set(combo)) for combo in itertools.product(range(len(sizes)), repeat=len(sizes))
-        if all(sizes[np.asarray(combo) == b].sum() <= capacity for b in set(combo)))
+    """The fewest bins, by enumerating every way to put each item in an open bin or a new
+    one (tiny instances; every size fits a bin)."""
+    best = len(sizes)
+
+    def place(i: int, loads: list[int]) -> None:
+        nonlocal best
+        if len(loads) >= best:
+            return
+        if i == len(sizes):
+            best = len(loads)
+            return
+        for b in range(len(loads)):
+            if loads[b] + sizes[i] <= capacity:
+                loads[b] += sizes[i]
+                place(i + 1, loads)
+                loads[b] -= sizes[i]
+        place(i + 1, loads + [int(sizes[i])])
+
+    place(0, [])
+    return best
+
+
+def test_packing_bounds_stay_valid_and_fast_for_huge_capacities() -> None:
+    """The pattern knapsack spans the capacity: a common divisor is divided out (the same
+    bound), a capacity still too large is coarsened (a relaxation: never above the optimum),
+    and the solve stays exact."""
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        sizes = rng.integers(1, 11, int(rng.integers(1, 7)))
+        assert gilmore_gomory(sizes * 10**7, 10**8) == gilmore_gomory(sizes, 10)
+        fine = sizes * 10**7 + rng.integers(0, 10**7, len(sizes))
+        assert gilmore_gomory(fine, 10**8 + 7) <= smallest_packing(fine, 10**8 + 7)
+    fine = np.asarray([41, 33, 29, 27, 25, 24, 21, 17]) * 10**6 + 12345
+    assert pattern_dive(fine, 10**8 + 7) is None  # no exact patterns at this resolution
+    scenario = parse_scenario(bins_scenario(fine.tolist(), 10**8 + 7, 8))
+    result = solve_model(scenario.problem, scenario.model, OPTIONS)
+    assert result.status == "OPTIMAL"
+    assert result.final_evaluation.goals[0].value == smallest_packing(fine, 10**8 + 7)
 
 
 def test_pattern_dive_packs_every_size_within_capacity() -> None:

@@ -9,6 +9,10 @@ one capacity C:
   packing pattern is used, solved by column generation (GLOP for the master LP, an exact
   dynamic program for the pricing knapsack). Its round-up equals the optimum on nearly every
   published instance (the "integer round-up property").
+
+The pattern knapsack runs over the capacity: sizes and capacity are first divided by their
+common divisor, and beyond PATTERN_CELLS coarsened (a relaxation, still valid); column
+generation is limited by a count of work, never by time, so the model repeats.
 """
 
 from __future__ import annotations
@@ -73,11 +77,29 @@ def _best_pattern(weights: np.ndarray, demand: np.ndarray, prices: np.ndarray,
     return float(value[capacity]), pattern
 
 
-def _pattern_lp(weights: np.ndarray, demand: np.ndarray, capacity: int, iterations: int,
-                start: list[np.ndarray] = ()) -> tuple[int, list[tuple[np.ndarray, float]]]:
+PATTERN_CELLS = 100_000  # the largest capacity the pricing knapsack's table spans
+PATTERN_WORK = 300_000_000  # size classes x capacity, over all pricing rounds (seconds)
+
+
+def _reduced(sizes: np.ndarray, capacity: int) -> tuple[np.ndarray, int, bool]:
+    """Sizes and capacity divided by their greatest common divisor (the same packings);
+    when the capacity is still above PATTERN_CELLS, both coarsened to ⌊size/q⌋ and ⌊C/q⌋, a
+    relaxation (what fits still fits: Σ⌊s/q⌋ <= ⌊Σs/q⌋ <= ⌊C/q⌋), so its bounds stay
+    valid, if weaker. Third: whether the packings are still exactly the same."""
+    divisor = int(np.gcd.reduce(np.append(sizes, capacity)))
+    sizes, capacity = sizes // divisor, capacity // divisor
+    if capacity <= PATTERN_CELLS:
+        return sizes, capacity, True
+    step = -(-capacity // PATTERN_CELLS)
+    return sizes // step, capacity // step, False
+
+
+def _pattern_lp(weights: np.ndarray, demand: np.ndarray, capacity: int, work: int,
+                start: list[np.ndarray] = ()) -> tuple[int, list[tuple[np.ndarray, float]], int]:
     """Column generation on the pattern model, from ``start`` patterns (those within the
-    demand) and one per size: (round-up of its LP, or Farley's bound when cut short after
-    ``iterations`` columns; the patterns in use with their LP values)."""
+    demand) and one per size, pricing while ``work`` (size classes x capacity per round)
+    lasts: (round-up of its LP, or Farley's bound when cut short; the patterns in use with
+    their LP values; the work spent)."""
     solver = pywraplp.Solver.CreateSolver("GLOP")
     rows = [solver.Constraint(float(d), solver.infinity()) for d in demand]
     objective = solver.Objective()
@@ -99,10 +121,14 @@ def _pattern_lp(weights: np.ndarray, demand: np.ndarray, capacity: int, iteratio
     for pattern in start:
         if (pattern <= demand).all():
             add(pattern)
-    bound = 0
-    for _ in range(iterations):
+    bound = spent = 0
+    cost = len(weights) * (capacity + 1)
+    while True:
         if solver.Solve() != pywraplp.Solver.OPTIMAL:
-            return bound, []
+            return bound, [], spent
+        if spent + cost > work:
+            break
+        spent += cost
         prices = np.asarray([max(0.0, row.dual_value()) for row in rows])
         best, pattern = _best_pattern(weights, demand, prices, capacity)
         # prices / best is dual feasible for every pattern, exactly: a valid bound
@@ -112,32 +138,40 @@ def _pattern_lp(weights: np.ndarray, demand: np.ndarray, capacity: int, iteratio
             break
         add(pattern)
     return bound, [(pattern, column.solution_value()) for pattern, column in columns
-                   if column.solution_value() > EPSILON]
+                   if column.solution_value() > EPSILON], spent
 
 
-def gilmore_gomory(sizes: np.ndarray, capacity: int, iterations: int = 2000) -> int:
+def gilmore_gomory(sizes: np.ndarray, capacity: int, work: int = PATTERN_WORK) -> int:
     """The round-up of the pattern model's LP relaxation (or, if column generation is cut
-    short after ``iterations`` columns, Farley's bound, valid at any iteration). 0 when
-    there is nothing to pack. Limited by a count, not by time, so the same input always
-    gets the same bound (and the same model)."""
+    short by ``work``, Farley's bound, valid at any round; on a coarsened instance when the
+    capacity is large, see _reduced). 0 when there is nothing to pack. Limited by a count,
+    not by time, so the same input always gets the same bound (and the same model)."""
     sizes = np.asarray(sizes, dtype=np.int64)
     sizes = sizes[sizes > 0]
     if len(sizes) == 0 or np.any(sizes > capacity):
         return 0
+    sizes, capacity, _ = _reduced(sizes, capacity)
+    sizes = sizes[sizes > 0]
+    if len(sizes) == 0:
+        return 0
     weights, demand = np.unique(sizes, return_counts=True)
-    return _pattern_lp(weights, demand, capacity, iterations)[0]
+    return _pattern_lp(weights, demand, capacity, work)[0]
 
 
-def pattern_dive(sizes: np.ndarray, capacity: int, iterations: int = 2000
+def pattern_dive(sizes: np.ndarray, capacity: int, work: int = PATTERN_WORK
                  ) -> np.ndarray | None:
     """A packing found by diving on the pattern LP: use the pattern the LP uses most
-    (its whole count, at least once), solve the LP again for what is left, repeat. Where
-    the LP has the integer round-up property (most published instances) this often packs
-    into as many bins as the bound, which first-fit decreasing misses on hard instances.
-    Returns a bin index per size (sizes of 0 in bin 0), or None when some size does not
-    fit. Deterministic: counts, not time, limit it."""
+    (its whole count, at least once), solve the LP again for what is left, repeat (pricing
+    while ``work`` lasts, then on the patterns at hand). Where the LP has the integer
+    round-up property (most published instances) this often packs into as many bins as the
+    bound, which first-fit decreasing misses on hard instances. Returns a bin index per
+    size (sizes of 0 in bin 0), or None when some size does not fit or the capacity is too
+    large for exact patterns. Deterministic: counts, not time, limit it."""
     sizes = np.asarray(sizes, dtype=np.int64)
     if len(sizes) == 0 or np.any(sizes > capacity):
+        return None
+    sizes, capacity, exact = _reduced(sizes, capacity)
+    if not exact:
         return None
     positive = sizes > 0
     weights, demand = np.unique(sizes[positive], return_counts=True)
@@ -145,15 +179,16 @@ def pattern_dive(sizes: np.ndarray, capacity: int, iterations: int = 2000
     bins: list[np.ndarray] = []
     used: list[tuple[np.ndarray, float]] = []
     while left.any():
-        _, used = _pattern_lp(weights, left, capacity, iterations, [p for p, _ in used])
+        _, used, spent = _pattern_lp(weights, left, capacity, work, [p for p, _ in used])
+        work -= spent
         if not used:
             return None
         pattern, value = max(used, key=lambda item: (item[1], int(item[0] @ weights)))
-        times = max(1, int(math.floor(value + EPSILON)))
-        times = min(times, int(min(left[k] // pattern[k] for k in np.flatnonzero(pattern))))
-        bins += [pattern] * max(times, 1)
-        left -= pattern * max(times, 1)
-        if (left < 0).any():
+        times = max(1, min(int(math.floor(value + EPSILON)),
+                           int(min(left[k] // pattern[k] for k in np.flatnonzero(pattern)))))
+        bins += [pattern] * times
+        left -= pattern * times
+        if (left < 0).any():  # the LP's patterns keep within the demand: never expected
             return None
     assignment = np.zeros(len(sizes), dtype=np.int64)
     slots = {int(w): [] for w in weights}
