@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from cpsat_rebalancer.api import solve_scenario
+from cpsat_rebalancer.cli import collect_cpsat_params, cpsat_param
 from cpsat_rebalancer.cpsat.packing_bounds import gilmore_gomory, martello_toth_l2
 from cpsat_rebalancer.importers import IMPORTERS, read_binpacking
 from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
@@ -147,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=1, metavar="K",
                         help="only every K-th instance of each set (a spread-out sample)")
     parser.add_argument("--json", help="write every row to this file")
+    parser.add_argument("--cpsat-param", action="append", type=cpsat_param,
+                        metavar="NAME=VALUE",
+                        help="a CP-SAT parameter for every solve, as in the CLI (repeatable)")
     parser.add_argument("--bounds", action="store_true",
                         help="bin-packing sets only: compare the lower bounds the model states "
                         "(L2, Gilmore-Gomory) with the optima, without solving")
@@ -154,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     known = known_values()
     if args.bounds:
         return print_bounds(args, known)
-    options = SolverOptions(time_limit=args.time_limit, workers=args.workers, seed=0)
+    options = SolverOptions.checked(args.time_limit, args.workers, 0,
+                                    cpsat_parameters=collect_cpsat_params(args.cpsat_param))
     rows: list[Row] = []
     print(f"{'set':24} {'instance':28} {'known':>10} {'ours':>10} {'bound':>10} "
           f"{'status':9} {'seconds':>8}")

@@ -14,6 +14,8 @@ time limit for the whole chain (compilation included), as ``cpsat-rebalancer sol
 * ``workers=1``: one CP-SAT worker instead;
 * ``linearization_level=2``, ``symmetry_level=0``, ``cp_model_presolve=false``: that CP-SAT
   parameter (``solver.cpsatParameters``) on top of the default;
+* ``dual_reductions``: CP-SAT's dual presolve reductions back on
+  (``keep_all_feasible_solutions_in_presolve=false``; the engine turns them off);
 * ``accelerate=False``: our own start repair, move cuts and packing bounds off
   (``solve_model(..., accelerate=False)``), CP-SAT alone on the same model.
 
@@ -67,6 +69,7 @@ SETTINGS = {s.name: s for s in (
     Setting("linearization_level=2", {"linearization_level": 2}),
     Setting("symmetry_level=0", {"symmetry_level": 0}),
     Setting("cp_model_presolve=false", {"cp_model_presolve": False}),
+    Setting("dual_reductions", {"keep_all_feasible_solutions_in_presolve": False}),
     Setting("accelerate=False", accelerate=False),
 )}
 COLUMNS = ("family", "setting", "status", "position status", "values", "bounds",

@@ -340,6 +340,13 @@ class Chain:
                                                 math.inf if work is None else work)
             params.interleave_search = True
 
+    def presolve(self, params: object) -> None:
+        """CP-SAT's dual presolve reductions off where the model orders interchangeable
+        containers: the two fight (on a 500-item bin packing, 52 presolve rounds and 10 s
+        in every solve of the chain, 0.8 s without them); elsewhere CP-SAT's default (they
+        help the GAP instances of type d)."""
+        params.keep_all_feasible_solutions_in_presolve = bool(self.builder.container_classes)
+
     def hint(self, counts: list[int] | None = None) -> None:
         cp = self.builder.cp
         cp.clear_hints()
@@ -370,6 +377,7 @@ class Chain:
         params.absolute_gap_limit = 0.0
         params.relative_gap_limit = 0.0
         params.log_search_progress = self.options.log
+        self.presolve(params)
         self.limit(params, self.wall_limit(budget), work)
         # the user's CP-SAT parameters last: they were checked not to touch the ones above
         if not apply_cpsat_parameters(params, self.options.cpsat_parameters):
@@ -412,6 +420,7 @@ class Chain:
             params.search_branching = cp_model.FIXED_SEARCH
             params.random_seed = self.options.seed
             params.catch_sigint_signal = False
+            self.presolve(params)
             self.limit(params, self.wall_limit(budget))
             params.interleave_search = False  # one worker, a fixed order: nothing to interleave
             searches.append((solver, model))
