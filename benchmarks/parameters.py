@@ -14,8 +14,9 @@ time limit for the whole chain (compilation included), as ``cpsat-rebalancer sol
 * ``workers=1``: one CP-SAT worker instead;
 * ``linearization_level=2``, ``symmetry_level=0``, ``cp_model_presolve=false``: that CP-SAT
   parameter (``solver.cpsatParameters``) on top of the default;
-* ``dual_reductions``: CP-SAT's dual presolve reductions back on
-  (``keep_all_feasible_solutions_in_presolve=false``; the engine turns them off);
+* ``dual_reductions``: CP-SAT's dual presolve reductions on everywhere
+  (``keep_all_feasible_solutions_in_presolve=false``; the engine turns them off in models
+  that order interchangeable containers);
 * ``accelerate=False``: our own start repair, move cuts and packing bounds off
   (``solve_model(..., accelerate=False)``), CP-SAT alone on the same model.
 

@@ -9,9 +9,11 @@ import math
 
 import numpy as np
 import pytest
+from ortools.sat import sat_parameters_pb2
 
 from cpsat_rebalancer import ProblemSolver
 from cpsat_rebalancer.cpsat.driver import (
+    Chain,
     compile_model,
     named_objects,
     restrictions_of,
@@ -115,6 +117,23 @@ def test_bin_packing_with_and_without_accelerators(seed: int) -> None:
         best = min(evaluation.tuple() for _, evaluation in feasible)
         assert result.status == "OPTIMAL"
         assert result.final_evaluation.tuple() == pytest.approx(best, abs=1e-9)
+
+
+def test_dual_reductions_are_off_only_where_containers_are_ordered(tmp_path) -> None:
+    """CP-SAT's dual presolve reductions fight the container order (see Chain.presolve):
+    off with interchangeable bins, CP-SAT's default without them, the user's choice first."""
+    bins = parse_scenario(binpacking_scenario(write(tmp_path, "b.txt", "4\n6\n4\n3\n3\n2\n")))
+    gap = parse_scenario(gap_scenario(write(tmp_path, "g.txt",  # costs, weights, capacities
+                                            "2 2\n1 2\n3 1\n2 3\n3 2\n5 6\n")))
+    for scenario, ordered in ((bins, True), (gap, False)):
+        builder, _ = compile_model(scenario.problem, scenario.model)
+        assert bool(builder.container_classes) is ordered
+        for user in ({}, {"keep_all_feasible_solutions_in_presolve": not ordered}):
+            options = SolverOptions.checked(None, 1, 0, cpsat_parameters=user)
+            params = sat_parameters_pb2.SatParameters()
+            Chain(builder, scenario.model, options).presolve(params)
+            assert params.keep_all_feasible_solutions_in_presolve is (ordered if not user
+                                                                     else not ordered)
 
 
 def test_dynamic_dimension_values_follow_the_object() -> None:

@@ -92,6 +92,7 @@ def restriction_label(problem: Problem, restriction: Restrictions) -> str:
     return "; ".join(parts)
 
 
+KEEP_ALL = "keep_all_feasible_solutions_in_presolve"  # off: CP-SAT's dual presolve reductions
 EXPLAIN_SECONDS = 20.0  # at most this long to name the conflicting constraints
 
 
@@ -344,8 +345,10 @@ class Chain:
         """CP-SAT's dual presolve reductions off where the model orders interchangeable
         containers: the two fight (on a 500-item bin packing, 52 presolve rounds and 10 s
         in every solve of the chain, 0.8 s without them); elsewhere CP-SAT's default (they
-        help the GAP instances of type d)."""
-        params.keep_all_feasible_solutions_in_presolve = bool(self.builder.container_classes)
+        help the GAP instances of type d). The user's setting of it, if any, wins (also in
+        the depth-first probe, which takes no other user parameter)."""
+        params.keep_all_feasible_solutions_in_presolve = self.options.cpsat_parameters.get(
+            KEEP_ALL, bool(self.builder.container_classes))
 
     def hint(self, counts: list[int] | None = None) -> None:
         cp = self.builder.cp
