@@ -206,7 +206,7 @@ def test_cli_parameter_changes_the_answer(tmp_path) -> None:
 @pytest.mark.parametrize("seed", range(12))
 def test_harmless_parameters_keep_the_enumerated_optimum(seed: int, monkeypatch) -> None:
     """The brute-force check of test_bruteforce, with CP-SAT's search changed (and its
-    dual presolve reductions back on: the engine turns them off)."""
+    dual presolve reductions forced on, where the engine would turn them off)."""
     options = SolverOptions.checked(None, 1, 0, cpsat_parameters={
         "linearization_level": 2, "symmetry_level": 0,
         "keep_all_feasible_solutions_in_presolve": False})
