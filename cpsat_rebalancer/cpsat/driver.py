@@ -92,7 +92,6 @@ def restriction_label(problem: Problem, restriction: Restrictions) -> str:
     return "; ".join(parts)
 
 
-KEEP_ALL = "keep_all_feasible_solutions_in_presolve"  # off: CP-SAT's dual presolve reductions
 EXPLAIN_SECONDS = 20.0  # at most this long to name the conflicting constraints
 
 
@@ -348,7 +347,7 @@ class Chain:
         help the GAP instances of type d). The user's setting of it, if any, wins (also in
         the depth-first probe, which takes no other user parameter)."""
         params.keep_all_feasible_solutions_in_presolve = self.options.cpsat_parameters.get(
-            KEEP_ALL, bool(self.builder.container_classes))
+            "keep_all_feasible_solutions_in_presolve", bool(self.builder.container_classes))
 
     def hint(self, counts: list[int] | None = None) -> None:
         cp = self.builder.cp
