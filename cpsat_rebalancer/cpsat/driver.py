@@ -32,6 +32,7 @@ from ..scenario import ConstraintEntry, Model, SolverOptions
 from ..specs.common import Restrictions
 from .linear import Lin, lin_sum
 from .model import INT_LIMIT, Integerized, ModelBuilder
+from .relaxation import load_relaxation
 from .repair import (
     PRESOLVE_SECONDS,
     add_move_cuts,
@@ -646,6 +647,7 @@ TIE_BREAK_WORK = 0.2  # and at least this many deterministic seconds (about a se
 PURE_SHARE = 0.6  # under a time limit, a bucket's search on its objective alone, before moves
 BLEND_SHARE = 0.6  # when a later goal counts moves: the blended search first, then the pure
 REPAIR_SHARE = 0.4  # of a bucket's share, at most, for the limits, cuts and greedy repairs
+RELAX_SHARE = 0.4  # of what is left of that, at most, for the load relaxation
 
 
 def _moved(builder: ModelBuilder) -> object:
@@ -673,15 +675,18 @@ def _fewest_moves(chain: Chain, started: float) -> None:
 
 
 def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
-                    budget: float | None) -> int | None:
+                    budget: float | None) -> tuple[int | None, int]:
     """Before a bucket's search: cut moves by what each container must shed under the limits
     the model now implies, and hold the greedy repair of the initial assignment when it is
     feasible and no worse for this bucket than the assignment held: first repaired to the
-    limits this bucket's lowest value would imply (a solution there is optimal), else to the
-    current ones. Returns the compiled objective of the repair held, if one was taken.
+    optimal loads of the load relaxation (a solution there is optimal), then to the limits
+    this bucket's lowest value would imply (optimal too), else to the current ones.
+    Returns the compiled objective of the repair held (if one was taken) and the
+    relaxation's lower bound on the form (its lowest value without one).
     Takes at most about ``budget`` seconds."""
     builder = chain.builder
     deadline = None if budget is None else time.monotonic() + budget
+    floor = form.lo
 
     def left() -> float:  # nothing once the chain is out of time or interrupted
         seconds = chain.wall_limit(PRESOLVE_SECONDS,
@@ -692,10 +697,10 @@ def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
     # count of ejections)
     work = PRESOLVE_SECONDS if chain.deterministic else None
     if left() <= 0.01:
-        return None
+        return None, floor
     caps = load_caps(builder, seconds=left(), run=chain.run, work=work)
     if not caps:
-        return None
+        return None, floor
     chain.moved_floor = max(chain.moved_floor, add_move_cuts(builder, caps))
     initial = builder.problem.initial
     held = None
@@ -704,22 +709,49 @@ def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
         held = (evaluate(builder.problem, chain.model, current).positions.get(
             bucket.position, 0.0), int((current != initial).sum()))
     if left() <= 0.01:
-        return None
+        return None, floor
+    # the limits of the form's lowest value first: the repairs to them were the whole of
+    # this step before the relaxation, and on a fine objective (SQUARES' pieces) the
+    # relaxation may take its whole share without a bound
     at_lowest = load_caps(builder, (form.expr, form.lo), left(), chain.run, work)
-    # complete repairs first (to the lowest value's limits with most of the time left, then
-    # to the current ones); then one that meets the lowest value's limits where it can
-    # (fast: no ejections)
-    # (the lowest value's limits may not hold the load: then raised where it starts over)
-    raised = relaxed_caps(builder, at_lowest, caps) if at_lowest else None
-    for limits, partial, share in ((at_lowest, False, 0.7), (raised, False, 0.7),
-                                   (caps, False, 0.5), (at_lowest, True, 1.0)):
+    relax_seconds = chain.wall_limit(RELAX_SHARE * left())
+    relaxed = load_relaxation(builder, form, math.inf if relax_seconds is None else relax_seconds,
+                              chain.options.workers, chain.options.seed, chain.run,
+                              None if work is None else RELAX_SHARE * work, chain.values)
+    if relaxed is not None:
+        floor = max(floor, relaxed.bound)
+    best_value = float(Fraction(floor) / form.factor)  # a repair there is optimal
+
+    def level_caps(level: int) -> dict[str, np.ndarray] | None:
+        return load_caps(builder, (form.expr, level), left(), chain.run, work) \
+            if left() > 0.01 else None
+
+    def attempts():
+        """(limits, partial, exact, share of the time left): complete repairs to the
+        relaxation's loads (when its bound says more than the form's lowest value), to the
+        limits its bound implies (a MAX balance's: with room to spare, unlike exact loads),
+        to those of the form's lowest value (raised where their total falls short of the
+        load) and to the current ones; then one that meets the lowest value's limits
+        where it can (fast: no ejections)."""
+        if relaxed is not None and relaxed.bound > form.lo:  # else the limits below do
+            yield {**caps, **relaxed.targets}, False, True, 0.5
+        at_floor = level_caps(floor) if floor > form.lo else None
+        if at_floor:
+            yield at_floor, False, False, 0.5
+        yield at_lowest, False, False, 0.7
+        yield (relaxed_caps(builder, at_lowest, caps) if at_lowest else None), False, False, 0.7
+        yield caps, False, False, 0.5
+        yield at_lowest, True, False, 1.0
+
+    candidates = []
+    for limits, partial, exact, share in attempts():
         if chain.interrupted:
-            return None
+            return None, floor
         if left() <= 0.01 and not partial:
             continue
         seconds = None if partial else chain.wall_limit(share * left())
         counts = repair(builder, limits, partial,
-                        None if seconds is None else time.monotonic() + seconds
+                        None if seconds is None else time.monotonic() + seconds, exact
                         ) if limits else None
         if counts is None:
             continue
@@ -728,13 +760,19 @@ def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
             bucket.position, 0.0), int((assignment != initial).sum()))
         if held is not None and candidate > held:
             continue
+        candidates.append((candidate, assignment))
+        if candidate[0] <= best_value:
+            break
+    # the best repair that CP-SAT accepts: the check is worth its time even past the repair
+    # share (at most a quarter of what the chain has left): a repair at the floor is optimal
+    for _, assignment in sorted(candidates, key=lambda c: c[0]):
+        if chain.interrupted:
+            break
         before = chain.values
-        # the check is worth its time even past the repair share (at most a quarter of
-        # what the chain has left): a repair at the lowest value is the bucket's optimum
         if chain.start_from(builder.counts_of(assignment), form.expr):
-            return chain.start_value
+            return chain.start_value, floor
         chain.values = before
-    return None
+    return None, floor
 
 
 def _blended(chain: Chain, form: Integerized, incumbent: int | None,
@@ -818,14 +856,14 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
         value = float(Fraction(int(form.expr)) / form.factor)
         return _report(bucket.position, cp_model.OPTIMAL, value, value, error)
     t0 = time.monotonic()
-    repaired = None
+    repaired, relaxed_floor = None, form.lo
     if builder.accelerate and bucket.terms:
         try:
-            repaired = _repaired_start(chain, bucket, form,
-                                       None if budget is None else REPAIR_SHARE * budget)
+            repaired, relaxed_floor = _repaired_start(
+                chain, bucket, form, None if budget is None else REPAIR_SHARE * budget)
         except KeyboardInterrupt:  # Ctrl-C outside a search: stop the chain the same way
             chain.interrupted = True
-    floor = max(form.lo, _implied_floor(builder, form, chain.moved_floor))
+    floor = max(relaxed_floor, _implied_floor(builder, form, chain.moved_floor))
     if repaired is not None and repaired <= floor:  # as low as the form can go: optimal
         return _freeze(chain, bucket, form, cp_model.OPTIMAL, repaired,
                        float(Fraction(repaired) / form.factor),

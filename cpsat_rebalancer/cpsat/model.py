@@ -724,6 +724,11 @@ class ModelBuilder:
         return {dim: [self.atoms[a].expr for a in built[0]]
                 for (scope, dim), built in self._utils.items() if scope == name}
 
+    def scope_loads(self, scope: Scope, dim: str) -> list[object] | None:
+        """The AFTER load variable per item of ``scope`` if a spec built them, else None."""
+        built = self._utils.get((scope.name, dim))
+        return None if built is None else [self.atoms[a].expr for a in built[0]]
+
     def built_stays(self, scope: Scope) -> dict[tuple[int, int], tuple[object, int]] | None:
         """The stay counts of ``scope`` if a spec has built them (see stay_counts)."""
         return self._stays.get(scope.name)

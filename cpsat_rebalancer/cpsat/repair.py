@@ -146,7 +146,7 @@ def add_move_cuts(builder: ModelBuilder, caps: dict[str, np.ndarray]) -> int:
 
 
 def repair(builder: ModelBuilder, caps: dict[str, np.ndarray], partial: bool = False,
-           deadline: float | None = None) -> list[int] | None:
+           deadline: float | None = None, exact: bool = False) -> list[int] | None:
     """Counts from the initial assignment: each container over a cap sheds its largest
     objects until under every cap, then the shed objects go, largest first, to the allowed
     container with the least room left that fits them in every dimension (ejecting smaller
@@ -154,7 +154,8 @@ def repair(builder: ModelBuilder, caps: dict[str, np.ndarray], partial: bool = F
     ``partial``: without ejections, objects that find no room go back where they were, so
     the caps hold except where they came back (the initial assignment's hard rules keep
     holding when the caps are tighter than they are). A complete repair gives up (None) at
-    ``deadline`` (time.monotonic())."""
+    ``deadline`` (time.monotonic()). ``exact``: the caps hold just the load (target loads),
+    so the last rooms are small and scattered: making room looks at more containers."""
     if not caps:
         return None
     counts = np.asarray(builder.initial_counts(), dtype=np.int64)
@@ -238,7 +239,7 @@ def repair(builder: ModelBuilder, caps: dict[str, np.ndarray], partial: bool = F
                         deadline is not None and time.monotonic() > deadline):
                     return None
                 ejected = _make_room(builder, counts, upper, load, caps, sizes, choices,
-                                     by_container)
+                                     by_container, EJECTION_CANDIDATES * (4 if exact else 1))
                 if ejected is None:
                     return None
                 for j, count in ejected:
@@ -336,17 +337,19 @@ EJECTION_CANDIDATES = 24  # containers (most room first) tried when making room
 def _make_room(builder: ModelBuilder, counts: np.ndarray, upper: np.ndarray,
                load: dict[str, np.ndarray], caps: dict[str, np.ndarray],
                sizes: dict[str, np.ndarray], choices: np.ndarray,
-               by_container: list[np.ndarray]) -> list[tuple[int, int]] | None:
+               by_container: list[np.ndarray], candidates: int
+               ) -> list[tuple[int, int]] | None:
     """Empty enough of one allowed container (for the class of ``choices``) for one object:
     eject objects smaller in every dimension, largest first, from the container that needs
-    the fewest ejections. Updates counts and loads; returns (variable, count) ejected."""
+    the fewest ejections (of the ``candidates`` with the most room). Updates counts and
+    loads; returns (variable, count) ejected."""
     dims = list(caps)
     best: tuple[int, int, list[tuple[int, int]]] | None = None
     open_choices = choices[upper[choices] > counts[choices]]
     cont = builder.var_cont[open_choices]
     room = caps[dims[0]][cont] - load[dims[0]][cont]
     # the containers with the most room left need the fewest ejections: try only those
-    for j in open_choices[np.argsort(-room, kind="stable")[:EJECTION_CANDIDATES]]:
+    for j in open_choices[np.argsort(-room, kind="stable")[:candidates]]:
         c = int(builder.var_cont[j])
         need = {d: int(sizes[d][j] - (caps[d][c] - load[d][c])) for d in dims}
         held = by_container[c][counts[by_container[c]] > 0]

@@ -1,0 +1,215 @@
+"""The load relaxation of a bucket: its objective over container loads alone.
+
+Every constraint that reads a count variable (which object class sits where) is dropped;
+what is left is the objective with the rules on loads (hard capacities, frozen earlier
+buckets that read loads), plus what every assignment keeps: each dimension's loads sum to
+its total, a scope item's load is the sum of its containers', and one dimension's load
+lies within the extreme ratios of the objects' values to another's. Any assignment's loads
+satisfy this model, so its optimum is a valid lower bound on the bucket. The model has a
+few variables per container instead of one per (class, container), so CP-SAT solves it in
+about a second where the full search cannot even close its LP.
+
+Its optimal loads are also targets: an assignment that packs every container to exactly
+its target load is optimal for the bucket (see ``repair.repair``), which is how a balance
+that local search reaches with single moves is reached and proven here.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from .model import Integerized, ModelBuilder, item_groups
+
+POLISH_SECONDS = 0.5  # the search for target loads near the start: at least this long
+POLISH_WORK = 0.2  # (deterministic seconds, in a repeatable run)
+
+
+@dataclass
+class LoadRelaxation:
+    bound: int  # lower bound on the bucket's objective (its integer units)
+    optimal: bool  # the relaxation was solved to optimality (targets below reach ``bound``)
+    targets: dict[str, np.ndarray]  # per dimension the objective reads: a load per container
+
+
+def _references(constraint: object) -> set[int] | None:
+    """Every variable index a constraint reads (negated literals turned back), for the
+    kinds this engine builds; None for any other kind (the relaxation drops it: dropping a
+    constraint is always a valid relaxation)."""
+    used = {v if v >= 0 else -v - 1 for v in constraint.enforcement_literal}
+    exprs = []
+    if constraint.has_linear():
+        used.update(constraint.linear.vars)
+    elif constraint.has_lin_max():
+        exprs = [constraint.lin_max.target, *constraint.lin_max.exprs]
+    elif constraint.has_int_prod():
+        exprs = [constraint.int_prod.target, *constraint.int_prod.exprs]
+    elif constraint.has_int_div():
+        exprs = [constraint.int_div.target, *constraint.int_div.exprs]
+    elif constraint.has_element():
+        element = constraint.element
+        exprs = [element.linear_index, element.linear_target, *element.exprs]
+    elif constraint.has_exactly_one():
+        used.update(v if v >= 0 else -v - 1 for v in constraint.exactly_one.literals)
+    elif constraint.has_bool_or():
+        used.update(v if v >= 0 else -v - 1 for v in constraint.bool_or.literals)
+    else:
+        return None
+    for expr in exprs:
+        used.update(expr.vars)
+    return used
+
+
+def load_relaxation(builder: ModelBuilder, form: Integerized, seconds: float,
+                    workers: int, seed: int,
+                    run: Callable[[cp_model.CpSolver, cp_model.CpModel], int] | None = None,
+                    work: float | None = None,
+                    hint: list[int] | None = None) -> LoadRelaxation | None:
+    """Solve the load relaxation of a bucket's ``form`` (see the module docstring) in at
+    most ``seconds`` (and ``work`` deterministic seconds, when given). ``hint``, values of
+    every variable of the full model (a solution of it), is a solution of the relaxation
+    too: the search starts there. None when the form reads no container load, or no
+    solution of the relaxation was found in time (or there is none: the full model then
+    has none either, which the caller's search will say)."""
+    objective = form.expr
+    loads = builder.container_loads()
+    if not loads or isinstance(objective, int):
+        return None
+    full = builder.cp.proto
+    counts = {var.Index() for var in builder.count_vars}
+    cp = cp_model.CpModel()  # the same variables (same indices), the constraints kept
+    for variable in full.variables:
+        cp.proto.variables.add().copy_from(variable)
+    kept = []
+    for constraint in full.constraints:
+        used = _references(constraint)
+        if used is not None and not used & counts:
+            cp.proto.constraints.add().copy_from(constraint)
+            kept.append(used)
+    problem = builder.problem
+    loads = {dim: variables for dim, variables in loads.items()
+             if dim not in problem.dynamic_dims}
+    cp.minimize(objective)
+    # targets for the dimensions the objective reads (through the constraints kept), not
+    # for those only the coupling below ties to them: exact loads in two dimensions at
+    # once are rarely packable
+    read = _reached_from_objective(cp.proto, kept)
+    targets = [dim for dim, variables in loads.items()
+               if read.intersection(v.Index() for v in variables)]
+    if not targets:
+        return None
+    for dim in targets:
+        cp.add(sum(loads[dim]) == int(builder.scale(dim).values.sum()))
+        _link_scopes(builder, cp, dim, loads[dim])
+    constrained = set().union(*kept) if kept else set()
+    _couple_dimensions(builder, cp, loads, targets, constrained)
+    if hint is not None:
+        cp.proto.solution_hint.vars.extend(range(len(hint)))
+        cp.proto.solution_hint.values.extend(hint)
+    solver = cp_model.CpSolver()
+    params = solver.parameters
+    params.num_workers = workers
+    params.random_seed = seed
+    params.max_time_in_seconds = max(seconds, 0.01)
+    if work is not None:
+        params.max_deterministic_time = work
+    params.catch_sigint_signal = False
+    started = time.monotonic()
+    status = solver.solve(cp) if run is None else run(solver, cp)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    # CP-SAT's bound is a float: round it up only past its last few bits of precision
+    bound = math.ceil(solver.best_objective_bound * (1 - 1e-12) - 1e-6)
+    level = round(solver.objective_value)
+    solution = list(solver.response_proto.solution)
+    # among the loads at that level, those that keep the most of each container's initial
+    # load (they move the least): a short second search (a blended objective in one search
+    # proves the level far more slowly)
+    spent = time.monotonic() - started
+    spent_work = solver.response_proto.deterministic_time
+    cp.add(objective <= level)
+    initial = np.asarray(builder.initial_counts(), dtype=np.int64)
+    shed = []  # per container, how much of its initial load it gives up
+    for dim in targets:
+        start = np.zeros(problem.num_containers, dtype=np.int64)
+        np.add.at(start, builder.var_cont, initial * builder.var_values(dim))
+        for load, held in zip(loads[dim], start.tolist()):
+            if held:
+                drop = cp.new_int_var(0, held, "")
+                cp.add(drop >= held - load)
+                shed.append(drop)
+    cp.minimize(sum(shed))
+    cp.clear_hints()
+    cp.proto.solution_hint.vars.extend(range(len(solution)))
+    cp.proto.solution_hint.values.extend(solution)
+    if work is None:
+        params.max_time_in_seconds = max(min(seconds - spent, max(spent, POLISH_SECONDS)),
+                                         0.01)
+    else:  # a repeatable run: bounded by work, not by the clock
+        params.max_time_in_seconds = max(seconds - spent, 0.01)
+        params.max_deterministic_time = max(spent_work, POLISH_WORK)
+    polished = solver.solve(cp) if run is None else run(solver, cp)
+    if polished in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        solution = list(solver.response_proto.solution)
+    return LoadRelaxation(
+        bound, status == cp_model.OPTIMAL,
+        {dim: np.asarray([solution[v.Index()] for v in loads[dim]], dtype=np.int64)
+         for dim in targets})
+
+
+def _reached_from_objective(proto: object, reads: list[set[int]]) -> set[int]:
+    """Variables linked to the objective's through the constraints (transitively)."""
+    reached = set(proto.objective.vars)
+    grew = True
+    while grew:
+        grew = False
+        for used in reads:
+            if used & reached and not used <= reached:
+                reached |= used
+                grew = True
+    return reached
+
+
+def _link_scopes(builder: ModelBuilder, cp: cp_model.CpModel, dim: str,
+                 container_loads: list[object]) -> None:
+    """A custom scope's item load is the sum of its containers' loads (the count variables
+    that tied them together are gone)."""
+    for scope in builder.problem.scopes.values():
+        if scope is builder.problem.container_scope:
+            continue
+        built = builder.scope_loads(scope, dim)
+        if built is None:
+            continue
+        groups = item_groups(scope)
+        for item, load in enumerate(built):
+            members = np.flatnonzero(groups == item)
+            cp.add(load == sum(container_loads[c] for c in members.tolist()))
+
+
+def _couple_dimensions(builder: ModelBuilder, cp: cp_model.CpModel,
+                       loads: dict[str, list[object]], targets: list[str],
+                       constrained: set[int]) -> None:
+    """Per container, a target dimension's load within the extreme ratios of the objects'
+    values to another dimension's (positive) values, ``min r <= load_a / load_b <= max r``,
+    which holds for any set of objects: without it the relaxation could empty a container
+    of objects (a drain) and keep its cpu. Only with dimensions that a kept constraint
+    reads (elsewhere it holds anyway, and only slows CP-SAT down)."""
+    values = {dim: builder.scale(dim).values for dim in loads}
+    for a in targets:
+        for b in loads:
+            if b == a or not constrained.intersection(v.Index() for v in loads[b]):
+                continue
+            if len(values[b]) == 0 or values[b].min() <= 0 or values[a].min() < 0:
+                continue
+            ratios = [Fraction(int(x), int(y)) for x, y in set(zip(values[a].tolist(),
+                                                                   values[b].tolist()))]
+            low, high = min(ratios), max(ratios)
+            for load_a, load_b in zip(loads[a], loads[b]):
+                cp.add(load_a * high.denominator <= load_b * high.numerator)
+                cp.add(load_a * low.denominator >= load_b * low.numerator)

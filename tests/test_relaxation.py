@@ -1,0 +1,80 @@
+"""The load relaxation: its bound never exceeds a bucket's optimum (enumerated on tiny
+scenarios), and on balance instances whose optimum is positive the repair to its loads
+reaches that bound, which is the optimum a plain solve (no accelerators) proves."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from randomized import brute_force, random_scenario
+
+from cpsat_rebalancer import parse_scenario
+from cpsat_rebalancer.cpsat.driver import compile_model, solve_model
+from cpsat_rebalancer.cpsat.linear import lin_sum
+from cpsat_rebalancer.cpsat.relaxation import load_relaxation
+from cpsat_rebalancer.cpsat.repair import load_caps, repair
+from cpsat_rebalancer.evaluate import evaluate
+from cpsat_rebalancer.generators import balance_instance
+from cpsat_rebalancer.scenario import SolverOptions
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_relaxation_never_exceeds_a_buckets_optimum(seed: int) -> None:
+    data = random_scenario(seed, max_objects=5, groups=seed % 3 == 0)
+    if seed % 2:
+        data["goals"].append({"spec": {"minimizeMovementSpec": {"name": "moves"}}})
+    scenario = parse_scenario(data)
+    problem, model = scenario.problem, scenario.model
+    builder, buckets = compile_model(problem, model)
+    feasible = brute_force(scenario)
+    for position, bucket in buckets.items():
+        if bucket.leximin or not bucket.terms:
+            continue
+        form = builder.integerize(lin_sum(bucket.terms))
+        relaxed = load_relaxation(builder, form, 10.0, 1, 0)
+        if relaxed is None or not feasible:  # (a relaxation of an infeasible model may hold)
+            continue
+        best = min(e.positions.get(position, 0.0) for _, e in feasible)
+        slack = bucket.error + form.error + 1e-9
+        assert float(Fraction(relaxed.bound) / form.factor) <= best + slack, (
+            f"seed {seed} position {position}: bound {relaxed.bound / form.factor} "
+            f"above the optimum {best}")
+        for dim, target in relaxed.targets.items():
+            assert int(target.sum()) == int(builder.scale(dim).values.sum())
+
+
+@pytest.mark.parametrize("formula,objects,containers,seed", [
+    ("LINEAR", 60, 6, 1), ("LINEAR", 120, 8, 0), ("LINEAR", 120, 8, 2), ("MAX", 120, 8, 1),
+    ("MAX", 150, 10, 0)])
+def test_repair_to_the_relaxed_loads_is_the_optimum(formula, objects, containers, seed) -> None:
+    """The instances' optimum at position 0 is positive: hosts cannot all sit at the fixed
+    average, so the optimum is an exact packing (LINEAR) or a level no presolve limit
+    gives (MAX)."""
+    data = balance_instance(objects, containers, formula, seed=seed)
+    scenario = parse_scenario(data)
+    problem, model = scenario.problem, scenario.model
+    builder, buckets = compile_model(problem, model)
+    form = builder.integerize(lin_sum(buckets[0].terms))
+    relaxed = load_relaxation(builder, form, 20.0, 2, 0)
+    assert relaxed is not None and relaxed.optimal
+    bound = float(Fraction(relaxed.bound) / form.factor)
+    assert bound > 0
+    plain = solve_model(problem, model, SolverOptions(workers=2),
+                        accelerate=False).buckets[0]
+    assert plain.status == "OPTIMAL"
+    assert bound == pytest.approx(plain.objective, abs=1e-9)
+    caps = load_caps(builder)
+    limits = {**caps, **relaxed.targets} if formula == "LINEAR" else load_caps(
+        builder, (form.expr, relaxed.bound))
+    counts = repair(builder, limits, exact=formula == "LINEAR")
+    assert counts is not None
+    repaired = evaluate(problem, model, builder.decode(counts))
+    assert repaired.feasible
+    assert repaired.positions[0] == pytest.approx(plain.objective, abs=1e-9)
+    # and the chain, which tries this first, proves that optimum without a search
+    chained = solve_model(problem, model, SolverOptions(time_limit=30, workers=2)).buckets[0]
+    assert chained.status == "OPTIMAL"
+    assert chained.objective == pytest.approx(plain.objective, abs=1e-9)
+    assert np.isclose(chained.bound, bound)
