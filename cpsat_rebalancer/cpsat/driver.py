@@ -723,8 +723,9 @@ def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
     best_value = float(Fraction(floor) / form.factor)  # a repair there is optimal
 
     def level_caps(level: int) -> dict[str, np.ndarray] | None:
-        return load_caps(builder, (form.expr, level), left(), chain.run, work) \
-            if left() > 0.01 else None
+        if left() <= 0.01:
+            return None
+        return load_caps(builder, (form.expr, level), left(), chain.run, work)
 
     def attempts():
         """(limits, partial, exact, share of the time left): complete repairs to the

@@ -243,6 +243,14 @@ class ModelBuilder:
         return [self.classes.home[k].get(int(c), 0)
                 for k, c in zip(self.var_class, self.var_cont)]
 
+    def initial_loads(self, dim: str) -> np.ndarray:
+        """Integer load of ``dim`` per container at the initial counts (in the model's
+        container order, which orders interchangeable containers)."""
+        load = np.zeros(self.problem.num_containers, dtype=np.int64)
+        counts = np.asarray(self.initial_counts(), dtype=np.int64)
+        np.add.at(load, self.var_cont, counts * self.var_values(dim))
+        return load
+
     def ordered(self, first: object, second: object) -> None:
         """``first >= second`` for two expressions of consecutive interchangeable containers,
         a spec's addition to the symmetry breaking (valid in the order it imposes)."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from ortools.sat.python import cp_model
+from ortools.sat.python import cp_model, cp_model_helper
 
 from .model import Integerized, ModelBuilder, item_groups
 
@@ -38,11 +38,16 @@ class LoadRelaxation:
     targets: dict[str, np.ndarray]  # per dimension the objective reads: a load per container
 
 
+def _variable(literal: int) -> int:
+    """The variable index of a literal (CP-SAT writes a negated literal as -index - 1)."""
+    return literal if literal >= 0 else -literal - 1
+
+
 def _references(constraint: object) -> set[int] | None:
     """Every variable index a constraint reads (negated literals turned back), for the
     kinds this engine builds; None for any other kind (the relaxation drops it: dropping a
     constraint is always a valid relaxation)."""
-    used = {v if v >= 0 else -v - 1 for v in constraint.enforcement_literal}
+    used = {_variable(v) for v in constraint.enforcement_literal}
     exprs = []
     if constraint.has_linear():
         used.update(constraint.linear.vars)
@@ -56,9 +61,9 @@ def _references(constraint: object) -> set[int] | None:
         element = constraint.element
         exprs = [element.linear_index, element.linear_target, *element.exprs]
     elif constraint.has_exactly_one():
-        used.update(v if v >= 0 else -v - 1 for v in constraint.exactly_one.literals)
+        used.update(_variable(v) for v in constraint.exactly_one.literals)
     elif constraint.has_bool_or():
-        used.update(v if v >= 0 else -v - 1 for v in constraint.bool_or.literals)
+        used.update(_variable(v) for v in constraint.bool_or.literals)
     else:
         return None
     for expr in exprs:
@@ -83,31 +88,34 @@ def load_relaxation(builder: ModelBuilder, form: Integerized, seconds: float,
         return None
     full = builder.cp.proto
     counts = {var.Index() for var in builder.count_vars}
-    cp = cp_model.CpModel()  # the same variables (same indices), the constraints kept
-    for variable in full.variables:
-        cp.proto.variables.add().copy_from(variable)
-    kept = []
-    for constraint in full.constraints:
+    kept = []  # (index, variables read) of the constraints that read no count
+    for index, constraint in enumerate(full.constraints):
         used = _references(constraint)
         if used is not None and not used & counts:
-            cp.proto.constraints.add().copy_from(constraint)
-            kept.append(used)
-    problem = builder.problem
+            kept.append((index, used))
     loads = {dim: variables for dim, variables in loads.items()
-             if dim not in problem.dynamic_dims}
-    cp.minimize(objective)
+             if dim not in builder.problem.dynamic_dims}
     # targets for the dimensions the objective reads (through the constraints kept), not
     # for those only the coupling below ties to them: exact loads in two dimensions at
-    # once are rarely packable
-    read = _reached_from_objective(cp.proto, kept)
+    # once are rarely packable. Decided before the copy, which a movement bucket or an
+    # assignment cost (they read counts) would not need.
+    reads = [used for _, used in kept]
+    flat = cp_model_helper.FlatIntExpr(objective)
+    read = _reached({v.index for v, c in zip(flat.vars, flat.coeffs) if c}, reads)
     targets = [dim for dim, variables in loads.items()
                if read.intersection(v.Index() for v in variables)]
     if not targets:
         return None
+    cp = cp_model.CpModel()  # the same variables (same indices), the constraints kept
+    for variable in full.variables:
+        cp.proto.variables.add().copy_from(variable)
+    for index, _ in kept:
+        cp.proto.constraints.add().copy_from(full.constraints[index])
+    cp.minimize(objective)
     for dim in targets:
         cp.add(sum(loads[dim]) == int(builder.scale(dim).values.sum()))
         _link_scopes(builder, cp, dim, loads[dim])
-    constrained = set().union(*kept) if kept else set()
+    constrained = set().union(*reads)
     _couple_dimensions(builder, cp, loads, targets, constrained)
     if hint is not None:
         cp.proto.solution_hint.vars.extend(range(len(hint)))
@@ -134,12 +142,9 @@ def load_relaxation(builder: ModelBuilder, form: Integerized, seconds: float,
     spent = time.monotonic() - started
     spent_work = solver.response_proto.deterministic_time
     cp.add(objective <= level)
-    initial = np.asarray(builder.initial_counts(), dtype=np.int64)
     shed = []  # per container, how much of its initial load it gives up
     for dim in targets:
-        start = np.zeros(problem.num_containers, dtype=np.int64)
-        np.add.at(start, builder.var_cont, initial * builder.var_values(dim))
-        for load, held in zip(loads[dim], start.tolist()):
+        for load, held in zip(loads[dim], builder.initial_loads(dim).tolist()):
             if held:
                 drop = cp.new_int_var(0, held, "")
                 cp.add(drop >= held - load)
@@ -163,9 +168,9 @@ def load_relaxation(builder: ModelBuilder, form: Integerized, seconds: float,
          for dim in targets})
 
 
-def _reached_from_objective(proto: object, reads: list[set[int]]) -> set[int]:
-    """Variables linked to the objective's through the constraints (transitively)."""
-    reached = set(proto.objective.vars)
+def _reached(reached: set[int], reads: list[set[int]]) -> set[int]:
+    """``reached`` and the variables linked to them through the constraints that read
+    ``reads`` (transitively)."""
     grew = True
     while grew:
         grew = False

@@ -80,8 +80,7 @@ def shed_counts(builder: ModelBuilder, caps: dict[str, np.ndarray]) -> np.ndarra
     for dim, cap in caps.items():
         sizes = builder.var_values(dim)
         initial = np.asarray(builder.initial_counts(), dtype=np.int64)
-        load = np.zeros(problem.num_containers, dtype=np.int64)
-        np.add.at(load, builder.var_cont, initial * sizes)
+        load = builder.initial_loads(dim)
         for c in np.flatnonzero(load > cap):
             held = np.flatnonzero((builder.var_cont == c) & (initial > 0))
             excess = int(load[c] - cap[c])
@@ -104,12 +103,10 @@ def relaxed_caps(builder: ModelBuilder, target: dict[str, np.ndarray],
     short of it, the containers over them at the start keep the shortfall, shared in
     proportion to how far over they are (never above the ``hard`` limits). None when the
     target already holds the load, or cannot be raised."""
-    counts = np.asarray(builder.initial_counts(), dtype=np.int64)
     raised = {}
     short = False
     for dim, cap in target.items():
-        load = np.zeros(len(cap), dtype=np.int64)
-        np.add.at(load, builder.var_cont, counts * builder.var_values(dim))
+        load = builder.initial_loads(dim)
         deficit = int(load.sum() - cap.sum())
         over = np.maximum(load - cap, 0)
         if deficit <= 0:
