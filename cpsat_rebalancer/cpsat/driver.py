@@ -720,7 +720,9 @@ def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
                               None if work is None else RELAX_SHARE * work, chain.values)
     if relaxed is not None:
         floor = max(floor, relaxed.bound)
-    best_value = float(Fraction(floor) / form.factor)  # a repair there is optimal
+    # a repair there is optimal (its evaluated value may exceed the floor by the stated
+    # error of the compiled objective: SQUARES' pieces lie above the curve)
+    best_value = float(Fraction(floor) / form.factor) + bucket.error + form.error
 
     def level_caps(level: int) -> dict[str, np.ndarray] | None:
         if left() <= 0.01:

@@ -12,6 +12,11 @@ about a second where the full search cannot even close its LP.
 Its optimal loads are also targets: an assignment that packs every container to exactly
 its target load is optimal for the bucket (see ``repair.repair``), which is how a balance
 that local search reaches with single moves is reached and proven here.
+
+It is solved as an LP by GLOP first (``lp_bound``): a proven bound in under a second, and
+often loads at that bound, where CP-SAT's own search takes 5-10 s on SQUARES' pieces; CP-SAT
+searches only when the LP's loads do not complete to integers at its bound (integral
+effects: a LINEAR or MAX balance's exact packing), starting from the LP's bound.
 """
 
 from __future__ import annotations
@@ -23,12 +28,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model, cp_model_helper
 
+from .lp_bound import LinearRelaxation, snapshot, solve_lp
 from .model import Integerized, ModelBuilder, item_groups
 
 POLISH_SECONDS = 0.5  # the search for target loads near the start: at least this long
 POLISH_WORK = 0.2  # (deterministic seconds, in a repeatable run)
+COMPLETION_SHARE = 0.3  # of the time left, at most, to complete the LP's loads
 
 
 @dataclass
@@ -43,31 +51,26 @@ def _variable(literal: int) -> int:
     return literal if literal >= 0 else -literal - 1
 
 
-def _references(constraint: object) -> set[int] | None:
+def _references(constraint: cp_model_pb2.ConstraintProto) -> set[int] | None:
     """Every variable index a constraint reads (negated literals turned back), for the
     kinds this engine builds; None for any other kind (the relaxation drops it: dropping a
     constraint is always a valid relaxation)."""
     used = {_variable(v) for v in constraint.enforcement_literal}
-    exprs = []
-    if constraint.has_linear():
+    kind = constraint.WhichOneof("constraint")
+    if kind == "linear":
         used.update(constraint.linear.vars)
-    elif constraint.has_lin_max():
-        exprs = [constraint.lin_max.target, *constraint.lin_max.exprs]
-    elif constraint.has_int_prod():
-        exprs = [constraint.int_prod.target, *constraint.int_prod.exprs]
-    elif constraint.has_int_div():
-        exprs = [constraint.int_div.target, *constraint.int_div.exprs]
-    elif constraint.has_element():
+    elif kind in ("lin_max", "int_prod", "int_div"):
+        argument = getattr(constraint, kind)
+        for expr in (argument.target, *argument.exprs):
+            used.update(expr.vars)
+    elif kind == "element":
         element = constraint.element
-        exprs = [element.linear_index, element.linear_target, *element.exprs]
-    elif constraint.has_exactly_one():
-        used.update(_variable(v) for v in constraint.exactly_one.literals)
-    elif constraint.has_bool_or():
-        used.update(_variable(v) for v in constraint.bool_or.literals)
+        for expr in (element.linear_index, element.linear_target, *element.exprs):
+            used.update(expr.vars)
+    elif kind in ("exactly_one", "bool_or"):
+        used.update(_variable(v) for v in getattr(constraint, kind).literals)
     else:
         return None
-    for expr in exprs:
-        used.update(expr.vars)
     return used
 
 
@@ -89,10 +92,13 @@ def load_relaxation(builder: ModelBuilder, form: Integerized, seconds: float,
     full = builder.cp.proto
     counts = {var.Index() for var in builder.count_vars}
     kept = []  # (index, variables read) of the constraints that read no count
-    for index, constraint in enumerate(full.constraints):
+    dropped = set()  # the variables the constraints that read counts read
+    for index, constraint in enumerate(snapshot(builder.cp).constraints):
         used = _references(constraint)
         if used is not None and not used & counts:
             kept.append((index, used))
+        elif used is not None:
+            dropped |= used
     loads = {dim: variables for dim, variables in loads.items()
              if dim not in builder.problem.dynamic_dims}
     # targets for the dimensions the objective reads (through the constraints kept), not
@@ -101,7 +107,13 @@ def load_relaxation(builder: ModelBuilder, form: Integerized, seconds: float,
     # assignment cost (they read counts) would not need.
     reads = [used for _, used in kept]
     flat = cp_model_helper.FlatIntExpr(objective)
-    read = _reached({v.index for v, c in zip(flat.vars, flat.coeffs) if c}, reads)
+    terms = {v.index for v, c in zip(flat.vars, flat.coeffs) if c}
+    if terms & (dropped | counts):
+        # the objective is defined through the assignment itself (moves, costs): the
+        # relaxation would bound it only through the cuts on moves, which the driver
+        # reads directly (seconds of search for nothing, at 10000x500)
+        return None
+    read = _reached(terms, reads)
     targets = [dim for dim, variables in loads.items()
                if read.intersection(v.Index() for v in variables)]
     if not targets:
@@ -117,6 +129,92 @@ def load_relaxation(builder: ModelBuilder, form: Integerized, seconds: float,
         _link_scopes(builder, cp, dim, loads[dim])
     constrained = set().union(*reads)
     _couple_dimensions(builder, cp, loads, targets, constrained)
+    started = time.monotonic()
+
+    def left() -> float:
+        return max(seconds - (time.monotonic() - started), 0.01)
+
+    # GLOP first: its bound is proven in a fraction of a second, and its rounded optimum
+    # often is, or completes to, a solution at that bound (then no search is needed)
+    fixed = [v for dim in targets for v in loads[dim]]
+    lp = solve_lp(cp, left(), work)
+    found = None if lp is None else _from_lp(cp, lp, fixed, left(), work, workers, seed, run)
+    spent_work = 0.0
+    if found is not None and found[0] <= lp.floor:
+        bound, level, optimal, solution = lp.floor, found[0], True, found[1]
+    else:
+        if lp is not None:
+            cp.add(objective >= lp.floor)  # proven: CP-SAT stops once it finds a solution there
+        searched = _search(cp, hint if found is None else found[1], left(), work, workers,
+                           seed, run)
+        if searched is not None:
+            status, searched_bound, level, solution, spent_work = searched
+            bound = searched_bound if lp is None else max(searched_bound, lp.floor)
+            optimal = status == cp_model.OPTIMAL or bound >= level
+        elif found is not None:
+            bound, level, optimal, solution = lp.floor, found[0], False, found[1]
+        else:
+            return None
+    # among the loads at that level, those that keep the most of each container's initial
+    # load (they move the least): a second problem (a blended objective in one search
+    # proves the level far more slowly)
+    spent = time.monotonic() - started
+    cp.add(objective <= level)
+    shed = []  # per container, how much of its initial load it gives up
+    for dim in targets:
+        for load, held in zip(loads[dim], builder.initial_loads(dim).tolist()):
+            if held:
+                drop = cp.new_int_var(0, held, "")
+                cp.add(drop >= held - load)
+                shed.append(drop)
+    cp.minimize(sum(shed))
+    polish_seconds = max(min(seconds - spent, max(spent, POLISH_SECONDS)), 0.01)
+    polish_work = None if work is None else max(spent_work, POLISH_WORK)
+    polish_started = time.monotonic()
+    lp = solve_lp(cp, polish_seconds, polish_work)
+    found = None if lp is None else _from_lp(cp, lp, fixed, polish_seconds, polish_work,
+                                             workers, seed, run)
+    if found is not None:
+        solution = found[1]
+    else:
+        if work is not None:  # a repeatable run: bounded by work, not by the clock
+            polish_seconds = max(seconds - spent, 0.01)
+        polish_seconds -= time.monotonic() - polish_started
+        searched = _search(cp, solution, polish_seconds, polish_work, workers, seed, run)
+        if searched is not None:
+            solution = searched[3]
+    return LoadRelaxation(
+        bound, optimal,
+        {dim: np.asarray([solution[v.Index()] for v in loads[dim]], dtype=np.int64)
+         for dim in targets})
+
+
+def _from_lp(cp: cp_model.CpModel, lp: LinearRelaxation, fixed: list[object],
+             seconds: float, work: float | None, workers: int, seed: int,
+             run: Callable[[cp_model.CpSolver, cp_model.CpModel], int] | None
+             ) -> tuple[int, list[int]] | None:
+    """A solution of ``cp`` from its LP optimum, with its objective: the rounded point
+    itself when it is one, else CP-SAT's completion of the point's values of the ``fixed``
+    variables (the target loads; what is left, other dimensions' loads within their
+    ratios, is a feasibility search of a fraction of a second). None when neither works."""
+    if lp.value is not None:
+        return lp.value, lp.point
+    completion = cp.clone()
+    for var in fixed:
+        completion.add(var == lp.point[var.Index()])
+    searched = _search(completion, lp.point, COMPLETION_SHARE * seconds,
+                       None if work is None else COMPLETION_SHARE * work, workers, seed, run)
+    return None if searched is None else (searched[2], searched[3])
+
+
+def _search(cp: cp_model.CpModel, hint: list[int] | None, seconds: float, work: float | None,
+            workers: int, seed: int,
+            run: Callable[[cp_model.CpSolver, cp_model.CpModel], int] | None
+            ) -> tuple[int, int, int, list[int], float] | None:
+    """CP-SAT on ``cp`` from ``hint`` (values of its first variables): its status, its bound
+    (rounded up only past the float's last bits), its objective, its solution and the
+    deterministic time it took; None without a solution."""
+    cp.clear_hints()
     if hint is not None:
         cp.proto.solution_hint.vars.extend(range(len(hint)))
         cp.proto.solution_hint.values.extend(hint)
@@ -128,44 +226,12 @@ def load_relaxation(builder: ModelBuilder, form: Integerized, seconds: float,
     if work is not None:
         params.max_deterministic_time = work
     params.catch_sigint_signal = False
-    started = time.monotonic()
     status = solver.solve(cp) if run is None else run(solver, cp)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
-    # CP-SAT's bound is a float: round it up only past its last few bits of precision
     bound = math.ceil(solver.best_objective_bound * (1 - 1e-12) - 1e-6)
-    level = round(solver.objective_value)
-    solution = list(solver.response_proto.solution)
-    # among the loads at that level, those that keep the most of each container's initial
-    # load (they move the least): a short second search (a blended objective in one search
-    # proves the level far more slowly)
-    spent = time.monotonic() - started
-    spent_work = solver.response_proto.deterministic_time
-    cp.add(objective <= level)
-    shed = []  # per container, how much of its initial load it gives up
-    for dim in targets:
-        for load, held in zip(loads[dim], builder.initial_loads(dim).tolist()):
-            if held:
-                drop = cp.new_int_var(0, held, "")
-                cp.add(drop >= held - load)
-                shed.append(drop)
-    cp.minimize(sum(shed))
-    cp.clear_hints()
-    cp.proto.solution_hint.vars.extend(range(len(solution)))
-    cp.proto.solution_hint.values.extend(solution)
-    if work is None:
-        params.max_time_in_seconds = max(min(seconds - spent, max(spent, POLISH_SECONDS)),
-                                         0.01)
-    else:  # a repeatable run: bounded by work, not by the clock
-        params.max_time_in_seconds = max(seconds - spent, 0.01)
-        params.max_deterministic_time = max(spent_work, POLISH_WORK)
-    polished = solver.solve(cp) if run is None else run(solver, cp)
-    if polished in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        solution = list(solver.response_proto.solution)
-    return LoadRelaxation(
-        bound, status == cp_model.OPTIMAL,
-        {dim: np.asarray([solution[v.Index()] for v in loads[dim]], dtype=np.int64)
-         for dim in targets})
+    return (status, bound, round(solver.objective_value), list(solver.response_proto.solution),
+            solver.response_proto.deterministic_time)
 
 
 def _reached(reached: set[int], reads: list[set[int]]) -> set[int]:

@@ -1,0 +1,102 @@
+"""The LP floor of a CP-SAT model: proven (never above the integer optimum CP-SAT finds, for
+GLOP's duals and for arbitrary ones), tight (the LP value rounded up), and its rounded point
+is reported as a solution only when it is one."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from ortools.linear_solver import linear_solver_pb2, pywraplp
+from ortools.sat.python import cp_model
+
+from cpsat_rebalancer.cpsat.lp_bound import _request, _rows, _safe_floor, snapshot, solve_lp
+
+
+def random_model(seed: int, with_max: bool = False) -> cp_model.CpModel:
+    """A small integer program with random linear rows (both sides, equalities, open sides),
+    optionally a max: always feasible (a random point is made to satisfy every row)."""
+    rng = random.Random(seed)
+    cp = cp_model.CpModel()
+    n = rng.randint(2, 6)
+    xs = [cp.new_int_var(rng.randint(-5, 0), rng.randint(1, 9), f"x{i}") for i in range(n)]
+    point = [rng.randint(int(x.proto.domain[0]), int(x.proto.domain[-1])) for x in xs]
+    for _ in range(rng.randint(1, 6)):
+        coefs = [rng.randint(-7, 7) for _ in xs]
+        at = sum(c * p for c, p in zip(coefs, point))
+        kind = rng.choice(["le", "ge", "eq", "range"])
+        expr = sum(c * x for c, x in zip(coefs, xs))
+        if kind == "le":
+            cp.add(expr <= at + rng.randint(0, 5))
+        elif kind == "ge":
+            cp.add(expr >= at - rng.randint(0, 5))
+        elif kind == "eq":
+            cp.add(expr == at)
+        else:
+            cp.add_linear_constraint(expr, at - rng.randint(0, 4), at + rng.randint(0, 4))
+    objective = sum(rng.randint(-9, 9) * x for x in xs)
+    if with_max:
+        top = cp.new_int_var(-100, 100, "top")
+        cp.add_max_equality(top, [xs[0] * 2 + 1, xs[-1] - 3, xs[n // 2]])
+        objective += rng.randint(1, 5) * top
+    cp.minimize(objective + rng.randint(-20, 20))
+    return cp
+
+
+def integer_optimum(cp: cp_model.CpModel) -> int:
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    assert solver.solve(cp) == cp_model.OPTIMAL
+    return round(solver.objective_value)
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_floor_is_proven_and_tight(seed: int) -> None:
+    cp = random_model(seed, with_max=seed % 4 == 3)
+    optimum = integer_optimum(cp)
+    lp = solve_lp(cp, 5.0)
+    assert lp is not None
+    assert lp.floor <= optimum
+    if lp.value is not None:  # reported as a solution: check it is one, at that value
+        check = cp.clone()
+        for index, value in enumerate(lp.point):
+            var = check.get_int_var_from_proto_index(index)
+            check.add(var == value)
+        solver = cp_model.CpSolver()
+        assert solver.solve(check) == cp_model.OPTIMAL
+        assert round(solver.objective_value) == lp.value >= optimum
+    # tight: within a unit of the LP value GLOP reports for the same rows
+    model = snapshot(cp)
+    rows = _rows(model)
+    response = linear_solver_pb2.MPSolutionResponse()
+    pywraplp.Solver.SolveWithProto(_request(model, rows, 5.0, None), response)
+    lp_value = response.objective_value + model.objective.offset
+    assert lp.floor == math.ceil(lp_value - 1e-6)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_any_multipliers_give_a_valid_floor(seed: int) -> None:
+    """The Lagrangian bound holds for any duals, not only optimal ones: what makes the floor
+    a proof whatever GLOP's tolerances."""
+    cp = random_model(seed)
+    optimum = integer_optimum(cp)
+    model = snapshot(cp)
+    rows = _rows(model)
+    rng = random.Random(seed)
+    duals = [rng.uniform(-3, 3) for _ in rows.lo]
+    assert _safe_floor(model, rows, duals) <= optimum
+
+
+def test_rounded_point_that_breaks_a_row_is_not_a_solution() -> None:
+    """x + y == 1 with 2x <= 1 and 2y <= 1 (the LP's only point is x = y = 1/2): the floor
+    (the objective x + y is 1 everywhere) is proven although no point rounds to a solution,
+    and the model has no integer solution at all."""
+    cp = cp_model.CpModel()
+    x, y = cp.new_int_var(0, 1, "x"), cp.new_int_var(0, 1, "y")
+    cp.add(x + y == 1)
+    cp.add(2 * x <= 1)
+    cp.add(2 * y <= 1)
+    cp.minimize(x + y)
+    lp = solve_lp(cp, 5.0)
+    assert lp is not None and lp.floor == 1 and lp.value is None
