@@ -16,7 +16,7 @@ from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.cpsat.relaxation import load_relaxation
 from cpsat_rebalancer.cpsat.repair import load_caps, repair
 from cpsat_rebalancer.evaluate import evaluate
-from cpsat_rebalancer.generators import balance_instance
+from cpsat_rebalancer.generators import balance_instance, scale_instance
 from cpsat_rebalancer.scenario import SolverOptions
 
 
@@ -81,3 +81,27 @@ def test_repair_to_the_relaxed_loads_is_the_optimum(formula, objects, containers
     assert chained.objective == pytest.approx(plain.objective, abs=error)
     assert np.isclose(chained.bound, bound)
 
+
+
+def test_a_rack_balance_relaxes_to_host_loads() -> None:
+    """An objective on a custom scope's loads (racks) reads the containers' loads through
+    the scope's links: the relaxation sets host targets for it (it returned nothing before),
+    the chain proves the rack balance at the plain solve's optimum and then the host
+    balance, which a plain solve does not prove in a minute."""
+    data = scale_instance("racks", 400, 40, seed=0)  # 3 racks
+    data["goals"] = data["goals"][:3]  # the rack and host balances, without movement
+    scenario = parse_scenario(data)
+    problem, model = scenario.problem, scenario.model
+    builder, buckets = compile_model(problem, model)
+    form = builder.integerize(lin_sum(buckets[0].terms))
+    relaxed = load_relaxation(builder, form, 20.0, 2, 0)
+    assert relaxed is not None and relaxed.optimal and set(relaxed.targets) == {"cpu"}
+    assert relaxed.targets["cpu"].sum() == builder.scale("cpu").values.sum()
+    racks_only = parse_scenario({**data, "goals": data["goals"][:1]})
+    plain = solve_model(racks_only.problem, racks_only.model, SolverOptions(workers=2),
+                        accelerate=False).buckets[0]
+    assert plain.status == "OPTIMAL" and plain.objective > 0
+    chained = solve_model(problem, model, SolverOptions(time_limit=30, workers=2)).buckets
+    assert [bucket.status for bucket in chained] == ["OPTIMAL", "OPTIMAL"]
+    assert chained[0].objective == pytest.approx(plain.objective, abs=1e-9)
+    assert chained[1].bound == pytest.approx(chained[1].objective, abs=1e-9)

@@ -734,14 +734,18 @@ def _repaired_start(chain: Chain, bucket: Bucket, form: Integerized,
         relaxation's loads (when its bound says more than the form's lowest value), to the
         limits its bound implies (a MAX balance's: with room to spare, unlike exact loads),
         to those of the form's lowest value (raised where their total falls short of the
-        load) and to the current ones; then one that meets the lowest value's limits
-        where it can (fast: no ejections)."""
-        if relaxed is not None and relaxed.bound > form.lo:  # else the limits below do
-            yield {**caps, **relaxed.targets}, False, True, 0.5
+        load), to the relaxation's loads at that lowest value (a rack balance's: no
+        per-host limit says what the racks need), and to the current ones; then one that
+        meets the lowest value's limits where it can (fast: no ejections)."""
+        targets = None if relaxed is None else {**caps, **relaxed.targets}
+        if targets and relaxed.bound > form.lo:  # else the limits below do, mostly
+            yield targets, False, True, 0.5
         at_floor = level_caps(floor) if floor > form.lo else None
         if at_floor:
             yield at_floor, False, False, 0.5
         yield at_lowest, False, False, 0.7
+        if targets and relaxed.bound <= form.lo:
+            yield targets, False, True, 0.5
         yield (relaxed_caps(builder, at_lowest, caps) if at_lowest else None), False, False, 0.7
         yield caps, False, False, 0.5
         yield at_lowest, True, False, 1.0
@@ -924,6 +928,9 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
     if incumbent is not None and floor > form.lo:
         implied = float(Fraction(floor) / form.factor)
         bound = implied if bound is None else max(bound, implied)
+    if incumbent is not None and incumbent <= floor:  # at a proven floor (the form's lowest
+        # value, say) although the search that found it was stopped (a blended one): optimal
+        status, bound = cp_model.OPTIMAL, objective
     return _freeze(chain, bucket, form, status, incumbent, objective, bound, error)
 
 

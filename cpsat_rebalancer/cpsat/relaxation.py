@@ -115,7 +115,8 @@ def load_relaxation(builder: ModelBuilder, form: Integerized, seconds: float,
         return None
     read = _reached(terms, reads)
     targets = [dim for dim, variables in loads.items()
-               if read.intersection(v.Index() for v in variables)]
+               if read.intersection(v.Index() for v in variables)
+               or read.intersection(_scope_load_indices(builder, dim))]
     if not targets:
         return None
     cp = cp_model.CpModel()  # the same variables (same indices), the constraints kept
@@ -245,6 +246,16 @@ def _reached(reached: set[int], reads: list[set[int]]) -> set[int]:
                 reached |= used
                 grew = True
     return reached
+
+
+def _scope_load_indices(builder: ModelBuilder, dim: str) -> set[int]:
+    """The load variables of ``dim`` per item of every custom scope (racks): an objective
+    on them reads the containers' loads through the links ``_link_scopes`` adds."""
+    indices = set()
+    for scope in builder.problem.scopes.values():
+        if scope is not builder.problem.container_scope:
+            indices.update(v.Index() for v in builder.scope_loads(scope, dim) or ())
+    return indices
 
 
 def _link_scopes(builder: ModelBuilder, cp: cp_model.CpModel, dim: str,
