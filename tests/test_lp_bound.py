@@ -78,13 +78,14 @@ def test_floor_is_proven_and_tight(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(30))
 def test_any_multipliers_give_a_valid_floor(seed: int) -> None:
     """The Lagrangian bound holds for any duals, not only optimal ones: what makes the floor
-    a proof whatever GLOP's tolerances."""
+    a proof whatever GLOP's tolerances (and whatever it returns: NaN, overflowing values)."""
     cp = random_model(seed)
     optimum = integer_optimum(cp)
     model = snapshot(cp)
     rows = _rows(model)
     rng = random.Random(seed)
-    duals = [rng.uniform(-3, 3) for _ in rows.lo]
+    duals = [rng.choice([rng.uniform(-3, 3), rng.uniform(-3, 3), math.nan, 1e300, -1e300])
+             for _ in rows.lo]
     assert _safe_floor(model, rows, duals) <= optimum
 
 

@@ -124,6 +124,8 @@ def _safe_floor(model: cp_model_pb2.CpModelProto, rows: _Rows, duals: list[float
     multipliers = np.zeros(len(duals), dtype=object)
     side = 0  # sum of y·(the side of each row its multiplier's sign reads)
     for row, dual in enumerate(duals):
+        if not math.isfinite(dual * scale):
+            continue  # (a zero multiplier is as valid as any)
         multiplier = int(dual * scale)  # exact: any multiplier gives a valid bound
         if multiplier > 0 and rows.lo[row] != -math.inf:
             side += multiplier * int(rows.lo[row])

@@ -6,8 +6,8 @@ buckets that read loads), plus what every assignment keeps: each dimension's loa
 its total, a scope item's load is the sum of its containers', and one dimension's load
 lies within the extreme ratios of the objects' values to another's. Any assignment's loads
 satisfy this model, so its optimum is a valid lower bound on the bucket. The model has a
-few variables per container instead of one per (class, container), so CP-SAT solves it in
-about a second where the full search cannot even close its LP.
+few variables per container instead of one per (class, container), so it solves in about a
+second where the full search cannot even close its LP.
 
 Its optimal loads are also targets: an assignment that packs every container to exactly
 its target load is optimal for the bucket (see ``repair.repair``), which is how a balance
