@@ -928,9 +928,6 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
     if incumbent is not None and floor > form.lo:
         implied = float(Fraction(floor) / form.factor)
         bound = implied if bound is None else max(bound, implied)
-    if incumbent is not None and incumbent <= floor:  # at a proven floor (the form's lowest
-        # value, say) although the search that found it was stopped (a blended one): optimal
-        status, bound = cp_model.OPTIMAL, objective
     return _freeze(chain, bucket, form, status, incumbent, objective, bound, error)
 
 
@@ -982,10 +979,13 @@ def _freeze(chain: Chain, bucket: Bucket, form: Integerized, status: int,
     """Hold the bucket at its incumbent for the buckets after it, and report it."""
     builder = chain.builder
     weight = builder.problem.num_objects + 1
+    # the form's lowest value bounds it too (a blended search's bound can fall below it, or
+    # a stopped search can give none at all while its incumbent sits there)
+    lowest = float(Fraction(form.lo) / form.factor)
+    if bound is not None or incumbent is not None and incumbent <= form.lo:
+        bound = lowest if bound is None else max(bound, lowest)
     if incumbent is not None and bound is not None and bound >= objective:
         status = cp_model.OPTIMAL  # the bound met the incumbent: proven, though late
-    if bound is not None:  # a blended search's bound can fall below what the form can take
-        bound = max(bound, float(Fraction(form.lo) / form.factor))
     if incumbent is not None:
         # freeze this bucket; where the model approximates, keep every assignment whose
         # exact value may tie the incumbent's: compiled values at most 2·error apart (in
