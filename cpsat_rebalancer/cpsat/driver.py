@@ -32,6 +32,7 @@ from ..scenario import ConstraintEntry, Model, SolverOptions
 from ..specs.common import Restrictions
 from .linear import Lin, lin_sum
 from .model import INT_LIMIT, Integerized, ModelBuilder
+from .neighbourhoods import descend
 from .relaxation import load_relaxation
 from .repair import (
     PRESOLVE_SECONDS,
@@ -229,27 +230,40 @@ def run_solver(solver: cp_model.CpSolver, cp: cp_model.CpModel) -> tuple[int, bo
     """Solve in a worker thread so that Ctrl-C in the main thread stops the search
     (``stop_search``) as a time limit would; returns the status and whether it was stopped.
     CP-SAT's own SIGINT handling is turned off: it could end the whole process."""
-    solver.parameters.catch_sigint_signal = False
-    outcome: list[int] = []
-    done = threading.Event()
+    statuses, interrupted = run_solvers([(solver, cp)])
+    return statuses[0], interrupted
+
+
+def run_solvers(solves: list[tuple[cp_model.CpSolver, cp_model.CpModel]]
+                ) -> tuple[list[int], bool]:
+    """Several solves at once, one thread each, as ``run_solver`` (Ctrl-C stops them all)."""
+    outcome: dict[int, int] = {}
+    failures: list[BaseException] = []
+    finished = [threading.Event() for _ in solves]
     interrupted = False
 
-    def run() -> None:
+    def run(index: int, solver: cp_model.CpSolver, cp: cp_model.CpModel) -> None:
+        solver.parameters.catch_sigint_signal = False
         try:
-            outcome.append(solver.solve(cp))
+            outcome[index] = solver.solve(cp)
+        except BaseException as failure:  # raised again in the caller's thread
+            failures.append(failure)
         finally:
-            done.set()
+            finished[index].set()
 
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    while not done.is_set():
-        try:
-            done.wait(0.05)
-        except KeyboardInterrupt:
-            interrupted = True
-            solver.stop_search()
-    worker.join()
-    return outcome[0], interrupted
+    for i, pair in enumerate(solves):
+        threading.Thread(target=run, args=(i, *pair), daemon=True).start()
+    for done in finished:  # timed waits, which Ctrl-C can break (a bare join may not return)
+        while not done.is_set():
+            try:
+                done.wait(0.05)
+            except KeyboardInterrupt:
+                interrupted = True
+                for solver, _ in solves:
+                    solver.stop_search()
+    if failures:
+        raise failures[0]
+    return [outcome.get(i, cp_model.UNKNOWN) for i in range(len(solves))], interrupted
 
 
 def _compile_constraint(builder: ModelBuilder, entry: ConstraintEntry, ctx0: EvalContext,
@@ -465,10 +479,14 @@ class Chain:
 
     def run(self, solver: cp_model.CpSolver, cp: cp_model.CpModel) -> int:
         """Solve ``cp`` so that Ctrl-C stops it and the chain (see run_solver)."""
-        status, interrupted = run_solver(solver, cp)
+        return self.run_all([(solver, cp)])[0]
+
+    def run_all(self, solves: list[tuple[cp_model.CpSolver, cp_model.CpModel]]) -> list[int]:
+        """Several solves at once (see run_solvers); their work adds up."""
+        statuses, interrupted = run_solvers(solves)
         self.interrupted |= interrupted
-        self.work += solver.response_proto.deterministic_time
-        return status
+        self.work += sum(solver.response_proto.deterministic_time for solver, _ in solves)
+        return statuses
 
     def start_from(self, counts: list[int] | None = None, objective: object | None = None,
                    budget: float | None = None) -> bool:
@@ -814,7 +832,7 @@ def _pure_then_blended(chain: Chain, form: Integerized, budget: float | None, t0
     builder = chain.builder
     status, solver = chain.solve(form.expr, None if budget is None else FIRST_SHARE * budget)
     incumbent, objective, bound = _bucket_values(status, solver, form.expr, form.factor)
-    probed = False
+    probed = descended = False
     for _ in range(2 if budget is not None else 0):
         if status == cp_model.FEASIBLE and bound is not None and not probed:
             probed = True
@@ -827,6 +845,13 @@ def _pure_then_blended(chain: Chain, form: Integerized, budget: float | None, t0
                 status = cp_model.OPTIMAL if low >= incumbent else status
         if status not in (cp_model.FEASIBLE, cp_model.UNKNOWN):
             break
+        if status == cp_model.FEASIBLE and not descended and chain.values is not None:
+            descended = True
+            left = NEIGHBOURHOOD_SHARE * (budget - (time.monotonic() - t0))
+            chain.values, better = descend(builder, form.expr, chain.values, incumbent,
+                                           time.monotonic() + left, chain)
+            if better < incumbent:
+                incumbent, objective = better, float(Fraction(better) / form.factor)
         # the rest of the pure share (the first search may not even finish presolving)
         left = PURE_SHARE * budget - (time.monotonic() - t0)
         if left <= 0.05:
@@ -1005,6 +1030,7 @@ def _freeze(chain: Chain, bucket: Bucket, form: Integerized, status: int,
 DECIDED_FIRST = {cp_model.OPTIMAL: 0, cp_model.FEASIBLE: 0, cp_model.INFEASIBLE: 1}
 FIRST_SHARE = 0.1  # of a bucket's share: the first search, which finds the bound to probe
 PROBE_SHARE = 0.5  # of what the first search left of the bucket's share
+NEIGHBOURHOOD_SHARE = 0.8  # of the share they left, for the descent over containers
 PROBE_LEVELS = 8  # probe only objectives this close (in integer units) to their bound
 PROBE_RANGE = 1000  # and only coarse ones (counts): a fine objective's bound is rarely tight
 
