@@ -10,7 +10,13 @@ import pytest
 from ortools.sat.python import cp_model
 
 from cpsat_rebalancer import parse_scenario
-from cpsat_rebalancer.cpsat.driver import Chain, _moved, compile_model
+from cpsat_rebalancer.cpsat.driver import (
+    Chain,
+    _leximin_smaller,
+    _moved,
+    _polish_leximin,
+    compile_model,
+)
 from cpsat_rebalancer.cpsat.neighbourhoods import descend
 from cpsat_rebalancer.evaluate import evaluate
 from cpsat_rebalancer.generators import balance_instance
@@ -69,3 +75,23 @@ def test_descent_never_worsens_and_stops_at_its_deadline() -> None:
     started = time.monotonic()
     _, found = descend(builder, moved, chain.values, worst, started + 1.0, chain)
     assert found <= worst and time.monotonic() - started < 3.0
+
+
+def test_leximin_polish_keeps_only_a_smaller_vector() -> None:
+    """IDEAL's polish (the scalar by the descent, then the full search) from the initial
+    assignment: the vector kept is never lexicographically larger than the one held, and
+    from this skewed start it is strictly smaller."""
+    data = balance_instance(200, 12, "IDEAL", seed=4)
+    data["goals"] = data["goals"][:1]
+    scenario = parse_scenario(data)
+    problem, model = scenario.problem, scenario.model
+    builder, buckets = compile_model(problem, model)
+    bucket = buckets[0]
+    assert bucket.leximin and bucket.scalar
+    chain = Chain(builder, model, SolverOptions(workers=2, seed=0))
+    assert chain.start_from()
+    held = evaluate(problem, model, chain.decode()).leximin[0]
+    _polish_leximin(chain, bucket, 3.0)
+    evaluation = evaluate(problem, model, chain.decode())
+    assert evaluation.feasible
+    assert _leximin_smaller(evaluation.leximin[0], held)
