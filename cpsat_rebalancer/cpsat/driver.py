@@ -827,8 +827,9 @@ def _pure_then_blended(chain: Chain, form: Integerized, budget: float | None, t0
                        weight: int | None) -> tuple[int, cp_model.CpSolver, int | None,
                                                     float | None, float | None]:
     """The objective alone: a first search, a probe at its bound (coarse objectives), the
-    rest of the pure share; then, if still unproven, the rest of the share blended with
-    moves (``weight`` None when that does not fit in 64 bits)."""
+    descent over containers from its incumbent (most of the share left), the rest of the
+    pure share; then, if still unproven, the rest of the share blended with moves
+    (``weight`` None when that does not fit in 64 bits)."""
     builder = chain.builder
     status, solver = chain.solve(form.expr, None if budget is None else FIRST_SHARE * budget)
     incumbent, objective, bound = _bucket_values(status, solver, form.expr, form.factor)
@@ -1174,8 +1175,8 @@ def _polish_leximin(chain: Chain, bucket: Bucket, budget: float) -> None:
     if not chain.start_from(builder.counts_of(chain.decode()), form.expr, budget):
         chain.values = before
         return
-    chain.values, _ = descend(builder, form.expr, chain.values, chain.start_value,
-                              time.monotonic() + NEIGHBOURHOOD_SHARE * budget, chain)
+    stop = time.monotonic() + NEIGHBOURHOOD_SHARE * (deadline - time.monotonic())
+    chain.values, _ = descend(builder, form.expr, chain.values, chain.start_value, stop, chain)
     if deadline - time.monotonic() > 0.05:  # then the full search, from there
         chain.solve(form.expr, deadline - time.monotonic())
     found = evaluate(problem, model, chain.decode()).leximin[bucket.position]
