@@ -31,7 +31,7 @@ from ..result import (
 from ..scenario import ConstraintEntry, Model, SolverOptions
 from ..specs.common import Restrictions
 from .linear import Lin, lin_sum
-from .model import INT_LIMIT, Integerized, ModelBuilder
+from .model import INT_LIMIT, Integerized, ModelBuilder, hint_first
 from .neighbourhoods import descend
 from .relaxation import load_relaxation
 from .repair import (
@@ -366,15 +366,14 @@ class Chain:
 
     def hint(self, counts: list[int] | None = None) -> None:
         cp = self.builder.cp
-        cp.clear_hints()
-        hint = cp.proto.solution_hint  # filled in bulk: add_hint per variable is slow
         if self.values is None or counts is not None:
             counts = counts if counts is not None else self.builder.initial_counts()
+            cp.clear_hints()
+            hint = cp.proto.solution_hint  # filled in bulk: add_hint per variable is slow
             hint.vars.extend([var.Index() for var in self.builder.count_vars])
             hint.values.extend([int(value) for value in counts])
             return
-        hint.vars.extend(range(len(self.values)))
-        hint.values.extend(self.values)
+        hint_first(cp, self.values)
 
     def solve(self, objective: object | None, budget: float | None = None,
               work: float | None = None) -> tuple[int, cp_model.CpSolver]:

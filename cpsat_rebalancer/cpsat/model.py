@@ -106,6 +106,15 @@ def object_classes(problem: Problem, named: set[int], by_initial_container: bool
     return ObjectClasses(members, of_object, home)
 
 
+def hint_first(cp: cp_model.CpModel, values: list[int] | None) -> None:
+    """Replace the hints by ``values`` for the model's first variables (None: no hint),
+    written into the proto in bulk: ``add_hint`` per variable is slow on large models."""
+    cp.clear_hints()
+    if values is not None:
+        cp.proto.solution_hint.vars.extend(range(len(values)))
+        cp.proto.solution_hint.values.extend(values)
+
+
 def item_groups(scope: Scope) -> np.ndarray:
     """Item per container, with the out-of-scope containers as one more pseudo item."""
     return np.where(scope.container_item == OUT_OF_SCOPE, len(scope.items), scope.container_item)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
-from .model import ModelBuilder
+from .model import ModelBuilder, hint_first
 
 if TYPE_CHECKING:
     from .driver import Chain
@@ -48,9 +48,9 @@ def descend(builder: ModelBuilder, objective: object, values: list[int], incumbe
     initial = np.asarray(builder.initial_counts(), dtype=np.int64)
     rng = random.Random(chain.options.seed)
     size, idle = min(FIRST_SIZE, len(containers)), 0
+    counts = np.asarray(values, dtype=np.int64)[count_vars]
     while (time.monotonic() < deadline - 0.05 and size < len(containers)
            and not chain.interrupted):
-        counts = np.asarray([values[i] for i in count_vars], dtype=np.int64)
         solves = []
         for lane in lanes:
             freed = _neighbourhood(builder, counts - initial, containers, size, rng)
@@ -68,6 +68,7 @@ def descend(builder: ModelBuilder, objective: object, values: list[int], incumbe
                 found = round(solver.objective_value)
                 if found < incumbent:
                     values, incumbent, idle = list(solver.response_proto.solution), found, 0
+                    counts = np.asarray(values, dtype=np.int64)[count_vars]
         if any(s == cp_model.INFEASIBLE for s in statuses):
             break  # impossible around a feasible incumbent; never loop on it
         if all(s == cp_model.OPTIMAL for s in statuses):
@@ -105,10 +106,7 @@ class _Lane:
             domain.extend(self.originals[position] if value < 0 else [value, value])
         self.fixed_at = wanted
         if values is not self.hinted:
-            self.cp.clear_hints()
-            if values is not None:
-                self.cp.proto.solution_hint.vars.extend(range(len(values)))
-                self.cp.proto.solution_hint.values.extend(values)
+            hint_first(self.cp, values)
             self.hinted = values
 
 

@@ -32,7 +32,7 @@ from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model, cp_model_helper
 
 from .lp_bound import LinearRelaxation, snapshot, solve_lp
-from .model import Integerized, ModelBuilder, item_groups
+from .model import Integerized, ModelBuilder, hint_first, item_groups
 
 POLISH_SECONDS = 0.5  # the search for target loads near the start: at least this long
 POLISH_WORK = 0.2  # (deterministic seconds, in a repeatable run)
@@ -215,10 +215,7 @@ def _search(cp: cp_model.CpModel, hint: list[int] | None, seconds: float, work: 
     """CP-SAT on ``cp`` from ``hint`` (values of its first variables): its status, its bound
     (rounded up only past the float's last bits), its objective, its solution and the
     deterministic time it took; None without a solution."""
-    cp.clear_hints()
-    if hint is not None:
-        cp.proto.solution_hint.vars.extend(range(len(hint)))
-        cp.proto.solution_hint.values.extend(hint)
+    hint_first(cp, hint)
     solver = cp_model.CpSolver()
     params = solver.parameters
     params.num_workers = workers
