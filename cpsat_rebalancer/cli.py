@@ -129,10 +129,12 @@ def print_result(result: SolveResult) -> None:
     for b in result.buckets:
         note = ""
         if b.leximin_levels is not None:
-            note = f"leximin: {b.leximin_levels}/{b.leximin_items} levels proven or reached"
+            note = (f"leximin: the {b.leximin_levels} largest of {b.leximin_items} relative "
+                    "utilizations proven")
             if b.leximin_level_value is not None:
-                note += (f"; sum of the {max(b.leximin_levels, 1)} largest relative utilizations"
-                         f" {b.leximin_level_value:.6g} (bound {b.leximin_level_bound:.6g})")
+                note += f"; the next is {b.leximin_level_value:.6g}"
+                if b.leximin_level_bound is not None:
+                    note += f" (bound {b.leximin_level_bound:.6g})"
         rows.append({"position": b.position, "status": b.status, "value": b.objective,
                      "bound": b.bound, "gap": b.gap, "error bound": b.approximation_error,
                      "seconds": b.seconds, "note": note})

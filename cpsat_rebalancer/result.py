@@ -37,10 +37,11 @@ class BucketReport:
     relative_gap: float | None
     approximation_error: float  # bound on |compiled - exact| from PWL pieces and rounding
     seconds: float
-    leximin_levels: int | None = None  # IDEAL alone: levels solved (of leximin_items)
+    leximin_levels: int | None = None  # IDEAL alone: leading sorted entries proven
     leximin_items: int | None = None
     leximin: list[float] | None = None  # sorted relative utilizations (IDEAL alone)
-    # at the last level reached: the sum of the k largest, and its proven lower bound
+    # the first entry not proven: its value when the proof stopped, and its proven lower
+    # bound (None: not known)
     leximin_level_value: float | None = None
     leximin_level_bound: float | None = None
 

@@ -69,7 +69,7 @@ def test_repair_to_the_relaxed_loads_is_the_optimum(formula, objects, containers
     assert bound == pytest.approx(plain.objective, abs=error)
     caps = load_caps(builder)
     limits = {**caps, **relaxed.targets} if formula != "MAX" else load_caps(
-        builder, (form.expr, relaxed.bound))
+        builder, [(form.expr, relaxed.bound)])
     counts = repair(builder, limits, exact=formula != "MAX")
     assert counts is not None
     repaired = evaluate(problem, model, builder.decode(counts))

@@ -53,7 +53,7 @@ def test_limits_hold_for_every_feasible_assignment(seed: int) -> None:
     level = int(np.floor(float(best) * float(form.factor) + 1e-6)) if form.error == 0 else None
     if level is None:
         return
-    target = load_caps(builder, (form.expr, level))
+    target = load_caps(builder, [(form.expr, level)])
     assert target is not None, f"seed {seed}: the optimum's level was declared infeasible"
     for assignment in optimal:
         for dim, cap in target.items():
@@ -81,7 +81,7 @@ def test_repair_reaches_a_balanced_assignment_with_few_moves() -> None:
     problem, model = scenario.problem, scenario.model
     builder, buckets = compile_model(problem, model)
     form = builder.integerize(lin_sum(buckets[0].terms))
-    target = load_caps(builder, (form.expr, form.lo))
+    target = load_caps(builder, [(form.expr, form.lo)])
     counts = repair(builder, target)
     assert counts is not None
     assignment = builder.decode(counts)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -27,13 +27,13 @@ from .model import ModelBuilder, item_groups
 PRESOLVE_SECONDS = 20.0  # at most this long to read back the limits
 
 
-def load_caps(builder: ModelBuilder, target: tuple[object, int] | None = None,
+def load_caps(builder: ModelBuilder, targets: Sequence[tuple[object, int]] = (),
               seconds: float = PRESOLVE_SECONDS,
               run: Callable[[cp_model.CpSolver, cp_model.CpModel], int] | None = None,
               work: float | None = None) -> dict[str, np.ndarray] | None:
     """Upper bound per container on each built container load (integer units, by
-    dimension), as CP-SAT's presolve derives them from the model (plus ``expr <= level`` when
-    ``target`` is given). None when presolve proves the model (with the target) infeasible
+    dimension), as CP-SAT's presolve derives them from the model (plus ``expr <= level`` for
+    each of ``targets``). None when presolve proves the model (with the targets) infeasible
     or gives up. ``run`` solves (the chain's, which Ctrl-C can stop); ``work``, when given,
     bounds the presolve in deterministic seconds as well (a repeatable run)."""
     loads = builder.container_loads()
@@ -42,8 +42,8 @@ def load_caps(builder: ModelBuilder, target: tuple[object, int] | None = None,
     cp = builder.cp.clone()
     cp.clear_objective()
     cp.clear_hints()
-    if target is not None:
-        cp.add(target[0] <= target[1])
+    for expr, level in targets:
+        cp.add(expr <= level)
     solver = cp_model.CpSolver()
     params = solver.parameters
     params.stop_after_presolve = True
@@ -143,8 +143,10 @@ def add_move_cuts(builder: ModelBuilder, caps: dict[str, np.ndarray]) -> int:
 
 
 def repair(builder: ModelBuilder, caps: dict[str, np.ndarray], partial: bool = False,
-           deadline: float | None = None, exact: bool = False) -> list[int] | None:
-    """Counts from the initial assignment: each container over a cap sheds its largest
+           deadline: float | None = None, exact: bool = False,
+           start: list[int] | None = None) -> list[int] | None:
+    """Counts from the initial assignment (or ``start``, counts of another assignment that
+    meets the model's hard rules): each container over a cap sheds its largest
     objects until under every cap, then the shed objects go, largest first, to the allowed
     container with the least room left that fits them in every dimension (ejecting smaller
     objects to make room). None when some object finds no room (or nothing needs to move).
@@ -155,7 +157,7 @@ def repair(builder: ModelBuilder, caps: dict[str, np.ndarray], partial: bool = F
     so the last rooms are small and scattered: making room looks at more containers."""
     if not caps:
         return None
-    counts = np.asarray(builder.initial_counts(), dtype=np.int64)
+    counts = np.asarray(builder.initial_counts() if start is None else start, dtype=np.int64)
     upper = builder.count_upper
     m = builder.problem.num_containers
     sizes = {dim: builder.var_values(dim) for dim in caps}
@@ -341,19 +343,27 @@ def _make_room(builder: ModelBuilder, counts: np.ndarray, upper: np.ndarray,
     the fewest ejections (of the ``candidates`` with the most room). Updates counts and
     loads; returns (variable, count) ejected."""
     dims = list(caps)
+    primary = dims[0]
     best: tuple[int, int, list[tuple[int, int]]] | None = None
     open_choices = choices[upper[choices] > counts[choices]]
     cont = builder.var_cont[open_choices]
-    room = caps[dims[0]][cont] - load[dims[0]][cont]
+    room = caps[primary][cont] - load[primary][cont]
+    # only containers whose smaller objects can make the room: after a best-fit packing of
+    # large objects first, those with the most room often hold none (50000x1000)
+    threshold = np.full(len(by_container), -1, dtype=np.int64)
+    threshold[cont] = sizes[primary][open_choices]
+    lighter = (sizes[primary] < threshold[builder.var_cont]) & (counts > 0)
+    movable = np.bincount(builder.var_cont[lighter],
+                          (counts * sizes[primary])[lighter], len(by_container))
+    able = np.flatnonzero(room + movable[cont] >= sizes[primary][open_choices])
     # the containers with the most room left need the fewest ejections: try only those
-    for j in open_choices[np.argsort(-room, kind="stable")[:candidates]]:
+    for j in open_choices[able[np.argsort(-room[able], kind="stable")[:candidates]]]:
         c = int(builder.var_cont[j])
         need = {d: int(sizes[d][j] - (caps[d][c] - load[d][c])) for d in dims}
         held = by_container[c][counts[by_container[c]] > 0]
         smaller = held[np.all([sizes[d][held] <= sizes[d][j] for d in dims], axis=0)
                        & (sizes[dims[0]][held] < sizes[dims[0]][j])]
         taken: list[tuple[int, int]] = []
-        primary = dims[0]
         for h in smaller[np.argsort(-sizes[primary][smaller], kind="stable")]:
             if all(need[d] <= 0 for d in dims):
                 break
