@@ -129,7 +129,9 @@ def print_result(result: SolveResult) -> None:
     for b in result.buckets:
         note = ""
         if b.leximin_levels is not None:
-            note = (f"leximin: the {b.leximin_levels} largest of {b.leximin_items} relative "
+            note = (f"leximin: all {b.leximin_items} relative utilizations proven"
+                    if b.leximin_levels == b.leximin_items else
+                    f"leximin: the {b.leximin_levels} largest of {b.leximin_items} relative "
                     "utilizations proven")
             if b.leximin_level_value is not None:
                 note += f"; the next is {b.leximin_level_value:.6g}"
