@@ -9,7 +9,7 @@ import pytest
 from randomized import all_assignments, random_scenario
 
 from cpsat_rebalancer import evaluate, parse_scenario
-from cpsat_rebalancer.cpsat.driver import compile_model, solve_model
+from cpsat_rebalancer.cpsat.driver import Chain, compile_model, solve_model
 from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.cpsat.repair import load_caps, repair, shed_counts
 from cpsat_rebalancer.generators import balance_instance
@@ -115,3 +115,25 @@ def test_a_repair_at_the_move_cut_bound_is_proven_without_search() -> None:
     assert fast.status == plain.status == "OPTIMAL"
     assert fast.final_evaluation.tuple() == plain.final_evaluation.tuple()
     assert all(b.bound == b.compiled_objective for b in fast.buckets)
+
+
+def test_a_bucket_frozen_at_its_lowest_value_bounds_the_moves_after_it(monkeypatch) -> None:
+    """400x20 seed 0 balances perfectly: the limits read for balance 0 hold once position 0
+    is frozen there, and the moves they force bound position 1, where the repair already
+    is; so neither position (nor the final tie-break on moves) runs a search, and the
+    optimum is the plain model's."""
+    scenario = parse_scenario(balance_instance(400, 20, "LINEAR", seed=0))
+    options = SolverOptions(time_limit=60, workers=2, seed=0)
+    searches = []
+    solve = Chain.solve
+
+    def counted(self, *args, **kwargs):
+        searches.append(args)
+        return solve(self, *args, **kwargs)
+    monkeypatch.setattr(Chain, "solve", counted)
+    fast = solve_model(scenario.problem, scenario.model, options)
+    assert not searches
+    monkeypatch.setattr(Chain, "solve", solve)
+    plain = solve_model(scenario.problem, scenario.model, options, accelerate=False)
+    assert fast.status == plain.status == "OPTIMAL"
+    assert fast.final_evaluation.tuple() == plain.final_evaluation.tuple()
