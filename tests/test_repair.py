@@ -74,6 +74,38 @@ def test_capacity_limits_are_the_capacities() -> None:
     assert (caps["cpu"] == np.floor(capacity * factor).astype(np.int64)).all()
 
 
+def test_room_is_made_where_smaller_objects_can_make_it() -> None:
+    """An object of 3 leaves a host whose limit is 0; 30 hosts have room 2 but hold one
+    object of 8 each, one host has room 1 and nine objects of 1. Only that last host can
+    make room (eject two of 1, which then fit elsewhere): the repair must find it past the
+    hosts with the most room (more of them than the candidates tried)."""
+    hosts = [f"big{i}" for i in range(30)] + ["small", "hot"]
+    assignment = {f"big{i}": [f"eight{i}"] for i in range(30)}
+    assignment["small"] = [f"one{i}" for i in range(9)]
+    assignment["hot"] = ["three"]
+    cpu = {o: float(o[0] == "e") * 8 + float(o[0] == "o") + float(o == "three") * 3
+           for objs in assignment.values() for o in objs}
+    data = {"objectName": "task", "containerName": "host", "assignment": assignment,
+            "objectDimensions": {"cpu": cpu},
+            "containerDimensions": {"cpu": dict.fromkeys(hosts, 10.0)},
+            "goals": [{"spec": {"balanceSpec": {"name": "b", "scope": "host",
+                                                "dimension": "cpu", "formula": "LINEAR"}}}],
+            "constraints": [{"spec": {"capacitySpec": {"name": "cap", "scope": "host",
+                                                       "dimension": "cpu"}},
+                             "policy": "HARD"}]}
+    scenario = parse_scenario(data)
+    problem = scenario.problem
+    builder, _ = compile_model(problem, scenario.model)
+    caps = load_caps(builder)
+    hot = problem.containers.index("hot")
+    caps["cpu"][hot] = 0
+    counts = repair(builder, caps)
+    assert counts is not None
+    assignment = builder.decode(counts)
+    assert (loads_of(builder, assignment, "cpu") <= caps["cpu"]).all()
+    assert problem.initial[assignment != problem.initial].tolist().count(hot) == 1
+
+
 def test_repair_reaches_a_balanced_assignment_with_few_moves() -> None:
     """Seed 0 can be balanced perfectly (value 0, the form's lowest), so the limits at that
     level describe reachable assignments; the repair must find one."""
