@@ -1,6 +1,7 @@
 """The load relaxation: its bound never exceeds a bucket's optimum (enumerated on tiny
 scenarios), and on balance instances whose optimum is positive the repair to its loads
-reaches that bound, which is the optimum a plain solve (no accelerators) proves."""
+reaches that bound, which is the optimum a plain solve (no accelerators) proves. Its floor
+on moves never exceeds the fewest moves of any assignment the hard rules allow."""
 
 from __future__ import annotations
 
@@ -13,11 +14,48 @@ from randomized import brute_force, random_scenario
 from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.cpsat.driver import compile_model, solve_model
 from cpsat_rebalancer.cpsat.linear import lin_sum
-from cpsat_rebalancer.cpsat.relaxation import load_relaxation
-from cpsat_rebalancer.cpsat.repair import load_caps, repair
+from cpsat_rebalancer.cpsat.model import ModelBuilder
+from cpsat_rebalancer.cpsat.relaxation import load_relaxation, moves_floor
+from cpsat_rebalancer.cpsat.repair import load_caps, repair, shed_counts
 from cpsat_rebalancer.evaluate import evaluate
 from cpsat_rebalancer.generators import balance_instance, scale_instance
 from cpsat_rebalancer.scenario import SolverOptions
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_moves_floor_never_exceeds_the_fewest_moves(seed: int) -> None:
+    data = random_scenario(seed, max_objects=5, groups=seed % 3 == 0)
+    data["goals"].append({"spec": {"minimizeMovementSpec": {"name": "moves"}}})
+    scenario = parse_scenario(data)
+    builder, _ = compile_model(scenario.problem, scenario.model)
+    feasible = brute_force(scenario)
+    floor = moves_floor(builder, 10.0, 1, 0)
+    if not feasible or floor is None:
+        return
+    fewest = min(int((final != scenario.problem.initial).sum()) for final, _ in feasible)
+    assert floor <= fewest, f"seed {seed}: floor {floor} > fewest moves {fewest}"
+
+
+def test_moves_floor_couples_the_containers_of_a_frozen_linear_balance() -> None:
+    """A LINEAR balance frozen above 0 caps the total excess, not each container: the move
+    cuts (each container's limit alone) say little, the floor over the loads much more,
+    and it stays within the optimum a full solve proves."""
+    scenario = parse_scenario(balance_instance(60, 6, "LINEAR", seed=5))
+    problem, model = scenario.problem, scenario.model
+    result = solve_model(problem, model, SolverOptions(workers=2, seed=0))
+    assert result.status == "OPTIMAL" and result.buckets[0].objective > 0
+    builder, buckets = compile_model(problem, model)
+    form = builder.integerize(lin_sum(buckets[0].terms))
+    level = round(result.buckets[0].objective * float(form.factor))
+    builder.cp.add(form.expr <= level)
+    floor = moves_floor(builder, 10.0, 2, 0)
+    assert floor is not None and load_caps_floor(builder) < floor
+    assert floor <= result.buckets[1].objective
+
+
+def load_caps_floor(builder: ModelBuilder) -> int:
+    """What the move cuts give: each container sheds under its own limit."""
+    return int(shed_counts(builder, load_caps(builder)).sum())
 
 
 @pytest.mark.parametrize("seed", range(60))

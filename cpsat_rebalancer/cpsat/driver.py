@@ -34,7 +34,7 @@ from ..specs.common import Restrictions
 from .linear import Lin, lin_sum
 from .model import INT_LIMIT, Integerized, ModelBuilder, hint_first
 from .neighbourhoods import descend
-from .relaxation import load_relaxation
+from .relaxation import load_relaxation, moves_floor
 from .repair import (
     PRESOLVE_SECONDS,
     add_move_cuts,
@@ -329,6 +329,11 @@ class Chain:
     def deterministic(self) -> bool:
         """Whether each solve has a deterministic budget (a repeatable run was asked for)."""
         return self.options.deterministic_time is not None
+
+    def moves_at(self, position: int) -> bool:
+        """Whether a goal at ``position`` minimizes movement."""
+        return any(g.position == position and g.spec.arm == "minimizeMovementSpec"
+                   and g.weight > 0 for g in self.model.goals)
 
     def moves_later(self, position: int) -> bool:
         """Whether a goal after ``position`` minimizes movement (its buckets then gain from
@@ -670,6 +675,8 @@ TIE_BREAK_SHARE = 0.5  # the tie-break may take this share of the time spent bef
 TIE_BREAK_WORK = 0.2  # and at least this many deterministic seconds (about a second here)
 PURE_SHARE = 0.6  # under a time limit, a bucket's search on its objective alone, before moves
 BLEND_SHARE = 0.6  # when a later goal counts moves: the blended search first, then the pure
+MOVES_FLOOR_SHARE = 0.1  # of a movement bucket's share, at most, for the moves' floor
+MOVES_FLOOR_SECONDS = 1.0  # in a repeatable run without a time limit (its work bounds it)
 REPAIR_SHARE = 0.4  # of a bucket's share, at most, for the limits, cuts and greedy repairs
 RELAX_SHARE = 0.4  # of what is left of that, at most, for the load relaxation
 
@@ -899,6 +906,19 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
         value = float(Fraction(int(form.expr)) / form.factor)
         return _report(bucket.position, cp_model.OPTIMAL, value, value, error)
     t0 = time.monotonic()
+    if (builder.accelerate and chain.moves_at(bucket.position) and not chain.interrupted
+            and (budget is not None or chain.deterministic)):
+        # the fewest moves the load rules allow (coupled over containers, unlike the cuts);
+        # not without a time limit, where the bucket's own search proves its optimum
+        seconds = chain.wall_limit(None if budget is None else MOVES_FLOOR_SHARE * budget)
+        try:
+            found = moves_floor(builder, MOVES_FLOOR_SECONDS if seconds is None else seconds,
+                                chain.options.workers, chain.options.seed, chain.run,
+                                MOVES_FLOOR_SHARE * PRESOLVE_SECONDS if chain.deterministic
+                                else None)
+        except KeyboardInterrupt:  # Ctrl-C outside a search: stop the chain the same way
+            chain.interrupted, found = True, None
+        chain.moved_floor = max(chain.moved_floor, found or 0)
     floor = _implied_floor(builder, form, chain.moved_floor)
     if floor > form.lo and chain.values is not None:
         # the assignment held already sits at the floor the move cuts prove (at 1M objects
