@@ -1052,17 +1052,17 @@ def _freeze(chain: Chain, bucket: Bucket, form: Integerized, status: int,
         bound = lowest if bound is None else max(bound, lowest)
     if incumbent is not None and bound is not None and bound >= objective:
         status = cp_model.OPTIMAL  # the bound met the incumbent: proven, though late
-    if incumbent is not None and incumbent <= form.lo and chain.lowest_caps:
-        # frozen at its lowest value: the limits read for that value hold from now on, and
-        # the moves they force bound a later movement bucket without another presolve
-        chain.moved_floor = max(chain.moved_floor, add_move_cuts(builder, chain.lowest_caps))
-    chain.lowest_caps = None
+    lowest_caps, chain.lowest_caps = chain.lowest_caps, None
     if incumbent is not None:
         # freeze this bucket; where the model approximates, keep every assignment whose
         # exact value may tie the incumbent's: compiled values at most 2·error apart (in
         # whole units). Later buckets may pick any of them, so that slack adds to the error.
         slack = math.floor(2 * error * form.factor)
         builder.cp.add(form.expr <= incumbent + slack)
+        if incumbent + slack <= form.lo and lowest_caps:
+            # frozen at its lowest value: the limits read for that value hold from now on,
+            # and the moves they force bound a later bucket without another presolve
+            chain.moved_floor = max(chain.moved_floor, add_move_cuts(builder, lowest_caps))
         error += float(Fraction(slack) / form.factor)
         if chain.blend_floor is not None:  # weight·objective + moves >= floor held for all
             floor = chain.blend_floor - weight * (incumbent + slack)
