@@ -906,9 +906,15 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
         value = float(Fraction(int(form.expr)) / form.factor)
         return _report(bucket.position, cp_model.OPTIMAL, value, value, error)
     t0 = time.monotonic()
-    if (builder.accelerate and chain.moves_at(bucket.position) and not chain.interrupted
+    # the assignment held may already sit at the floor the move cuts prove (at 1M objects
+    # the repair before the first bucket reaches it, and this bucket's presolves alone took
+    # 26 s); if not, a movement bucket first raises that floor over the loads
+    floor = _implied_floor(builder, form, chain.moved_floor)
+    moves_here = builder.accelerate and chain.moves_at(bucket.position)
+    held = (chain.held_value(bucket.position, form.factor, error)
+            if chain.values is not None and (floor > form.lo or moves_here) else None)
+    if (moves_here and (held is None or held > floor) and not chain.interrupted
             and (budget is not None or chain.deterministic)):
-        # the fewest moves the load rules allow (coupled over containers, unlike the cuts);
         # not without a time limit, where the bucket's own search proves its optimum
         seconds = chain.wall_limit(None if budget is None else MOVES_FLOOR_SHARE * budget)
         try:
@@ -919,16 +925,11 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
         except KeyboardInterrupt:  # Ctrl-C outside a search: stop the chain the same way
             chain.interrupted, found = True, None
         chain.moved_floor = max(chain.moved_floor, found or 0)
-    floor = _implied_floor(builder, form, chain.moved_floor)
-    if floor > form.lo and chain.values is not None:
-        # the assignment held already sits at the floor the move cuts prove (at 1M objects
-        # the repair before the first bucket reaches it, and this bucket's presolves alone
-        # took 26 s)
-        held = chain.held_value(bucket.position, form.factor, error)
-        if held <= floor:
-            value = float(Fraction(held) / form.factor)
-            return _freeze(chain, bucket, form, cp_model.OPTIMAL, held, value,
-                           float(Fraction(floor) / form.factor), error)
+        floor = _implied_floor(builder, form, chain.moved_floor)
+    if held is not None and form.lo < floor and held <= floor:
+        return _freeze(chain, bucket, form, cp_model.OPTIMAL, held,
+                       float(Fraction(held) / form.factor),
+                       float(Fraction(floor) / form.factor), error)
     repaired, relaxed_floor = None, form.lo
     if builder.accelerate and bucket.terms:
         try:
@@ -1330,8 +1331,7 @@ def _held_repair(chain: Chain, forms: list[Integerized], marks: list[object] | N
     if not caps:
         return None
     held = chain.values[: len(builder.count_vars)]
-    over = any((np.bincount(builder.var_cont, np.asarray(held) * builder.var_values(dim),
-                            len(limits)) > limits).any() for dim, limits in caps.items())
+    over = any((builder.loads_at(held, dim) > limits).any() for dim, limits in caps.items())
     counts = repair(builder, caps, start=held) if over else held  # within them: as held
     before = chain.values
     if counts is None or not chain.start_from(counts, objective):

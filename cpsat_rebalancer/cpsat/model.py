@@ -255,9 +255,12 @@ class ModelBuilder:
     def initial_loads(self, dim: str) -> np.ndarray:
         """Integer load of ``dim`` per container at the initial counts (in the model's
         container order, which orders interchangeable containers)."""
+        return self.loads_at(self.initial_counts(), dim)
+
+    def loads_at(self, counts: list[int] | np.ndarray, dim: str) -> np.ndarray:
+        """Integer load of ``dim`` per container at ``counts`` (one per count variable)."""
         load = np.zeros(self.problem.num_containers, dtype=np.int64)
-        counts = np.asarray(self.initial_counts(), dtype=np.int64)
-        np.add.at(load, self.var_cont, counts * self.var_values(dim))
+        np.add.at(load, self.var_cont, np.asarray(counts, dtype=np.int64) * self.var_values(dim))
         return load
 
     def ordered(self, first: object, second: object) -> None:

@@ -225,15 +225,16 @@ def moves_floor(builder: ModelBuilder, seconds: float, workers: int, seed: int,
     kept, _, _ = _split_constraints(builder)
     cp = _loads_model(builder, kept, loads, list(loads))
     initial = np.asarray(builder.initial_counts(), dtype=np.int64)
+    occupied = np.flatnonzero(initial > 0)
+    occupied = occupied[np.argsort(builder.var_cont[occupied], kind="stable")]
+    containers, starts = np.unique(builder.var_cont[occupied], return_index=True)
+    values = {dim: builder.var_values(dim) for dim in loads}
     leaving = []
-    for c in range(builder.problem.num_containers):
-        held = np.flatnonzero((builder.var_cont == c) & (initial > 0))
-        if len(held) == 0:
-            continue
+    for c, held in zip(containers.tolist(), np.split(occupied, starts[1:])):
         out = cp.new_int_var(0, int(initial[held].sum()), "")
         leaving.append(out)
         for dim, variables in loads.items():
-            sizes = builder.var_values(dim)[held]
+            sizes = values[dim][held]
             start = int((initial[held] * sizes).sum())
             carried, taken = 0, 0  # by the ``taken`` largest objects
             for j in np.argsort(-sizes, kind="stable").tolist():

@@ -163,10 +163,7 @@ def repair(builder: ModelBuilder, caps: dict[str, np.ndarray], partial: bool = F
     sizes = {dim: builder.var_values(dim) for dim in caps}
     dims = list(caps)
     primary = dims[0]
-    load = {}
-    for dim in dims:
-        load[dim] = np.zeros(m, dtype=np.int64)
-        np.add.at(load[dim], builder.var_cont, counts * sizes[dim])
+    load = {dim: builder.loads_at(counts, dim) for dim in dims}
     over = np.zeros(m, dtype=bool)
     for dim in dims:
         over |= load[dim] > caps[dim]
@@ -420,10 +417,7 @@ def leximin_descent(builder: ModelBuilder, lins: list, counts: list[int],
     (dim,) = dims
     counts_now = np.asarray(counts, dtype=np.int64)
     sizes = {d: builder.var_values(d) for d in caps}
-    load = {}
-    for d in caps:
-        load[d] = np.zeros(m, dtype=np.int64)
-        np.add.at(load[d], builder.var_cont, counts_now * sizes[d])
+    load = {d: builder.loads_at(counts_now, d) for d in caps}
     slots = {(int(k), int(c)): j for j, (k, c) in enumerate(zip(builder.var_class,
                                                                   builder.var_cont))}
     order = np.argsort(builder.var_cont, kind="stable")
