@@ -29,6 +29,10 @@ INSTANCES = [
     ("binpacking", BPP / "bpplib" / "Scholl" / "Scholl_1" / "N1C3W1_A.txt"),  # here too
     # a triplet instance: first-fit decreasing misses the optimum, the pattern dive meets it
     ("binpacking", BPP / "bpplib" / "Falkenauer" / "Falkenauer_T" / "Falkenauer_t60_01.txt"),
+    # the dive on the plain LP (most-used column first) ended a bin above, and so did CP-SAT
+    ("binpacking", BPP / "bpplib" / "Scholl" / "Scholl_1" / "N2C3W2_L.txt"),
+    # one dive ends a bin above the bound; its detours meet it
+    ("binpacking", BPP / "bpplib" / "Hard28" / "Hard28_BPP742.txt"),
 ]
 
 

@@ -9,9 +9,11 @@ import math
 
 import numpy as np
 import pytest
+from ortools.linear_solver import pywraplp
 from ortools.sat import sat_parameters_pb2
 
 from cpsat_rebalancer import ProblemSolver
+from cpsat_rebalancer.cpsat import packing_bounds
 from cpsat_rebalancer.cpsat.driver import (
     Chain,
     compile_model,
@@ -19,7 +21,12 @@ from cpsat_rebalancer.cpsat.driver import (
     restrictions_of,
     solve_model,
 )
-from cpsat_rebalancer.cpsat.packing_bounds import gilmore_gomory, martello_toth_l2, pattern_dive
+from cpsat_rebalancer.cpsat.packing_bounds import (
+    dive_work,
+    gilmore_gomory,
+    martello_toth_l2,
+    pattern_dive,
+)
 from cpsat_rebalancer.cpsat.symmetry import interchangeable_containers
 from cpsat_rebalancer.errors import InputError
 from cpsat_rebalancer.evaluate import evaluate
@@ -261,6 +268,62 @@ def test_pattern_dive_packs_every_size_within_capacity() -> None:
             assert used == set(range(len(used)))
             assert len(used) >= smallest_packing(sizes[sizes > 0], 10)
     assert pattern_dive(np.asarray([11, 3]), 10) is None  # a size that fits no bin
+
+
+def every_pattern(weights: list[int], demand: list[int], capacity: int) -> list[list[int]]:
+    """Every count per size within the demand that fits the capacity (empty included)."""
+    if not weights:
+        return [[]]
+    return [[n] + tail for n in range(min(demand[0], capacity // weights[0]) + 1)
+            for tail in every_pattern(weights[1:], demand[1:], capacity - n * weights[0])]
+
+
+def test_gilmore_gomory_is_the_round_up_of_the_lp_over_every_pattern() -> None:
+    """The exchange columns speed the column generation up but must not weaken its bound:
+    it equals the round-up of the pattern LP written out with every pattern (GLOP)."""
+    rng = np.random.default_rng(23)
+    for _ in range(25):
+        sizes = rng.integers(4, 16, int(rng.integers(3, 12)))
+        weights, demand = np.unique(sizes, return_counts=True)
+        patterns = every_pattern(weights.tolist(), demand.tolist(), 30)
+        solver = pywraplp.Solver.CreateSolver("GLOP")
+        uses = [solver.NumVar(0.0, solver.infinity(), "") for _ in patterns]
+        for k, need in enumerate(demand.tolist()):
+            solver.Add(sum(p[k] * x for p, x in zip(patterns, uses)) >= need)
+        solver.Minimize(sum(uses))
+        assert solver.Solve() == pywraplp.Solver.OPTIMAL
+        assert gilmore_gomory(sizes, 30) == math.ceil(solver.Objective().Value() - 1e-6)
+
+
+def test_dive_detours_reach_the_bound_where_one_dive_misses(monkeypatch) -> None:
+    """One dive (no detours) packs these 15 items into 7 bins; its detours find 6, the
+    Gilmore-Gomory bound, so optimal. On random instances the search is never worse than
+    its first dive, and never below the optimum."""
+    sizes = np.asarray([27, 27, 29, 31, 33, 33, 34, 34, 40, 43, 44, 45, 46, 57, 59])
+
+    def bins_used(sizes: np.ndarray, detours: int) -> int:
+        monkeypatch.setattr(packing_bounds, "DIVE_DISCREPANCIES", detours)
+        bins = pattern_dive(sizes, 100)
+        assert np.bincount(bins, weights=sizes).max() <= 100
+        return len(set(bins.tolist()))
+
+    assert gilmore_gomory(sizes, 100) == 6
+    assert bins_used(sizes, 0) == 7
+    assert bins_used(sizes, 2) == 6
+    rng = np.random.default_rng(29)
+    for _ in range(30):
+        sizes = rng.integers(20, 60, int(rng.integers(4, 11)))
+        found = bins_used(sizes, 2)
+        assert smallest_packing(sizes, 100) <= found <= bins_used(sizes, 0)
+
+
+def test_the_dive_is_sized_by_the_time_limit_and_stops_when_its_work_is_spent() -> None:
+    """A longer limit buys more work, none is unbounded; with no work for a second dive
+    the first still ends in a packing (on the columns at hand)."""
+    assert dive_work(10) < dive_work(60) <= dive_work(None) == packing_bounds.DIVE_WORK
+    sizes = np.asarray([27, 27, 29, 31, 33, 33, 34, 34, 40, 43, 44, 45, 46, 57, 59])
+    bins = pattern_dive(sizes, 100, work=1)
+    assert bins is not None and np.bincount(bins, weights=sizes).max() <= 100
 
 
 def test_minimize_containers_proposes_the_dive_where_first_fit_decreasing_misses() -> None:

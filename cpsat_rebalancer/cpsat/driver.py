@@ -164,12 +164,14 @@ def classes_may_span_containers(model: Model) -> bool:
 
 def compile_model(problem: Problem, model: Model, aggregate: bool = True,
                   guards: list[tuple[object, str, str]] | None = None, leximin: bool = True,
-                  accelerate: bool = True) -> tuple[ModelBuilder, dict[int, Bucket]]:
+                  accelerate: bool = True, seconds: float | None = None
+                  ) -> tuple[ModelBuilder, dict[int, Bucket]]:
     """Build the CP-SAT model: hard parts of constraints, and one objective form per bucket.
     ``aggregate=False`` keeps each initial container's objects in classes of their own;
     ``leximin=False`` compiles IDEAL alone in its bucket to its scalar too;
     ``accelerate=False`` leaves out the redundant bounds and the symmetry breaking (the
-    optimum is the same; tests compare both).
+    optimum is the same; tests compare both); ``seconds``, the solve's time limit, sizes
+    the searches that compiling runs (a packing dive).
     With ``guards`` (a list to fill), every hard rule and restriction holds only under a
     literal of its own, recorded as (literal, spec name, what), to explain infeasibility."""
     fixed, non_accepting = restrictions_of(problem, model)
@@ -178,6 +180,7 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
     if guards is None:
         builder = ModelBuilder(problem, fixed, non_accepting, named, aggregate)
         builder.accelerate = accelerate
+        builder.seconds = seconds
         if accelerate:
             builder.break_symmetry(interchangeable_containers(problem, model, fixed,
                                                               non_accepting),
@@ -596,7 +599,8 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
     cannot all hold, INFEASIBLE with the constraints that conflict."""
     started = time.monotonic()
     model.check_solvable()
-    builder, buckets = compile_model(problem, model, aggregate, accelerate=accelerate)
+    builder, buckets = compile_model(problem, model, aggregate, accelerate=accelerate,
+                                     seconds=options.time_limit)
     chain = Chain(builder, model, options, started)
     initial_eval = evaluate(problem, model, problem.initial)
     start = _better_start(builder, model, initial_eval,

@@ -189,6 +189,9 @@ class ModelBuilder:
         self.accelerate = True
         # assignments a spec's compiler proposes as the start (checked by the evaluator)
         self.suggested_starts: list[np.ndarray] = []
+        # the solve's time limit: it sizes the work of searches run while compiling (a
+        # count, so the same limit always builds the same model); None: no limit
+        self.seconds: float | None = None
         self.container_classes: list[np.ndarray] = []
         self.symmetry: object | None = None  # literal enforcing the container order
         self._class_rank = np.zeros(0, dtype=np.int64)  # cache of class_rank()

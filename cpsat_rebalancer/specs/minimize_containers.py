@@ -21,7 +21,7 @@ import numpy as np
 
 from ..cpsat.linear import Lin, lin_sum
 from ..cpsat.model import ModelBuilder
-from ..cpsat.packing_bounds import gilmore_gomory, martello_toth_l2, pattern_dive
+from ..cpsat.packing_bounds import dive_work, gilmore_gomory, martello_toth_l2, pattern_dive
 from ..errors import InputError
 from ..evaluate import EvalContext, positive, step
 from ..problem import Problem, Scope
@@ -162,6 +162,6 @@ def _suggest_dive(b: ModelBuilder, spec: MinimizeContainersSpec, sizes: np.ndarr
     """Propose the pattern LP's dive as the start (bin j into the spec's j-th container):
     on hard packings first-fit decreasing misses the bound that the dive often reaches, and
     CP-SAT then only has to confirm it. The evaluator decides whether it is used."""
-    bins = pattern_dive(sizes, capacity)
+    bins = pattern_dive(sizes, capacity, dive_work(b.seconds))
     if bins is not None and bins.max() < len(spec.items):
         b.suggested_starts.append(np.asarray(spec.items)[bins])
