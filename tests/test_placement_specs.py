@@ -14,6 +14,7 @@ from ortools.sat import sat_parameters_pb2
 
 from cpsat_rebalancer import ProblemSolver
 from cpsat_rebalancer.cpsat import packing_bounds
+from cpsat_rebalancer.cpsat.assignment_lp import assignment_dive
 from cpsat_rebalancer.cpsat.driver import (
     Chain,
     compile_model,
@@ -430,6 +431,56 @@ def test_gap_importer_optimum_equals_enumeration(tmp_path) -> None:
     result = solve_model(scenario.problem, scenario.model, OPTIONS)
     assert result.status == "OPTIMAL"
     assert result.buckets[0].objective == best
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_knapsack_relaxation_is_a_valid_bound_and_its_dive_a_valid_assignment(seed: int) -> None:
+    """On random small assignments (negative costs and forbidden pairs included): the
+    relaxation's bound never exceeds the enumerated optimum, and the dive's assignment keeps
+    every capacity and every forbidden pair, so costs no less than the optimum."""
+    rng = np.random.default_rng(300 + seed)
+    m, n = 3, 7
+    cost = rng.integers(-10, 30, (m, n)).astype(float)
+    cost[rng.random((m, n)) < 0.15] = np.inf
+    cost[0, np.isinf(cost).all(axis=0)] = 5.0  # every object may go somewhere
+    weight = rng.integers(0, 9, (m, n))
+    capacity = rng.integers(8, 16, m)
+    best = math.inf
+    for agents in itertools.product(range(m), repeat=n):
+        agents = np.asarray(agents)
+        if all(weight[a, agents == a].sum() <= capacity[a] for a in range(m)):
+            best = min(best, float(cost[agents, np.arange(n)].sum()))
+    bound, final = assignment_dive(cost, weight, capacity)
+    assert bound <= best + 1e-6
+    if final is not None:
+        assert all(weight[a, final == a].sum() <= capacity[a] for a in range(m))
+        assert best <= cost[final, np.arange(n)].sum() < math.inf
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_gap_same_optimum_with_and_without_the_knapsack_relaxation(tmp_path, seed: int) -> None:
+    """The relaxation's bound (a constraint) and dive (a start) change nothing but speed:
+    the same optimum as enumeration either way; the start is proposed only with it."""
+    rng = np.random.default_rng(400 + seed)
+    m, n = 3, 7
+    cost = rng.integers(5, 30, (m, n))
+    weight = rng.integers(2, 9, (m, n))
+    capacity = np.full(m, 14)
+    text = f"{m} {n}\n" + "\n".join(" ".join(map(str, row)) for row in [*cost, *weight]) + \
+        "\n" + " ".join(map(str, capacity)) + "\n"
+    scenario = parse_scenario(gap_scenario(write(tmp_path, "tiny.gap", text)))
+    best = min((int(cost[agents, np.arange(n)].sum())
+                for agents in map(np.asarray, itertools.product(range(m), repeat=n))
+                if all(weight[a, agents == a].sum() <= 14 for a in range(m))), default=None)
+    for accelerate in (True, False):
+        builder, _ = compile_model(scenario.problem, scenario.model, accelerate=accelerate)
+        assert bool(builder.suggested_starts) is (accelerate and best is not None)
+        result = solve_model(scenario.problem, scenario.model, OPTIONS, accelerate=accelerate)
+        if best is None:
+            assert result.status == "INFEASIBLE"
+        else:
+            assert result.status == "OPTIMAL"
+            assert result.buckets[0].objective == best
 
 
 def test_binpacking_importer_starts_from_first_fit_decreasing(tmp_path) -> None:

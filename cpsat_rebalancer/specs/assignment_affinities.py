@@ -8,12 +8,14 @@ linear in the assignment, so a negative weight (maximizing it) is modelled exact
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..cpsat.assignment_lp import assignment_dive, assignment_work
 from ..cpsat.linear import Lin
 from ..cpsat.model import ModelBuilder
 from ..errors import InputError
@@ -100,5 +102,51 @@ class AssignmentAffinitiesSpec(Spec):
         by_object: dict[int, dict[int, float]] = {}
         for obj, item, value in zip(self.objects, self.items, self.affinities):
             by_object.setdefault(int(obj), {})[int(item)] = float(value)
-        return GoalForm(-b.placement_value(self.scope, by_object, what=self.name)
-                        if by_object else Lin())
+        if not by_object:
+            return GoalForm(Lin())
+        errors = dict(b.errors)
+        placed = b.placement_value(self.scope, by_object, what=self.name)
+        if b.accelerate:
+            add_knapsack_relaxation(b, self, by_object, placed, exact=b.errors == errors)
+        return GoalForm(-placed)
+
+
+def add_knapsack_relaxation(b: ModelBuilder, spec: AssignmentAffinitiesSpec,
+                            by_object: dict[int, dict[int, float]], placed: Lin,
+                            exact: bool) -> None:
+    """The generalized-assignment shape: every object its own class, and the hard rules
+    bound the load of exactly one dimension per container. Then the per-container knapsack
+    relaxation (cpsat/assignment_lp) bounds the goal from below, far closer than CP-SAT's LP,
+    and its dive is proposed as the start (the evaluator decides whether it is used).
+
+    Valid for any scenario of that shape: the relaxation keeps only rules the model implies
+    (each container's load limit, where each object may go), so every feasible assignment
+    costs at least its bound; other specs only remove assignments. The bound is added only
+    when the affinities are exact in CP-SAT's integers."""
+    problem = b.problem
+    scope = problem.container_scope
+    if spec.scope is not scope or np.any(b.classes.sizes != 1):
+        return
+    limited = [dim for dim in problem.dimension_names if b.load_bounds(scope, dim) is not None]
+    if len(limited) != 1:
+        return
+    dim = limited[0]
+    capacity = b.load_bounds(scope, dim)[scope.container_item]
+    objects, containers = len(problem.initial), len(scope.container_item)
+    cost = np.full((containers, objects), np.inf)
+    weight = np.zeros((containers, objects), dtype=np.int64)
+    obj_of_class = np.asarray([m[0] for m in b.classes.members], dtype=np.int64)
+    var_obj, var_weight = obj_of_class[b.var_class], b.var_values(dim)
+    for j, (obj, container) in enumerate(zip(var_obj.tolist(), b.var_cont.tolist())):
+        item = int(scope.container_item[container])
+        cost[container, obj] = -by_object.get(obj, {}).get(item, 0.0)
+        weight[container, obj] = var_weight[j]
+    if np.any(weight < 0) or np.any(capacity < 0):
+        return
+    bound, final = assignment_dive(cost, weight, capacity, assignment_work(b.seconds))
+    if final is not None:
+        b.suggested_starts.append(final)
+    if exact and math.isfinite(bound):
+        (atom, coef), = placed.terms.items()  # the goal is -placed, placed = coef * atom
+        limit = -bound / float(coef)
+        b.cp.add(b.atoms[atom].expr <= math.floor(limit + 1e-6 * max(1.0, abs(limit))))
