@@ -413,24 +413,23 @@ def write(tmp_path, name: str, text: str):
     return path
 
 
-def test_gap_importer_optimum_equals_enumeration(tmp_path) -> None:
-    rng = np.random.default_rng(3)
-    m, n = 3, 6
-    cost = rng.integers(5, 30, (m, n))
-    weight = rng.integers(2, 9, (m, n))
-    capacity = np.full(m, 12)
+def gap_optimum(cost: np.ndarray, weight: np.ndarray, capacity: np.ndarray) -> float:
+    """The cheapest assignment of objects (columns) to agents (rows) within the capacities,
+    by enumeration; inf when there is none."""
+    m, n = cost.shape
+    best = math.inf
+    for agents in map(np.asarray, itertools.product(range(m), repeat=n)):
+        if all(weight[a, agents == a].sum() <= capacity[a] for a in range(m)):
+            best = min(best, float(cost[agents, np.arange(n)].sum()))
+    return best
+
+
+def tiny_gap(tmp_path, cost: np.ndarray, weight: np.ndarray, capacity: np.ndarray):
+    """The scenario the GAP importer makes of these matrices (written as an OR-Library file)."""
+    m, n = cost.shape
     text = f"{m} {n}\n" + "\n".join(" ".join(map(str, row)) for row in [*cost, *weight]) + \
         "\n" + " ".join(map(str, capacity)) + "\n"
-    scenario = parse_scenario(gap_scenario(write(tmp_path, "tiny.gap", text)))
-    best = math.inf
-    for agents in itertools.product(range(m), repeat=n):
-        agents = np.asarray(agents)
-        loads = [weight[a, agents == a].sum() for a in range(m)]
-        if max(loads) <= 12:
-            best = min(best, int(cost[agents, np.arange(n)].sum()))
-    result = solve_model(scenario.problem, scenario.model, OPTIONS)
-    assert result.status == "OPTIMAL"
-    assert result.buckets[0].objective == best
+    return parse_scenario(gap_scenario(write(tmp_path, "tiny.gap", text)))
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -445,11 +444,7 @@ def test_knapsack_relaxation_is_a_valid_bound_and_its_dive_a_valid_assignment(se
     cost[0, np.isinf(cost).all(axis=0)] = 5.0  # every object may go somewhere
     weight = rng.integers(0, 9, (m, n))
     capacity = rng.integers(8, 16, m)
-    best = math.inf
-    for agents in itertools.product(range(m), repeat=n):
-        agents = np.asarray(agents)
-        if all(weight[a, agents == a].sum() <= capacity[a] for a in range(m)):
-            best = min(best, float(cost[agents, np.arange(n)].sum()))
+    best = gap_optimum(cost, weight, capacity)
     bound, final = assignment_dive(cost, weight, capacity)
     assert bound <= best + 1e-6
     if final is not None:
@@ -458,25 +453,23 @@ def test_knapsack_relaxation_is_a_valid_bound_and_its_dive_a_valid_assignment(se
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_gap_same_optimum_with_and_without_the_knapsack_relaxation(tmp_path, seed: int) -> None:
-    """The relaxation's bound (a constraint) and dive (a start) change nothing but speed:
-    the same optimum as enumeration either way; the start is proposed only with it."""
+def test_gap_importer_optimum_equals_enumeration_with_and_without_the_relaxation(
+        tmp_path, seed: int) -> None:
+    """An imported GAP solves to the enumerated optimum. The knapsack relaxation's bound (a
+    constraint) and dive (a start) change nothing but speed: the same optimum either way;
+    the start is proposed only with it."""
     rng = np.random.default_rng(400 + seed)
     m, n = 3, 7
     cost = rng.integers(5, 30, (m, n))
     weight = rng.integers(2, 9, (m, n))
     capacity = np.full(m, 14)
-    text = f"{m} {n}\n" + "\n".join(" ".join(map(str, row)) for row in [*cost, *weight]) + \
-        "\n" + " ".join(map(str, capacity)) + "\n"
-    scenario = parse_scenario(gap_scenario(write(tmp_path, "tiny.gap", text)))
-    best = min((int(cost[agents, np.arange(n)].sum())
-                for agents in map(np.asarray, itertools.product(range(m), repeat=n))
-                if all(weight[a, agents == a].sum() <= 14 for a in range(m))), default=None)
+    scenario = tiny_gap(tmp_path, cost, weight, capacity)
+    best = gap_optimum(cost, weight, capacity)
     for accelerate in (True, False):
         builder, _ = compile_model(scenario.problem, scenario.model, accelerate=accelerate)
-        assert bool(builder.suggested_starts) is (accelerate and best is not None)
+        assert bool(builder.suggested_starts) is (accelerate and best < math.inf)
         result = solve_model(scenario.problem, scenario.model, OPTIONS, accelerate=accelerate)
-        if best is None:
+        if best == math.inf:
             assert result.status == "INFEASIBLE"
         else:
             assert result.status == "OPTIMAL"

@@ -185,8 +185,9 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
             builder.break_symmetry(interchangeable_containers(problem, model, fixed,
                                                               non_accepting),
                                    order_key_dimension(problem))
-    else:
+    else:  # only the hard rules matter, each under its guard: no unguarded redundant bounds
         builder = ModelBuilder(problem, frozenset(), frozenset(), named, aggregate)
+        builder.accelerate = False
         for spec, restriction in model.restrictions(problem):
             if restriction.fixed_objects or restriction.non_accepting:
                 builder.guard = builder.cp.new_bool_var(f"restriction {spec.name}")

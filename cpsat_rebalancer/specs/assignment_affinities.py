@@ -141,8 +141,8 @@ def add_knapsack_relaxation(b: ModelBuilder, spec: AssignmentAffinitiesSpec,
         item = int(scope.container_item[container])
         cost[container, obj] = -by_object.get(obj, {}).get(item, 0.0)
         weight[container, obj] = var_weight[j]
-    if np.any(weight < 0) or np.any(capacity < 0):
-        return
+    if np.any(weight < 0) or np.any(capacity < 0) or np.all(weight.sum(axis=1) <= capacity):
+        return  # (when no limit binds, every object simply takes its cheapest container)
     bound, final = assignment_dive(cost, weight, capacity, assignment_work(b.seconds))
     if final is not None:
         b.suggested_starts.append(final)
