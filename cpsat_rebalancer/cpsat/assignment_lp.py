@@ -16,6 +16,7 @@ Deterministic: rounds of pricing work, never time, limit it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from ortools.linear_solver import pywraplp
@@ -68,6 +69,7 @@ class _AssignmentLP:
         self.columns: list[object] = []
         self._known: set[tuple[int, tuple[int, ...]]] = set()
         self.work = 0  # see solve: knapsack cells and LP size, per round
+        self.nonzeros = 3 * objects  # the LP's size: its nonzero coefficients
         self.out_of_work = False
 
     def add(self, container: int, objects: list[int]) -> bool:
@@ -81,57 +83,72 @@ class _AssignmentLP:
         for obj in objects:
             self.object_rows[obj].SetCoefficient(column, 1.0)
         self.sets.append((container, sorted(objects)))
+        self.nonzeros += len(objects) + 1
         self.columns.append(column)
         return True
 
-    def solve(self, open_objects: np.ndarray, open_containers: np.ndarray, work: int
+    def solve(self, open_objects: np.ndarray, open_containers: np.ndarray, work: int,
+              least: Callable[[float], float] = lambda bound: bound
               ) -> tuple[float, list[tuple[int, float]]] | None:
         """Column generation over the open objects and containers (the others are held at
         0), pricing while work lasts: (the Lagrangian bound on the open part's cost, from
         the best round; -inf when no round was priced; the columns in use with their
-        values), or None when the LP fails."""
+        values), or None when the LP fails. Each round prices at a point between the best
+        round's prices and the LP's (Wentges' smoothing: a third of the rounds on GAP c10200),
+        and pricing stops once ``least`` of the bound (the least cost at or above it) meets
+        the LP's value."""
         for row, is_open in zip(self.object_rows, open_objects.tolist()):
             row.SetBounds(float(is_open), float(is_open))
         for row, is_open in zip(self.container_rows, open_containers.tolist()):
             row.SetUb(float(is_open))
-        bound = -math.inf
+        bound, center = -math.inf, None  # the best round's prices: the stability center
         containers = np.flatnonzero(open_containers)
+        cells = int(open_objects.sum()) * int(self.capacity[containers].sum() + len(containers))
         while True:
             if self.solver.Solve() != pywraplp.Solver.OPTIMAL:
                 return None
-            # a round: the knapsacks' cells, and the LP counted as its columns x rows
-            cost = (int(open_objects.sum()) * int(self.capacity[containers].sum() + len(containers))
-                    + (len(self.columns) + len(self.object_rows))
-                    * (len(self.object_rows) + len(self.container_rows)))
-            if self.work + cost > work:
-                self.out_of_work = True
-                break
-            self.work += cost
-            prices = np.asarray([row.dual_value() for row in self.object_rows])
-            duals = np.asarray([row.dual_value() for row in self.container_rows])
-            lagrangian, added = float(prices[open_objects].sum()), 0
-            for c in containers:
-                profit = np.where(open_objects, prices - self.cost[c], -np.inf)
-                best, chosen = _best_set(profit, self.weight[c], int(self.capacity[c]))
-                lagrangian -= best  # each open container takes its best set, or none
-                if best + min(0.0, duals[c]) > EPSILON and self.add(int(c), chosen):
-                    added += 1
-            bound = max(bound, lagrangian)
+            if center is not None and least(bound) >= self.objective.Value() - EPSILON:
+                break  # the LP value cannot come down below the bound's least cost
+            lp_prices = np.asarray([row.dual_value() for row in self.object_rows])
+            lp_duals = np.minimum(0.0, [row.dual_value() for row in self.container_rows])
+            smoothing, added = (SMOOTHING if center is not None else 0.0), 0
+            while True:  # price between the center and the LP's duals (Wentges)
+                if self.work + cells + self.nonzeros > work:
+                    self.out_of_work = True
+                    break
+                self.work += cells + self.nonzeros  # a round: knapsacks, and the LP's size
+                prices = lp_prices if center is None else (
+                    smoothing * center + (1.0 - smoothing) * lp_prices)
+                lagrangian = float(prices[open_objects].sum())
+                for c in containers:
+                    profit = np.where(open_objects, prices - self.cost[c], -np.inf)
+                    best, chosen = _best_set(profit, self.weight[c], int(self.capacity[c]))
+                    lagrangian -= best  # each open container takes its best set, or none
+                    reduced = (float(self.cost[c, chosen].sum() - lp_prices[chosen].sum())
+                               - lp_duals[c])
+                    if chosen and reduced < -EPSILON and self.add(int(c), chosen):
+                        added += 1
+                if lagrangian > bound:
+                    bound, center = lagrangian, prices
+                if added or smoothing == 0.0:
+                    break
+                smoothing = 0.0  # no set improves the LP: price at its own duals
             if not added:
                 break
         return bound, [(k, value) for k, column in enumerate(self.columns)
                        if (value := column.solution_value()) > EPSILON]
 
 
+SMOOTHING = 0.8  # weight of the best round's prices in the next round's (Wentges)
 ASSIGNMENT_WORK = 2_000_000_000  # the dive's largest count of knapsack cells (no time limit)
-WORK_PER_SECOND = 40_000_000  # measured on a 2-core machine (GAP c10200, d20200: 4.5·10^7)
+WORK_PER_SECOND = 16_000_000  # the slowest rate measured on a 2-core machine (GAP a05200)
 
 
 def assignment_work(seconds: float | None) -> int:
-    """The dive's work for a solve of ``seconds``: about a quarter of that time (the search
+    """The dive's work for a solve of ``seconds``: at most 40% of that time (the search
     from its start needs the rest), as a count, so the same limit gives the same dive."""
     return (ASSIGNMENT_WORK if seconds is None
-            else int(min(ASSIGNMENT_WORK, 0.25 * seconds * WORK_PER_SECOND)))
+            else int(min(ASSIGNMENT_WORK, 0.4 * seconds * WORK_PER_SECOND)))
 
 
 def assignment_dive(cost: np.ndarray, weight: np.ndarray, capacity: np.ndarray,
@@ -144,12 +161,18 @@ def assignment_dive(cost: np.ndarray, weight: np.ndarray, capacity: np.ndarray,
     Lagrangian bound; -inf if the work allowed no round of pricing."""
     containers, objects = cost.shape
     lp = _AssignmentLP(cost, weight, capacity)
+    finite = cost[np.isfinite(cost)]
+    integral = bool(np.all(finite == np.round(finite)))
+
+    def least(bound: float) -> float:  # the least cost at or above a bound
+        return math.ceil(bound - EPSILON) if integral and math.isfinite(bound) else bound
+
     open_objects = np.ones(objects, dtype=bool)
     open_containers = np.ones(containers, dtype=bool)
     final = np.full(objects, -1, dtype=np.int64)
     root = -math.inf
     while open_objects.any() and open_containers.any():
-        solved = lp.solve(open_objects, open_containers, work)
+        solved = lp.solve(open_objects, open_containers, work, least)
         if solved is None:
             return root, None
         bound, columns = solved
