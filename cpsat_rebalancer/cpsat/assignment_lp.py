@@ -6,11 +6,11 @@ container), with each container's load of one dimension within its capacity. CP-
 sees each container's capacity as one row; the relaxation here sees every packing a
 container can take as a column (the master LP: each object covered once, each container
 used once; GLOP), priced by an exact 0/1 knapsack per container. Its bound is the
-Lagrangian one (Farley-like, valid at every round), much closer to the optimum than the
-plain LP, and diving on it (take the container's set closest to 1, re-solve for what is
-left) finds assignments that local search over a few containers does not.
+Lagrangian one (valid at every round), much closer to the optimum than the plain LP, and
+diving on it (take the container's set closest to 1, re-solve for what is left) finds
+assignments that local search over a few containers does not.
 
-Deterministic: rounds of pricing work, never time, limit it.
+Deterministic: a count of work (knapsack cells and the LP's nonzeros), never time, limits it.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 from ortools.linear_solver import pywraplp
 
 EPSILON = 1e-6
+SMOOTHING = 0.8  # weight of the best round's prices in the next round's (Wentges)
 
 
 def _best_set(profit: np.ndarray, weight: np.ndarray, capacity: int) -> tuple[float, list[int]]:
@@ -94,9 +95,9 @@ class _AssignmentLP:
         0), pricing while work lasts: (the Lagrangian bound on the open part's cost, from
         the best round; -inf when no round was priced; the columns in use with their
         values), or None when the LP fails. Each round prices at a point between the best
-        round's prices and the LP's (Wentges' smoothing: a third of the rounds on GAP c10200),
-        and pricing stops once ``least`` of the bound (the least cost at or above it) meets
-        the LP's value."""
+        round's prices and the LP's (Wentges' smoothing), and pricing stops once ``least``
+        of the bound (the least cost at or above it) meets the LP's value: together, GAP
+        c10200's root in 6.4 s instead of 43 s, with the same bound."""
         for row, is_open in zip(self.object_rows, open_objects.tolist()):
             row.SetBounds(float(is_open), float(is_open))
         for row, is_open in zip(self.container_rows, open_containers.tolist()):
@@ -139,8 +140,7 @@ class _AssignmentLP:
                        if (value := column.solution_value()) > EPSILON]
 
 
-SMOOTHING = 0.8  # weight of the best round's prices in the next round's (Wentges)
-ASSIGNMENT_WORK = 2_000_000_000  # the dive's largest count of knapsack cells (no time limit)
+ASSIGNMENT_WORK = 2_000_000_000  # the dive's largest work (no time limit), as solve counts it
 WORK_PER_SECOND = 16_000_000  # the slowest rate measured on a 2-core machine (GAP a05200)
 
 
