@@ -21,28 +21,19 @@ from collections.abc import Callable
 import numpy as np
 from ortools.linear_solver import pywraplp
 
+from .packing_bounds import knapsack_01
+
 EPSILON = 1e-6
 SMOOTHING = 0.8  # weight of the best round's prices in the next round's (Wentges)
 
 
 def _best_set(profit: np.ndarray, weight: np.ndarray, capacity: int) -> tuple[float, list[int]]:
-    """The 0/1 knapsack max Σ profit over objects of positive profit with Σ weight <= capacity
-    (dynamic programming over capacity): its value and its objects."""
-    candidates = [int(o) for o in np.flatnonzero(profit > EPSILON) if weight[o] <= capacity]
-    value = np.zeros(capacity + 1)
-    keep = np.zeros((len(candidates), capacity + 1), dtype=bool)
-    for c, obj in enumerate(candidates):
-        size = int(weight[obj])
-        candidate = np.full(capacity + 1, -np.inf)
-        candidate[size:] = value[: capacity + 1 - size] + profit[obj]
-        keep[c] = candidate > value + 1e-12
-        value = np.maximum(value, candidate)
-    chosen, room = [], capacity
-    for c in range(len(candidates) - 1, -1, -1):
-        if keep[c, room]:
-            chosen.append(candidates[c])
-            room -= int(weight[candidates[c]])
-    return float(value[capacity]), chosen
+    """The 0/1 knapsack max Σ profit over objects of positive profit with Σ weight <= capacity:
+    its value and its objects."""
+    candidates = [int(o) for o in np.flatnonzero(profit > EPSILON)]
+    value, chosen = knapsack_01([int(weight[o]) for o in candidates],
+                                [float(profit[o]) for o in candidates], capacity)
+    return value, [candidates[i] for i in chosen]
 
 
 class _AssignmentLP:

@@ -44,10 +44,31 @@ def martello_toth_l2(sizes: np.ndarray, capacity: int) -> int:
     return best
 
 
+def knapsack_01(sizes: list[int], gains: list[float], capacity: int) -> tuple[float, list[int]]:
+    """The 0/1 knapsack max Σ gain over items with Σ size <= capacity (sizes integers >= 0),
+    by dynamic programming over capacity: its value and the indices of its items. Items
+    with no gain, or larger than the capacity, are never taken."""
+    value = np.zeros(capacity + 1)
+    keep = np.zeros((len(sizes), capacity + 1), dtype=bool)
+    for i, (size, gain) in enumerate(zip(sizes, gains)):
+        if gain <= 0 or size > capacity:
+            continue
+        candidate = np.full(capacity + 1, -np.inf)
+        candidate[size:] = value[: capacity + 1 - size] + gain
+        keep[i] = candidate > value + 1e-12
+        value = np.maximum(value, candidate)
+    chosen, room = [], capacity
+    for i in range(len(sizes) - 1, -1, -1):
+        if keep[i, room]:
+            chosen.append(i)
+            room -= sizes[i]
+    return float(value[capacity]), chosen
+
+
 def _best_pattern(weights: np.ndarray, demand: np.ndarray, prices: np.ndarray,
                   capacity: int) -> tuple[float, np.ndarray]:
-    """The bounded knapsack max Σ price·a, Σ weight·a <= C, 0 <= a <= demand (integers), by
-    dynamic programming over capacity with each demand split into binary chunks."""
+    """The bounded knapsack max Σ price·a, Σ weight·a <= C, 0 <= a <= demand (integers): a
+    0/1 knapsack over each demand split into binary chunks."""
     chunks: list[tuple[int, int]] = []  # (size class, how many)
     for k, d in enumerate(demand.tolist()):
         d = min(d, capacity // int(weights[k]))
@@ -57,24 +78,13 @@ def _best_pattern(weights: np.ndarray, demand: np.ndarray, prices: np.ndarray,
             chunks.append((k, take))
             d -= take
             step *= 2
-    value = np.zeros(capacity + 1)
-    keep = np.zeros((len(chunks), capacity + 1), dtype=bool)
-    for c, (k, take) in enumerate(chunks):
-        size, gain = int(weights[k]) * take, float(prices[k]) * take
-        if gain <= 0 or size > capacity:
-            continue
-        candidate = np.full(capacity + 1, -np.inf)
-        candidate[size:] = value[: capacity + 1 - size] + gain
-        keep[c] = candidate > value + 1e-12
-        value = np.maximum(value, candidate)
+    value, chosen = knapsack_01([int(weights[k]) * take for k, take in chunks],
+                                [float(prices[k]) * take for k, take in chunks], capacity)
     pattern = np.zeros(len(weights), dtype=np.int64)
-    room = capacity
-    for c in range(len(chunks) - 1, -1, -1):
-        if keep[c, room]:
-            k, take = chunks[c]
-            pattern[k] += take
-            room -= int(weights[k]) * take
-    return float(value[capacity]), pattern
+    for c in chosen:
+        k, take = chunks[c]
+        pattern[k] += take
+    return value, pattern
 
 
 PATTERN_CELLS = 100_000  # the largest capacity the pricing knapsack's table spans
