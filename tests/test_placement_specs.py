@@ -14,7 +14,7 @@ from ortools.sat import sat_parameters_pb2
 
 from cpsat_rebalancer import ProblemSolver
 from cpsat_rebalancer.cpsat import packing_bounds
-from cpsat_rebalancer.cpsat.assignment_lp import assignment_dive
+from cpsat_rebalancer.cpsat.assignment_lp import assignment_dive, forced_bounds, surviving_pairs
 from cpsat_rebalancer.cpsat.driver import (
     Chain,
     compile_model,
@@ -445,11 +445,50 @@ def test_knapsack_relaxation_is_a_valid_bound_and_its_dive_a_valid_assignment(se
     weight = rng.integers(0, 9, (m, n))
     capacity = rng.integers(8, 16, m)
     best = gap_optimum(cost, weight, capacity)
-    bound, final = assignment_dive(cost, weight, capacity)
+    bound, _, final, _ = assignment_dive(cost, weight, capacity)
     assert bound <= best + 1e-6
     if final is not None:
         assert all(weight[a, final == a].sum() <= capacity[a] for a in range(m))
         assert best <= cost[final, np.arange(n)].sum() < math.inf
+
+
+def cheapest_per_pair(cost: np.ndarray, weight: np.ndarray, capacity: np.ndarray
+                      ) -> np.ndarray:
+    """Per (agent, object): the cheapest assignment within the capacities that puts the
+    object with the agent, by enumeration (inf where none does)."""
+    m, n = cost.shape
+    cheapest = np.full((m, n), np.inf)
+    for agents in map(np.asarray, itertools.product(range(m), repeat=n)):
+        if all(weight[a, agents == a].sum() <= capacity[a] for a in range(m)):
+            value = float(cost[agents, np.arange(n)].sum())
+            cheapest[agents, np.arange(n)] = np.minimum(cheapest[agents, np.arange(n)], value)
+    return cheapest
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_forced_bounds_and_surviving_pairs_keep_every_assignment_within_them(seed: int) -> None:
+    """Lagrangian probing: each pair's forced bound is at most the cheapest assignment that
+    uses the pair (enumerated), and at least the relaxation's bound; the pairs surviving a
+    target include every pair of every assignment costing at most the target, and there
+    are none exactly when no assignment costs that little."""
+    rng = np.random.default_rng(500 + seed)
+    m, n = 3, 7
+    cost = rng.integers(0, 30, (m, n)).astype(float)
+    cost[rng.random((m, n)) < 0.15] = np.inf
+    cost[0, np.isinf(cost).all(axis=0)] = 5.0
+    weight = rng.integers(1, 9, (m, n))
+    capacity = rng.integers(8, 14, m)
+    cheapest = cheapest_per_pair(cost, weight, capacity)
+    relaxation = assignment_dive(cost, weight, capacity)
+    pairs = forced_bounds(cost, weight, capacity, relaxation.prices)
+    assert np.all(pairs <= cheapest + 1e-6)
+    assert np.all(pairs >= relaxation.bound - 1e-6)
+    best = cheapest.min()
+    low = math.ceil(relaxation.bound - 1e-6)
+    for target in range(low, int(best) + 2 if best < math.inf else low + 3):
+        alive, _ = surviving_pairs(cost, weight, capacity, pairs, target, 10**9)
+        if target >= best:
+            assert alive is not None and np.all(alive[cheapest <= target])
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -474,6 +513,30 @@ def test_gap_importer_optimum_equals_enumeration_with_and_without_the_relaxation
         else:
             assert result.status == "OPTIMAL"
             assert result.buckets[0].objective == best
+
+
+def test_target_probes_reach_the_enumerated_optimum(tmp_path) -> None:
+    """Where the knapsack relaxation leaves a few pairs at its bound, the goal gets target
+    probes (searches held at the bound and the levels above); solving with them reaches
+    the enumerated optimum, and a probe proven empty never hides it."""
+    probed = 0
+    for seed in range(12):
+        rng = np.random.default_rng(600 + seed)
+        m, n = 3, 8
+        cost = rng.integers(5, 40, (m, n))
+        weight = rng.integers(2, 9, (m, n))
+        capacity = np.full(m, int(weight.mean() * n / m * 0.9))
+        scenario = tiny_gap(tmp_path, cost, weight, capacity)
+        best = gap_optimum(cost, weight, capacity)
+        builder, buckets = compile_model(scenario.problem, scenario.model, seconds=20)
+        if not builder.target_probes or best == math.inf:
+            continue
+        probed += 1
+        assert [len(b.probes) for b in buckets.values()] == [len(builder.target_probes)]
+        result = solve_model(scenario.problem, scenario.model, OPTIONS)
+        assert result.status == "OPTIMAL"
+        assert result.buckets[0].objective == best
+    assert probed >= 2
 
 
 def test_binpacking_importer_starts_from_first_fit_decreasing(tmp_path) -> None:

@@ -58,6 +58,7 @@ class Bucket:
     # would carry them
     scalar: list[object] = field(default_factory=list)
     error: float = 0.0
+    probes: list[object] = field(default_factory=list)  # its goals' target probes (literals)
 
 
 def restrictions_of(problem: Problem, model: Model) -> tuple[frozenset[int], frozenset[int]]:
@@ -223,9 +224,10 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
                 if accelerate and guards is None:
                     target.scalar.append(entry.spec)
             continue
-        before = dict(builder.errors)
+        before, probes = dict(builder.errors), len(builder.target_probes)
         with where(f"goals[{index}].spec.{entry.spec.arm}"):
             value = entry.spec.compile_goal(builder).value
+        target.probes.extend(builder.target_probes[probes:])
         if entry.weight < 0 and builder.minimization_only(value):  # parse_model rules it out
             raise InternalError(f"goals[{index}]: {entry.spec.arm} claims to be linear in the "
                                 "assignment but compiled to bounding variables")
@@ -392,10 +394,11 @@ class Chain:
         hint_first(cp, self.values)
 
     def solve(self, objective: object | None, budget: float | None = None,
-              work: float | None = None) -> tuple[int, cp_model.CpSolver]:
+              work: float | None = None, probing: bool = False) -> tuple[int, cp_model.CpSolver]:
         """One CP-SAT solve of at most ``budget`` seconds (and never past the deadline), or
         under a deterministic run of at most ``work`` deterministic seconds; keeps the
-        solution (if any) for hints and decoding."""
+        solution (if any) for hints and decoding. ``probing``: the solve holds a target
+        probe, which the solution kept need not meet."""
         cp = self.builder.cp
         if objective is None:
             cp.clear_objective()
@@ -415,7 +418,7 @@ class Chain:
         if not apply_cpsat_parameters(params, self.options.cpsat_parameters):
             raise InternalError(f"CP-SAT cannot read {self.options.cpsat_parameters}")
         status = self._interruptible(solver)
-        if status == cp_model.INFEASIBLE and self.values is not None:
+        if status == cp_model.INFEASIBLE and self.values is not None and not probing:
             # Impossible: the previous solution satisfies every constraint of this solve. Seen
             # with CP-SAT's presolve (probing) on large coefficients; solve again without it.
             params.cp_model_presolve = False
@@ -846,15 +849,22 @@ def _blended(chain: Chain, form: Integerized, incumbent: int | None,
 
 
 def _pure_then_blended(chain: Chain, form: Integerized, budget: float | None, t0: float,
-                       weight: int | None) -> tuple[int, cp_model.CpSolver, int | None,
-                                                    float | None, float | None]:
-    """The objective alone: a first search, a probe at its bound (coarse objectives), the
-    descent over containers from its incumbent (most of the share left), the rest of the
-    pure share; then, if still unproven, the rest of the share blended with moves
-    (``weight`` None when that does not fit in 64 bits)."""
+                       weight: int | None, probes: list[object]
+                       ) -> tuple[int, cp_model.CpSolver, int | None, float | None,
+                                  float | None]:
+    """The objective alone: a first search, the goals' target probes, a probe at its bound
+    (coarse objectives), the descent over containers from its incumbent (most of the share
+    left), the rest of the pure share; then, if still unproven, the rest of the share
+    blended with moves (``weight`` None when that does not fit in 64 bits)."""
     builder = chain.builder
     status, solver = chain.solve(form.expr, None if budget is None else FIRST_SHARE * budget)
     incumbent, objective, bound = _bucket_values(status, solver, form.expr, form.factor)
+    if probes and budget is not None and status in (cp_model.FEASIBLE, cp_model.UNKNOWN):
+        found = _target_probes(chain, form, probes,
+                               TARGET_PROBE_SHARE * (budget - (time.monotonic() - t0)))
+        if found is not None and (incumbent is None or found < incumbent):
+            incumbent, objective = found, float(Fraction(found) / form.factor)
+            status = cp_model.FEASIBLE
     probed = descended = False
     for _ in range(2 if budget is not None else 0):
         if status == cp_model.FEASIBLE and bound is not None and not probed:
@@ -986,7 +996,7 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
                     chain.values = blended_values
     else:
         status, solver, incumbent, objective, bound = _pure_then_blended(
-            chain, form, budget, t0, weight if blend_fits else None)
+            chain, form, budget, t0, weight if blend_fits else None, bucket.probes)
     if status != cp_model.OPTIMAL and chain.values is not None:
         # the assignment held (new, initial or an earlier bucket's) is this bucket's
         # incumbent, at its evaluated value, with the bound CP-SAT proved
@@ -1082,6 +1092,7 @@ def _freeze(chain: Chain, bucket: Bucket, form: Integerized, status: int,
 DECIDED_FIRST = {cp_model.OPTIMAL: 0, cp_model.FEASIBLE: 0, cp_model.INFEASIBLE: 1}
 FIRST_SHARE = 0.1  # of a bucket's share: the first search, which finds the bound to probe
 PROBE_SHARE = 0.5  # of what the first search left of the bucket's share
+TARGET_PROBE_SHARE = 0.7  # the same, for a goal's target probes (see _target_probes)
 NEIGHBOURHOOD_SHARE = 0.8  # of the share they left, for the descent over containers
 PROBE_LEVELS = 8  # probe only objectives this close (in integer units) to their bound
 PROBE_RANGE = 1000  # and only coarse ones (counts): a fine objective's bound is rarely tight
@@ -1120,6 +1131,28 @@ def _probe(chain: Chain, form: Integerized, incumbent: int, low: int,
         low += 1
         learnt = True
     return (incumbent, low) if learnt else None
+
+
+def _target_probes(chain: Chain, form: Integerized, probes: list[object],
+                   budget: float) -> int | None:
+    """Search with a goal held at its relaxation's bound, then at the levels above it in
+    turn (see ModelBuilder.target_probes), until one has a solution or time runs out:
+    where that bound is the optimum or a level or two below it, as a knapsack relaxation's
+    often is on assignment costs, the optimizing search walks down from its incumbent and
+    may not get there in time, while a probe's presolve leaves only the few pairs that can
+    be there. A level proven empty stays fixed false: the goal is above it for good.
+    Returns the objective found (integer units), if any."""
+    started = time.monotonic()
+    for gate in probes:
+        left = budget - (time.monotonic() - started)
+        if left <= 0.05 or chain.interrupted:
+            break
+        chain.builder.fix(gate, 1)
+        status, solver = chain.solve(form.expr, left, probing=True)
+        chain.builder.fix(gate, 0 if status == cp_model.INFEASIBLE else None)
+        if status != cp_model.INFEASIBLE:
+            return _bucket_values(status, solver, form.expr, form.factor)[0]
+    return None
 
 
 def _report(position: int, status: int, objective: float | None, bound: float | None,

@@ -189,6 +189,9 @@ class ModelBuilder:
         self.accelerate = True
         # assignments a spec's compiler proposes as the start (checked by the evaluator)
         self.suggested_starts: list[np.ndarray] = []
+        # literals a goal's compiler made true iff the goal is at its relaxation's bound:
+        # a search with one fixed true looks there first (see the driver's target probes)
+        self.target_probes: list[object] = []
         # the solve's time limit: it sizes the work of searches run while compiling (a
         # count, so the same limit always builds the same model); None: no limit
         self.seconds: float | None = None

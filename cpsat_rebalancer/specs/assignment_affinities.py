@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cpsat.assignment_lp import assignment_dive, assignment_work
+from ..cpsat.assignment_lp import assignment_dive, assignment_work, forced_bounds, surviving_pairs
 from ..cpsat.linear import Lin
 from ..cpsat.model import ModelBuilder
 from ..errors import InputError
@@ -31,6 +31,12 @@ from .common import (
     roles_by_item,
     spec_name,
 )
+
+# probe the relaxation's bound when its surviving pairs give objects at most this many
+# containers on average (GAP types a-c: 1.1 to 1.9, where the bound is the optimum; type d:
+# 2.1 to 3.1, where it is not, and a probe would only spend the time)
+PROBE_CHOICES = 2
+PROBE_LEVELS = 3  # probe the bound and the next levels up, each a search in a few pairs
 
 
 @register
@@ -122,7 +128,10 @@ def add_knapsack_relaxation(b: ModelBuilder, spec: AssignmentAffinitiesSpec,
     Valid for any scenario of that shape: the relaxation keeps only rules the model implies
     (each container's load limit, where each object may go), so every feasible assignment
     costs at least its bound; other specs only remove assignments. The bound is added only
-    when the affinities are exact in CP-SAT's integers."""
+    when the affinities are exact in CP-SAT's integers, and with it, per (container,
+    object) variable, the bound forced on the goal when it is 1 (Lagrangian probing).
+    With integral costs, the levels from the bound up where few pairs survive get target
+    probes (ModelBuilder.target_probes); a level where none survive raises the bound."""
     problem = b.problem
     scope = problem.container_scope
     if spec.scope is not scope or np.any(b.classes.sizes != 1):
@@ -143,10 +152,46 @@ def add_knapsack_relaxation(b: ModelBuilder, spec: AssignmentAffinitiesSpec,
         weight[container, obj] = var_weight[j]
     if np.any(weight < 0) or np.any(capacity < 0) or np.all(weight.sum(axis=1) <= capacity):
         return  # (when no limit binds, every object simply takes its cheapest container)
-    bound, final = assignment_dive(cost, weight, capacity, assignment_work(b.seconds))
-    if final is not None:
-        b.suggested_starts.append(final)
-    if exact and math.isfinite(bound):
-        (atom, coef), = placed.terms.items()  # the goal is -placed, placed = coef * atom
-        limit = -bound / float(coef)
-        b.cp.add(b.atoms[atom].expr <= math.floor(limit + 1e-6 * max(1.0, abs(limit))))
+    work = assignment_work(b.seconds)
+    relaxation = assignment_dive(cost, weight, capacity, work)
+    if relaxation.final is not None:
+        b.suggested_starts.append(relaxation.final)
+    if not exact or relaxation.prices is None:
+        return
+    (atom, coef), = placed.terms.items()  # the goal is -placed, placed = coef * atom
+    placed_atom = b.cp.new_int_var(b.atoms[atom].lo, b.atoms[atom].hi, "placed_affinity")
+    b.cp.add(placed_atom == b.atoms[atom].expr)  # one variable for the per-pair bounds
+
+    def most_placed(cost_bound: float) -> int:  # the atom's largest value at that cost
+        limit = -cost_bound / float(coef)
+        return math.floor(limit + 1e-6 * max(1.0, abs(limit)))
+
+    bound = relaxation.bound
+    pairs = forced_bounds(cost, weight, capacity, relaxation.prices)
+    finite = cost[np.isfinite(cost)]
+    target = math.ceil(bound - 1e-6 * max(1.0, abs(bound)))  # the least cost at the bound
+    start = (math.inf if relaxation.final is None
+             else float(cost[relaxation.final, np.arange(objects)].sum()))
+    spare = work - relaxation.work
+    level, probes = target, 0
+    while (np.all(finite == np.round(finite)) and level < start and probes < PROBE_LEVELS
+           and spare > 0):
+        alive, spent = surviving_pairs(cost, weight, capacity, pairs, level, spare)
+        spare -= spent
+        if alive is None:
+            bound = level = level + 1  # no assignment costs as little as that
+            continue
+        pairs = np.where(alive, pairs, np.maximum(pairs, level + 1))
+        if alive.sum() > PROBE_CHOICES * objects:
+            break
+        gate = b.cp.new_bool_var(f"{spec.name} at {level}")
+        b.cp.add(placed_atom >= -most_placed(-level)).only_enforce_if(gate)
+        b.cp.add(placed_atom <= most_placed(level + 1)).only_enforce_if(~gate)
+        b.target_probes.append(gate)
+        level, probes = level + 1, probes + 1
+    overall = most_placed(bound)
+    b.cp.add(placed_atom <= overall)
+    for j, (obj, container) in enumerate(zip(var_obj.tolist(), b.var_cont.tolist())):
+        if math.isfinite(pairs[container, obj]) and (
+                most := most_placed(pairs[container, obj])) < overall:
+            b.cp.add(placed_atom <= most).only_enforce_if(b.count_vars[j])
