@@ -445,7 +445,7 @@ def test_knapsack_relaxation_is_a_valid_bound_and_its_dive_a_valid_assignment(se
     weight = rng.integers(0, 9, (m, n))
     capacity = rng.integers(8, 16, m)
     best = gap_optimum(cost, weight, capacity)
-    bound, _, final, _ = assignment_dive(cost, weight, capacity)
+    bound, _, final, _, _ = assignment_dive(cost, weight, capacity)
     assert bound <= best + 1e-6
     if final is not None:
         assert all(weight[a, final == a].sum() <= capacity[a] for a in range(m))

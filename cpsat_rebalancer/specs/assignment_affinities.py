@@ -176,7 +176,8 @@ def add_knapsack_relaxation(b: ModelBuilder, spec: AssignmentAffinitiesSpec,
     level, probes = target, 0
     while (np.all(finite == np.round(finite)) and level < start and probes < PROBE_LEVELS
            and spare > 0):
-        alive, spent = surviving_pairs(cost, weight, capacity, pairs, level, spare)
+        alive, spent = surviving_pairs(cost, weight, capacity, pairs, level, spare,
+                                       relaxation.sets)
         spare -= spent
         if alive is None:
             bound = level = level + 1  # no assignment costs as little as that
