@@ -265,7 +265,7 @@ def surviving_pairs(cost: np.ndarray, weight: np.ndarray, capacity: np.ndarray,
     removes more: repeated while a round removes over 3% of the survivors and work lasts,
     each round's LP starting from the columns (``seeds``, then the last round's) it keeps
     (on GAP c20200, 441 pairs of 4000 survive the first probing and 373 three rounds on;
-    CP-SAT then finds the optimum among them in 6 s instead of 17)."""
+    a plain CP-SAT model of those finds the optimum in 6 s, of the 441 in 17 s)."""
     tolerance = EPSILON * max(1.0, abs(target))
     alive = pairs <= target + tolerance
     containers, objects = cost.shape

@@ -36,7 +36,7 @@ from .common import (
 # containers on average (GAP types a-c: 1.1 to 1.9, where the bound is the optimum; type d:
 # 2.1 to 3.1, where it is not, and a probe would only spend the time)
 PROBE_CHOICES = 2
-PROBE_LEVELS = 3  # probe the bound and the next levels up, each a search in a few pairs
+TARGET_LEVELS = 3  # probe the bound and the next levels up, each a search in a few pairs
 
 
 @register
@@ -174,7 +174,7 @@ def add_knapsack_relaxation(b: ModelBuilder, spec: AssignmentAffinitiesSpec,
              else float(cost[relaxation.final, np.arange(objects)].sum()))
     spare = work - relaxation.work
     level, probes = target, 0
-    while (np.all(finite == np.round(finite)) and level < start and probes < PROBE_LEVELS
+    while (np.all(finite == np.round(finite)) and level < start and probes < TARGET_LEVELS
            and spare > 0):
         alive, spent = surviving_pairs(cost, weight, capacity, pairs, level, spare,
                                        relaxation.sets)
