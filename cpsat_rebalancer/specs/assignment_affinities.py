@@ -169,13 +169,13 @@ def add_knapsack_relaxation(b: ModelBuilder, spec: AssignmentAffinitiesSpec,
     bound = relaxation.bound
     pairs = forced_bounds(cost, weight, capacity, relaxation.prices)
     finite = cost[np.isfinite(cost)]
-    target = math.ceil(bound - 1e-6 * max(1.0, abs(bound)))  # the least cost at the bound
+    integral = bool(np.all(finite == np.round(finite)))  # levels are whole costs
     start = (math.inf if relaxation.final is None
              else float(cost[relaxation.final, np.arange(objects)].sum()))
     spare = work - relaxation.work
-    level, probes = target, 0
-    while (np.all(finite == np.round(finite)) and level < start and probes < TARGET_LEVELS
-           and spare > 0):
+    level = math.ceil(bound - 1e-6 * max(1.0, abs(bound)))  # the least cost at the bound
+    probes = 0
+    while integral and level < start and probes < TARGET_LEVELS and spare > 0:
         alive, spent = surviving_pairs(cost, weight, capacity, pairs, level, spare,
                                        relaxation.sets)
         spare -= spent
