@@ -11,17 +11,20 @@ import numpy as np
 import pytest
 from ortools.linear_solver import pywraplp
 from ortools.sat import sat_parameters_pb2
+from ortools.sat.python import cp_model
 
 from cpsat_rebalancer import ProblemSolver
 from cpsat_rebalancer.cpsat import packing_bounds
 from cpsat_rebalancer.cpsat.assignment_lp import assignment_dive, forced_bounds, surviving_pairs
 from cpsat_rebalancer.cpsat.driver import (
     Chain,
+    _target_probes,
     compile_model,
     named_objects,
     restrictions_of,
     solve_model,
 )
+from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.cpsat.packing_bounds import (
     dive_work,
     gilmore_gomory,
@@ -424,12 +427,28 @@ def gap_optimum(cost: np.ndarray, weight: np.ndarray, capacity: np.ndarray) -> f
     return best
 
 
-def tiny_gap(tmp_path, cost: np.ndarray, weight: np.ndarray, capacity: np.ndarray):
-    """The scenario the GAP importer makes of these matrices (written as an OR-Library file)."""
+def tiny_gap_data(tmp_path, cost: np.ndarray, weight: np.ndarray, capacity: np.ndarray
+                  ) -> dict:
+    """The scenario data the GAP importer makes of these matrices (written as an OR-Library
+    file): agent a is container "agent{a}", object i is "item{i}"."""
     m, n = cost.shape
     text = f"{m} {n}\n" + "\n".join(" ".join(map(str, row)) for row in [*cost, *weight]) + \
         "\n" + " ".join(map(str, capacity)) + "\n"
-    return parse_scenario(gap_scenario(write(tmp_path, "tiny.gap", text)))
+    return gap_scenario(write(tmp_path, "tiny.gap", text))
+
+
+def tiny_gap(tmp_path, cost: np.ndarray, weight: np.ndarray, capacity: np.ndarray):
+    """The scenario the GAP importer makes of these matrices."""
+    return parse_scenario(tiny_gap_data(tmp_path, cost, weight, capacity))
+
+
+def gap_assignments(cost: np.ndarray, weight: np.ndarray, capacity: np.ndarray
+                    ) -> dict[tuple[int, ...], float]:
+    """Every assignment within the capacities (the agent per object) with its cost."""
+    m, n = cost.shape
+    return {tuple(agents.tolist()): float(cost[agents, np.arange(n)].sum())
+            for agents in map(np.asarray, itertools.product(range(m), repeat=n))
+            if all(weight[a, agents == a].sum() <= capacity[a] for a in range(m))}
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -515,17 +534,22 @@ def test_gap_importer_optimum_equals_enumeration_with_and_without_the_relaxation
             assert result.buckets[0].objective == best
 
 
+def probed_gaps(seeds: range):
+    """Tiny random GAPs, as matrices: many get target probes (3 agents, 8 objects)."""
+    for seed in seeds:
+        rng = np.random.default_rng(600 + seed)
+        m, n = 3, 8
+        cost = rng.integers(5, 40, (m, n))
+        weight = rng.integers(2, 9, (m, n))
+        yield cost, weight, np.full(m, int(weight.mean() * n / m * 0.9))
+
+
 def test_target_probes_reach_the_enumerated_optimum(tmp_path) -> None:
     """Where the knapsack relaxation leaves a few pairs at its bound, the goal gets target
     probes (searches held at the bound and the levels above); solving with them reaches
     the enumerated optimum, and a probe proven empty never hides it."""
     probed = 0
-    for seed in range(12):
-        rng = np.random.default_rng(600 + seed)
-        m, n = 3, 8
-        cost = rng.integers(5, 40, (m, n))
-        weight = rng.integers(2, 9, (m, n))
-        capacity = np.full(m, int(weight.mean() * n / m * 0.9))
+    for cost, weight, capacity in probed_gaps(range(12)):
         scenario = tiny_gap(tmp_path, cost, weight, capacity)
         best = gap_optimum(cost, weight, capacity)
         builder, buckets = compile_model(scenario.problem, scenario.model, seconds=20)
@@ -537,6 +561,98 @@ def test_target_probes_reach_the_enumerated_optimum(tmp_path) -> None:
         assert result.status == "OPTIMAL"
         assert result.buckets[0].objective == best
     assert probed >= 2
+
+
+class _Assignments(cp_model.CpSolverSolutionCallback):
+    """Every solution of a target probe's reduced assignment, as the agent per object."""
+
+    def __init__(self, literals: list[tuple[object, tuple[int, int]]], objects: int) -> None:
+        super().__init__()
+        self.literals, self.objects = literals, objects
+        self.found: set[tuple[int, ...]] = set()
+
+    def on_solution_callback(self) -> None:
+        agents = [-1] * self.objects
+        for literal, (agent, obj) in self.literals:
+            if self.boolean_value(literal):
+                agents[obj] = agent
+        self.found.add(tuple(agents))
+
+
+def test_a_target_probes_reduced_assignment_holds_exactly_the_assignments_at_its_level(
+        tmp_path) -> None:
+    """A probe's reduced assignment is a relaxation of the model held at its level: its
+    solutions, enumerated, are exactly the assignments within the capacities that cost at
+    most the level, and each of its literals stands for the model's variable of its pair."""
+    checked = 0
+    for cost, weight, capacity in probed_gaps(range(12)):
+        scenario = tiny_gap(tmp_path, cost, weight, capacity)
+        problem = scenario.problem
+        builder, _ = compile_model(problem, scenario.model, seconds=20)
+        pair_of = {}  # the model's count variable -> (agent, object) of the matrices
+        for var, cls, container in zip(builder.count_vars, builder.var_class, builder.var_cont):
+            obj = builder.classes.members[cls][0]
+            pair_of[var.Index()] = (int(problem.containers[container].removeprefix("agent")),
+                                    int(problem.objects[obj].removeprefix("item")))
+        assignments = gap_assignments(cost, weight, capacity)
+        for probe in builder.target_probes:
+            reduced = probe.reduced.clone()
+            reduced.clear_objective()
+            solutions = _Assignments([(reduced.get_bool_var_from_proto_index(lit.Index()),
+                                       pair_of[var.Index()]) for lit, var in probe.pairs],
+                                     cost.shape[1])
+            solver = cp_model.CpSolver()
+            solver.parameters.enumerate_all_solutions = True
+            solver.solve(reduced, solutions)
+            assert solutions.found == {a for a, c in assignments.items() if c <= probe.level}
+            checked += 1
+    assert checked >= 3
+
+
+def test_a_probes_candidate_the_models_other_rules_reject_is_not_taken(tmp_path) -> None:
+    """An anti-affinity rule the knapsack relaxation does not see keeps apart two objects
+    that every cheapest assignment puts together. Run on their own, the target probes find
+    such an assignment in the reduced model at that cost; the whole model rejects it, and
+    searched held at the level, proves it empty. So the probes end at the enumerated optimum
+    under the rule (or find nothing, when it is above their levels), every level below it
+    proven empty; and a full solve ends there too."""
+    rejected = 0
+    for cost, weight, capacity in probed_gaps(range(24)):
+        assignments = gap_assignments(cost, weight, capacity)
+        if not assignments:
+            continue
+        best = min(assignments.values())
+        cheapest = [np.asarray(a) for a, c in assignments.items() if c == best]
+        together = [(i, k) for i, k in itertools.combinations(range(cost.shape[1]), 2)
+                    if all(a[i] == a[k] for a in cheapest)]
+        if not together:
+            continue
+        i, k = together[0]
+        data = tiny_gap_data(tmp_path, cost, weight, capacity)
+        data["partitions"] = {"anti": {"pair": [f"item{i}", f"item{k}"]}}
+        data["constraints"].append({"spec": {"groupCountSpec": {
+            "scope": "agent", "partitionName": "anti"}}, "policy": "HARD"})
+        scenario = parse_scenario(data)
+        builder, buckets = compile_model(scenario.problem, scenario.model, seconds=20)
+        probes = buckets[0].probes
+        if not any(probe.level >= best for probe in probes):
+            continue
+        rejected += 1
+        apart = min([c for a, c in assignments.items() if a[i] != a[k]], default=math.inf)
+        form = builder.integerize(lin_sum(buckets[0].terms))
+        found = _target_probes(Chain(builder, scenario.model, OPTIONS), form, probes, 20.0)
+        if apart <= probes[-1].level:
+            assert found is not None and float(found / form.factor) == apart
+        else:
+            assert found is None
+        for probe in probes:
+            domain = list(builder.cp.Proto().variables[probe.gate.Index()].domain)
+            assert (domain == [0, 0]) is (probe.level < apart)
+        result = solve_model(scenario.problem, scenario.model, OPTIONS)
+        assert result.status == ("OPTIMAL" if apart < math.inf else "INFEASIBLE")
+        if apart < math.inf:
+            assert result.buckets[0].objective == apart
+    assert rejected >= 2
 
 
 def test_binpacking_importer_starts_from_first_fit_decreasing(tmp_path) -> None:

@@ -13,8 +13,11 @@ container, which makes every definition linear. A singleton class is the general
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import NamedTuple
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -165,6 +168,19 @@ class DimensionScale:
         return int(self.table.max(axis=1).sum())
 
 
+class TargetProbe(NamedTuple):
+    """A goal held at one level of its cost. ``gate``, in the model, is true iff the goal is
+    at most the level. ``reduced`` is the assignment cut down to the (container, object)
+    pairs that can be in one costing at most the level, minimizing that cost: a relaxation
+    of the model held there (it keeps only rules the model implies), so what it proves empty
+    is empty, and it finds candidates in a fraction of the time the whole model takes.
+    ``pairs``: each of its literals with the model's count variable for the same pair."""
+    level: int  # in the goal's own units (a GAP's cost)
+    gate: object
+    reduced: cp_model.CpModel
+    pairs: list[tuple[object, object]]  # (literal in reduced, count variable in the model)
+
+
 class ModelBuilder:
     """Owns the CpModel, the count variables and every shared expression specs compile to."""
 
@@ -189,9 +205,9 @@ class ModelBuilder:
         self.accelerate = True
         # assignments a spec's compiler proposes as the start (checked by the evaluator)
         self.suggested_starts: list[np.ndarray] = []
-        # literals a goal's compiler made true iff the goal is at its relaxation's bound:
-        # a search with one fixed true looks there first (see the driver's target probes)
-        self.target_probes: list[object] = []
+        # levels of a goal from its relaxation's bound up, each a search held there (see
+        # TargetProbe and the driver's target probes)
+        self.target_probes: list[TargetProbe] = []
         # the solve's time limit: it sizes the work of searches run while compiling (a
         # count, so the same limit always builds the same model); None: no limit
         self.seconds: float | None = None
@@ -305,6 +321,21 @@ class ModelBuilder:
         domain = self.cp.Proto().variables[literal.index].domain
         domain.clear()
         domain.extend([0, 1] if value is None else [value, value])
+
+    @contextmanager
+    def held(self, variables: list[object], value: int) -> Iterator[None]:
+        """The variables fixed to ``value`` meanwhile, their domains restored after."""
+        domains = [self.cp.Proto().variables[var.index].domain for var in variables]
+        saved = [list(domain) for domain in domains]
+        for domain in domains:
+            domain.clear()
+            domain.extend([value, value])
+        try:
+            yield
+        finally:
+            for domain, before in zip(domains, saved):
+                domain.clear()
+                domain.extend(before)
 
     def relax_symmetry(self) -> None:
         """Lift the container order."""

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from ortools.sat.python import cp_model
 
 from ..cpsat.assignment_lp import assignment_dive, assignment_work, forced_bounds, surviving_pairs
 from ..cpsat.linear import Lin
-from ..cpsat.model import ModelBuilder
+from ..cpsat.model import ModelBuilder, TargetProbe
 from ..errors import InputError
 from ..evaluate import EvalContext
 from ..problem import Problem, Scope
@@ -174,6 +175,8 @@ def add_knapsack_relaxation(b: ModelBuilder, spec: AssignmentAffinitiesSpec,
              else float(cost[relaxation.final, np.arange(objects)].sum()))
     spare = work - relaxation.work
     level = math.ceil(bound - 1e-6 * max(1.0, abs(bound)))  # the least cost at the bound
+    var_of_pair = {(container, obj): b.count_vars[j] for j, (obj, container)
+                   in enumerate(zip(var_obj.tolist(), b.var_cont.tolist()))}
     probes = 0
     while integral and level < start and probes < TARGET_LEVELS and spare > 0:
         alive, spent = surviving_pairs(cost, weight, capacity, pairs, level, spare,
@@ -188,7 +191,8 @@ def add_knapsack_relaxation(b: ModelBuilder, spec: AssignmentAffinitiesSpec,
         gate = b.cp.new_bool_var(f"{spec.name} at {level}")
         b.cp.add(placed_atom >= -most_placed(-level)).only_enforce_if(gate)
         b.cp.add(placed_atom <= most_placed(level + 1)).only_enforce_if(~gate)
-        b.target_probes.append(gate)
+        b.target_probes.append(TargetProbe(level, gate, *_reduced_assignment(
+            cost, weight, capacity, alive, level, var_of_pair)))
         level, probes = level + 1, probes + 1
     overall = most_placed(bound)
     b.cp.add(placed_atom <= overall)
@@ -196,3 +200,31 @@ def add_knapsack_relaxation(b: ModelBuilder, spec: AssignmentAffinitiesSpec,
         if math.isfinite(pairs[container, obj]) and (
                 most := most_placed(pairs[container, obj])) < overall:
             b.cp.add(placed_atom <= most).only_enforce_if(b.count_vars[j])
+
+
+def _reduced_assignment(cost: np.ndarray, weight: np.ndarray, capacity: np.ndarray,
+                        alive: np.ndarray, level: int, var_of_pair: dict[tuple[int, int], object]
+                        ) -> tuple[cp_model.CpModel, list[tuple[object, object]]]:
+    """The assignment of every object to one of its surviving containers (``alive``) within
+    the capacities, costing at most ``level`` (integral costs), cheapest first; and each of
+    its literals with the count variable of the same pair (see TargetProbe)."""
+    reduced = cp_model.CpModel()
+    pairs: list[tuple[object, object]] = []
+    by_object: list[list[object]] = [[] for _ in range(cost.shape[1])]
+    in_container: list[list[object]] = [[] for _ in range(cost.shape[0])]
+    containers, objects = np.nonzero(alive)
+    for container, obj in zip(containers.tolist(), objects.tolist()):
+        literal = reduced.new_bool_var(f"object {obj} in container {container}")
+        pairs.append((literal, var_of_pair[container, obj]))
+        by_object[obj].append(literal)
+        in_container[container].append(literal)
+    for literals in by_object:
+        reduced.add_exactly_one(literals)
+    for container, literals in enumerate(in_container):
+        sizes = weight[container, alive[container]].tolist()
+        reduced.add(cp_model.LinearExpr.weighted_sum(literals, sizes) <= int(capacity[container]))
+    total = cp_model.LinearExpr.weighted_sum(
+        [literal for literal, _ in pairs], np.round(cost[alive]).astype(np.int64).tolist())
+    reduced.add(total <= level)
+    reduced.minimize(total)
+    return reduced, pairs
