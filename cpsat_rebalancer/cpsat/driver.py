@@ -1157,7 +1157,7 @@ def _target_probes(chain: Chain, form: Integerized, probes: list[TargetProbe],
     optimum or a level or two below it, as a knapsack relaxation's often is on assignment
     costs, the optimizing search walks down from its incumbent and may not get there in
     time. Each level is searched in its reduced assignment first (CP-SAT on the whole model
-    held there took 13 s to 30 s on GAP c10200 and c20200, the reduced one 2 s to 8 s);
+    held there took 13 s to 30 s on GAP c10200 and c20200, the reduced one 2 s to 11 s);
     a level proven empty there is empty, and its gate stays false: the goal is above it
     for good. A candidate it finds is completed in the whole model, and should the model's
     other rules reject it, the whole model is searched held at the level.
