@@ -147,10 +147,12 @@ def add_knapsack_relaxation(b: ModelBuilder, spec: AssignmentAffinitiesSpec,
     weight = np.zeros((containers, objects), dtype=np.int64)
     obj_of_class = np.asarray([m[0] for m in b.classes.members], dtype=np.int64)
     var_obj, var_weight = obj_of_class[b.var_class], b.var_values(dim)
+    var_of_pair: dict[tuple[int, int], object] = {}  # (container, object) -> count variable
     for j, (obj, container) in enumerate(zip(var_obj.tolist(), b.var_cont.tolist())):
         item = int(scope.container_item[container])
         cost[container, obj] = -by_object.get(obj, {}).get(item, 0.0)
         weight[container, obj] = var_weight[j]
+        var_of_pair[container, obj] = b.count_vars[j]
     if np.any(weight < 0) or np.any(capacity < 0) or np.all(weight.sum(axis=1) <= capacity):
         return  # (when no limit binds, every object simply takes its cheapest container)
     work = assignment_work(b.seconds)
@@ -175,8 +177,6 @@ def add_knapsack_relaxation(b: ModelBuilder, spec: AssignmentAffinitiesSpec,
              else float(cost[relaxation.final, np.arange(objects)].sum()))
     spare = work - relaxation.work
     level = math.ceil(bound - 1e-6 * max(1.0, abs(bound)))  # the least cost at the bound
-    var_of_pair = {(container, obj): b.count_vars[j] for j, (obj, container)
-                   in enumerate(zip(var_obj.tolist(), b.var_cont.tolist()))}
     probes = 0
     while integral and level < start and probes < TARGET_LEVELS and spare > 0:
         alive, spent = surviving_pairs(cost, weight, capacity, pairs, level, spare,
@@ -196,10 +196,10 @@ def add_knapsack_relaxation(b: ModelBuilder, spec: AssignmentAffinitiesSpec,
         level, probes = level + 1, probes + 1
     overall = most_placed(bound)
     b.cp.add(placed_atom <= overall)
-    for j, (obj, container) in enumerate(zip(var_obj.tolist(), b.var_cont.tolist())):
+    for (container, obj), var in var_of_pair.items():
         if math.isfinite(pairs[container, obj]) and (
                 most := most_placed(pairs[container, obj])) < overall:
-            b.cp.add(placed_atom <= most).only_enforce_if(b.count_vars[j])
+            b.cp.add(placed_atom <= most).only_enforce_if(var)
 
 
 def _reduced_assignment(cost: np.ndarray, weight: np.ndarray, capacity: np.ndarray,
@@ -210,21 +210,22 @@ def _reduced_assignment(cost: np.ndarray, weight: np.ndarray, capacity: np.ndarr
     its literals with the count variable of the same pair (see TargetProbe)."""
     reduced = cp_model.CpModel()
     pairs: list[tuple[object, object]] = []
+    costs: list[int] = []
     by_object: list[list[object]] = [[] for _ in range(cost.shape[1])]
-    in_container: list[list[object]] = [[] for _ in range(cost.shape[0])]
+    in_container: list[tuple[list[object], list[int]]] = [([], []) for _ in range(cost.shape[0])]
     containers, objects = np.nonzero(alive)
     for container, obj in zip(containers.tolist(), objects.tolist()):
         literal = reduced.new_bool_var(f"object {obj} in container {container}")
         pairs.append((literal, var_of_pair[container, obj]))
+        costs.append(round(float(cost[container, obj])))
         by_object[obj].append(literal)
-        in_container[container].append(literal)
+        in_container[container][0].append(literal)
+        in_container[container][1].append(int(weight[container, obj]))
     for literals in by_object:
         reduced.add_exactly_one(literals)
-    for container, literals in enumerate(in_container):
-        sizes = weight[container, alive[container]].tolist()
+    for container, (literals, sizes) in enumerate(in_container):
         reduced.add(cp_model.LinearExpr.weighted_sum(literals, sizes) <= int(capacity[container]))
-    total = cp_model.LinearExpr.weighted_sum(
-        [literal for literal, _ in pairs], np.round(cost[alive]).astype(np.int64).tolist())
+    total = cp_model.LinearExpr.weighted_sum([literal for literal, _ in pairs], costs)
     reduced.add(total <= level)
     reduced.minimize(total)
     return reduced, pairs
