@@ -11,7 +11,7 @@ import pytest
 from ortools.linear_solver import linear_solver_pb2, pywraplp
 from ortools.sat.python import cp_model
 
-from cpsat_rebalancer.cpsat.lp_bound import _request, _rows, _safe_floor, snapshot, solve_lp
+from cpsat_rebalancer.cpsat.lp_bound import _request, _safe_floor, linear_rows, snapshot, solve_lp
 
 
 def random_model(seed: int, with_max: bool = False) -> cp_model.CpModel:
@@ -68,7 +68,7 @@ def test_floor_is_proven_and_tight(seed: int) -> None:
         assert round(solver.objective_value) == lp.value >= optimum
     # tight: within a unit of the LP value GLOP reports for the same rows
     model = snapshot(cp)
-    rows = _rows(model)
+    rows = linear_rows(model)
     response = linear_solver_pb2.MPSolutionResponse()
     pywraplp.Solver.SolveWithProto(_request(model, rows, 5.0, None), response)
     lp_value = response.objective_value + model.objective.offset
@@ -82,7 +82,7 @@ def test_any_multipliers_give_a_valid_floor(seed: int) -> None:
     cp = random_model(seed)
     optimum = integer_optimum(cp)
     model = snapshot(cp)
-    rows = _rows(model)
+    rows = linear_rows(model)
     rng = random.Random(seed)
     duals = [rng.choice([rng.uniform(-3, 3), rng.uniform(-3, 3), math.nan, 1e300, -1e300])
              for _ in rows.lo]

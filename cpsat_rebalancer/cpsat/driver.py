@@ -31,6 +31,7 @@ from ..result import (
 )
 from ..scenario import ConstraintEntry, Model, SolverOptions
 from ..specs.common import Restrictions
+from .configurations import configuration_bound
 from .linear import Lin, lin_sum
 from .model import INT_LIMIT, Integerized, ModelBuilder, TargetProbe, hint_first
 from .neighbourhoods import descend
@@ -699,6 +700,10 @@ PURE_SHARE = 0.6  # under a time limit, a bucket's search on its objective alone
 BLEND_SHARE = 0.6  # when a later goal counts moves: the blended search first, then the pure
 MOVES_FLOOR_SHARE = 0.03  # of a movement bucket's share, at most, for the moves' floor
 MOVES_FLOOR_SECONDS = 1.0  # in a repeatable run without a time limit (its work bounds it)
+CONFIGURATION_SHARE = 0.4  # of a movement bucket's share, at most, for the contents' floor
+CONFIGURATION_SECONDS = 10.0  # in a repeatable run without a time limit
+COMPLETION_SECONDS = 5.0  # at most, to complete the configurations' contents in the model
+COMPLETION_WORK = 2.0  # (deterministic seconds, in a repeatable run)
 REPAIR_SHARE = 0.4  # of a bucket's share, at most, for the limits, cuts and greedy repairs
 RELAX_SHARE = 0.4  # of what is left of that, at most, for the load relaxation
 
@@ -955,6 +960,9 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
             chain.interrupted, found = True, None
         chain.moved_floor = max(chain.moved_floor, found or 0)
         floor = _implied_floor(builder, form, chain.moved_floor)
+        if held is not None and held > floor and chain.values is not None:
+            held = _configurations(chain, bucket, form, error, held, budget)
+            floor = _implied_floor(builder, form, chain.moved_floor)
     if held is not None and form.lo < floor and held <= floor:
         return _freeze(chain, bucket, form, cp_model.OPTIMAL, held,
                        float(Fraction(held) / form.factor),
@@ -1025,6 +1033,38 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
         implied = float(Fraction(floor) / form.factor)
         bound = implied if bound is None else max(bound, implied)
     return _freeze(chain, bucket, form, status, incumbent, objective, bound, error)
+
+
+def _configurations(chain: Chain, bucket: Bucket, form: Integerized, error: float,
+                    held: int, budget: float | None) -> int:
+    """Raise the floor on moves by the configuration LP (``configurations``), and search
+    the neighbourhood its optimum points to: the containers whose LP content is whole held
+    to it, the others free (at 2000x100, 87 of 100 held, the optimum in 0.25 s where the
+    full search took 10-20 s). Its solution is kept if the bucket is better there than at
+    ``held`` (its value at the assignment held); returns the value at the one kept."""
+    builder = chain.builder
+    moves = int((chain.decode() != builder.problem.initial).sum())
+    seconds = chain.wall_limit(None if budget is None else CONFIGURATION_SHARE * budget)
+    try:
+        found = configuration_bound(
+            builder, chain.values, CONFIGURATION_SECONDS if seconds is None else seconds,
+            chain.run, CONFIGURATION_SHARE * PRESOLVE_SECONDS if chain.deterministic else None,
+            moves)
+    except KeyboardInterrupt:  # Ctrl-C outside a search: stop the chain the same way
+        chain.interrupted, found = True, None
+    if found is not None:
+        chain.moved_floor = max(chain.moved_floor, found.floor)
+    if found is not None and found.contents is not None and not chain.interrupted:
+        values = chain.values
+        held_vars = [builder.count_vars[j] for j in found.contents]
+        with builder.held(held_vars, list(found.contents.values())):
+            status, _ = chain.solve(form.expr, chain.wall_limit(COMPLETION_SECONDS),
+                                    COMPLETION_WORK, probing=True)
+        completed = chain.held_value(bucket.position, form.factor, error)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and completed < held:
+            return completed
+        chain.values = values
+    return held
 
 
 def _implied_floor(builder: ModelBuilder, form: Integerized, moved_floor: int) -> int:

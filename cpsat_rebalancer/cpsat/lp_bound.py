@@ -39,7 +39,7 @@ class LinearRelaxation:
 
 
 @dataclass
-class _Rows:
+class LinearRows:
     """The model's constraints as sparse rows ``lo <= sum coef·x[col] <= hi`` (row ``r``'s
     terms at ``starts[r]:starts[r + 1]``): the linear ones as they are, a ``t = max(e_k)``
     as ``t >= e_k`` (a relaxation). ``exact`` says that these rows are the whole model (so
@@ -74,8 +74,8 @@ def snapshot(cp: cp_model.CpModel) -> cp_model_pb2.CpModelProto:
             return cp_model_pb2.CpModelProto.FromString(handle.read())
 
 
-def _rows(model: cp_model_pb2.CpModelProto) -> _Rows:
-    rows = _Rows()
+def linear_rows(model: cp_model_pb2.CpModelProto) -> LinearRows:
+    rows = LinearRows()
     for constraint in model.constraints:
         kind = constraint.WhichOneof("constraint")
         if constraint.enforcement_literal or kind not in ("linear", "lin_max"):
@@ -96,7 +96,7 @@ def _rows(model: cp_model_pb2.CpModelProto) -> _Rows:
     return rows
 
 
-def _request(model: cp_model_pb2.CpModelProto, rows: _Rows, seconds: float,
+def _request(model: cp_model_pb2.CpModelProto, rows: LinearRows, seconds: float,
              work: float | None) -> linear_solver_pb2.MPModelRequest:
     request = linear_solver_pb2.MPModelRequest(
         solver_type=linear_solver_pb2.MPModelRequest.GLOP_LINEAR_PROGRAMMING,
@@ -117,7 +117,7 @@ def _request(model: cp_model_pb2.CpModelProto, rows: _Rows, seconds: float,
     return request
 
 
-def _safe_floor(model: cp_model_pb2.CpModelProto, rows: _Rows, duals: list[float]) -> int:
+def _safe_floor(model: cp_model_pb2.CpModelProto, rows: LinearRows, duals: list[float]) -> int:
     """The Lagrangian bound of ``duals`` in exact integer arithmetic (see the module
     docstring), rounded up: valid for any duals, tight for optimal ones."""
     scale = 2.0**DUAL_BITS
@@ -153,7 +153,7 @@ def _rounded(model: cp_model_pb2.CpModelProto, values: list[float]) -> np.ndarra
     return np.clip(np.rint(np.asarray(values)), lows, highs).astype(np.int64)
 
 
-def _satisfies(model: cp_model_pb2.CpModelProto, rows: _Rows, point: np.ndarray) -> bool:
+def _satisfies(model: cp_model_pb2.CpModelProto, rows: LinearRows, point: np.ndarray) -> bool:
     """Whether an integer point meets every row and every variable's domain, exactly."""
     for variable, x in zip(model.variables, point.tolist()):
         domain = variable.domain
@@ -179,7 +179,7 @@ def solve_lp(cp: cp_model.CpModel, seconds: float,
     if (objective.scaling_factor not in (0, 1) or objective.offset != int(objective.offset)
             or model.HasField("floating_point_objective")):
         return None
-    rows = _rows(model)
+    rows = linear_rows(model)
     response = linear_solver_pb2.MPSolutionResponse()
     pywraplp.Solver.SolveWithProto(_request(model, rows, seconds, work), response)
     if response.status != linear_solver_pb2.MPSOLVER_OPTIMAL:

@@ -13,7 +13,7 @@ container, which makes every definition linear. A singleton class is the general
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
@@ -323,13 +323,15 @@ class ModelBuilder:
         domain.extend([0, 1] if value is None else [value, value])
 
     @contextmanager
-    def held(self, variables: list[object], value: int) -> Iterator[None]:
-        """The variables fixed to ``value`` meanwhile, their domains restored after."""
+    def held(self, variables: list[object], value: int | Sequence[int]) -> Iterator[None]:
+        """The variables fixed to ``value`` (one for all, or one each) meanwhile, their
+        domains restored after."""
         domains = [self.cp.Proto().variables[var.index].domain for var in variables]
         saved = [list(domain) for domain in domains]
-        for domain in domains:
+        values = [value] * len(domains) if isinstance(value, int) else value
+        for domain, fixed in zip(domains, values, strict=True):
             domain.clear()
-            domain.extend([value, value])
+            domain.extend([fixed, fixed])
         try:
             yield
         finally:

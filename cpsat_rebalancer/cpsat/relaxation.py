@@ -89,7 +89,7 @@ def load_relaxation(builder: ModelBuilder, form: Integerized, seconds: float,
     loads = builder.container_loads()
     if not loads or isinstance(objective, int):
         return None
-    kept, dropped, counts = _split_constraints(builder)
+    kept, dropped, counts = split_constraints(builder)
     loads = {dim: variables for dim, variables in loads.items()
              if dim not in builder.problem.dynamic_dims}
     # targets for the dimensions the objective reads (through the constraints kept), not
@@ -110,7 +110,7 @@ def load_relaxation(builder: ModelBuilder, form: Integerized, seconds: float,
                or read.intersection(_scope_load_indices(builder, dim))]
     if not targets:
         return None
-    cp = _loads_model(builder, kept, loads, targets)
+    cp = loads_model(builder, kept, loads, targets)
     cp.minimize(objective)
     started = time.monotonic()
 
@@ -172,7 +172,7 @@ def load_relaxation(builder: ModelBuilder, form: Integerized, seconds: float,
          for dim in targets})
 
 
-def _split_constraints(builder: ModelBuilder
+def split_constraints(builder: ModelBuilder
                        ) -> tuple[list[tuple[int, set[int]]], set[int], set[int]]:
     """The model's constraints that read no count variable, as (index, variables read); the
     variables the others read; the count variables' indices."""
@@ -188,7 +188,7 @@ def _split_constraints(builder: ModelBuilder
     return kept, dropped, counts
 
 
-def _loads_model(builder: ModelBuilder, kept: list[tuple[int, set[int]]],
+def loads_model(builder: ModelBuilder, kept: list[tuple[int, set[int]]],
                  loads: dict[str, list[object]], targets: list[str]) -> cp_model.CpModel:
     """The same variables (same indices) with the constraints ``kept``, plus what every
     assignment keeps for the ``targets`` dimensions: loads summing to their total, scope
@@ -222,8 +222,8 @@ def moves_floor(builder: ModelBuilder, seconds: float, workers: int, seed: int,
              if dim not in builder.problem.dynamic_dims}
     if not loads or builder.built_stays(builder.problem.container_scope) is None:
         return None
-    kept, _, _ = _split_constraints(builder)
-    cp = _loads_model(builder, kept, loads, list(loads))
+    kept, _, _ = split_constraints(builder)
+    cp = loads_model(builder, kept, loads, list(loads))
     initial = np.asarray(builder.initial_counts(), dtype=np.int64)
     occupied = np.flatnonzero(initial > 0)
     occupied = occupied[np.argsort(builder.var_cont[occupied], kind="stable")]

@@ -39,6 +39,23 @@ def load_caps(builder: ModelBuilder, targets: Sequence[tuple[object, int]] = (),
     loads = builder.container_loads()
     if not loads:
         return {}
+    variables = [v.Index() for vs in loads.values() for v in vs]
+    bounds = presolved_bounds(builder, variables, targets, seconds, run, work)
+    if bounds is None:
+        return None
+    uppers = iter(bounds[1].tolist())
+    return {dim: np.asarray([next(uppers) for _ in vs], dtype=np.int64)
+            for dim, vs in loads.items()}
+
+
+def presolved_bounds(builder: ModelBuilder, variables: Sequence[int],
+                     targets: Sequence[tuple[object, int]] = (),
+                     seconds: float = PRESOLVE_SECONDS,
+                     run: Callable[[cp_model.CpSolver, cp_model.CpModel], int] | None = None,
+                     work: float | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The lowest and highest value of each of ``variables`` (indices) after CP-SAT's
+    presolve of the model with ``expr <= level`` for each of ``targets``, valid for every
+    solution; None when presolve proves it infeasible or gives up. See ``load_caps``."""
     cp = builder.cp.clone()
     cp.clear_objective()
     cp.clear_hints()
@@ -63,12 +80,12 @@ def load_caps(builder: ModelBuilder, targets: Sequence[tuple[object, int]] = (),
     domains = solver.response_proto.tightened_variables
     if not domains:
         return None
-    def upper(variable: object) -> int:
-        domain = domains[variable.Index()].domain  # protobuf: no negative indexing here
-        return int(domain[len(domain) - 1])
-
-    return {dim: np.asarray([upper(v) for v in variables], dtype=np.int64)
-            for dim, variables in loads.items()}
+    lows, highs = [], []
+    for index in variables:
+        domain = domains[index].domain  # protobuf: no negative indexing here
+        lows.append(domain[0])
+        highs.append(domain[len(domain) - 1])
+    return np.asarray(lows, dtype=np.int64), np.asarray(highs, dtype=np.int64)
 
 
 def shed_counts(builder: ModelBuilder, caps: dict[str, np.ndarray]) -> np.ndarray:

@@ -1,0 +1,391 @@
+"""A floor on the objects moved, from what each container can hold at the end (the
+configuration LP, by column generation).
+
+A movement bucket after a frozen balance is a packing: the balance fixes how much each
+container may hold (at 2000x100 the LINEAR thresholds leave 22 units of room for 10,330),
+and the fewest moves is an exact fill. The move cuts and the floor on moves
+(``relaxation.moves_floor``) bound each container's loss of load by its largest objects,
+but a container's contents are integers: it may have to shed more than its excess to land
+on a load its remaining sizes can make up, and what one container sheds must be what the
+others take, class by class. Both are the configuration LP's: one column per feasible
+content of a container (a count per object class, within the load limits CP-SAT's
+presolve reads back), the columns of each container a convex combination, every class's
+columns summing to its objects, and the rules on loads (the load relaxation's rows)
+between them. Column generation prices a container's best content by dynamic programming
+over one dimension's load (a bounded knapsack, whose gain per class is concave in its
+count: its first objects stay, the rest arrive).
+
+The floor is the Lagrangian bound of the master's duals, ``Σ y·b + min over each
+container's contents and each variable's domain of its reduced cost``, evaluated with the
+exact pricing: valid for any multipliers, so GLOP's tolerances cannot make it wrong, and
+rounded up past the last bits of its floating-point sum only. At 2000x100 (LINEAR) it is
+347, the moves the search reaches, where the move cuts give 335.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from ortools.linear_solver import linear_solver_pb2, pywraplp
+from ortools.sat.python import cp_model
+
+from .lp_bound import LinearRows, linear_rows, snapshot
+from .model import ModelBuilder
+from .relaxation import loads_model, split_constraints
+from .repair import presolved_bounds
+
+TABLE_CELLS = 20_000  # the largest load (in the dimension's units) the pricing table spans
+PRICING_WORK = 300_000_000  # table cells x knapsack items, over all rounds (~10 s)
+PRESOLVE_SHARE = 0.3  # of the time, at most, to read back the load and count limits
+PRICING_SHARE = 0.9  # of the time, at most, up to the end of the column generation
+REDUCED_COST = 1e-7  # a column enters only below this reduced cost
+ROUNDING = 1e-6  # the float sum's last bits: an integer floor is rounded up only past this
+WHOLE = 1e-6  # an LP weight this close to 1 is a whole content
+
+
+@dataclass
+class _Container:
+    """One container's pricing data: its count variables, their classes' initial counts
+    there, their domains and values per dimension, and its load window in the priced
+    dimension (divided by the sizes' common divisor)."""
+    index: int  # the container
+    position: int  # in the master's list
+    variables: np.ndarray  # count variable indices
+    initial: np.ndarray  # initial count per variable
+    lower: np.ndarray  # count domain per variable
+    upper: np.ndarray
+    values: dict[str, np.ndarray]  # dimension -> value per variable (integer units)
+    low: int  # window of the priced dimension, in units of the common divisor
+    high: int
+
+
+@dataclass
+class ConfigurationBound:
+    floor: int  # objects moved, at least, in any solution of the model
+    # count variable -> value in the containers whose content the LP optimum makes whole,
+    # when the floor is below the target: a neighbourhood for the search (the others free)
+    contents: dict[int, int] | None
+
+
+def configuration_bound(builder: ModelBuilder, held: list[int], seconds: float,
+                        run: Callable[[cp_model.CpSolver, cp_model.CpModel], int]
+                        | None = None, work: float | None = None,
+                        target: int | None = None) -> ConfigurationBound | None:
+    """A lower bound on the objects moved in any solution of the model (see the module
+    docstring), and the contents its LP optimum makes whole; None where it does not apply
+    (no moves or loads built, interchangeable containers ordered, loads too fine for the
+    table) or nothing was priced in time. ``held`` is a solution of the model (every
+    variable's value): its contents are the first columns; ``target``, its moves: pricing
+    stops once the floor reaches it. At most ``seconds`` (or, in a repeatable run, ``work``
+    deterministic seconds of presolve and PRICING_WORK of pricing)."""
+    deadline = time.monotonic() + PRICING_SHARE * seconds
+    built = configuration_master(builder, held, PRESOLVE_SHARE * seconds, run, work)
+    if built is None:
+        return None
+    master, unassigned = built
+    budget = PRICING_WORK
+    cost = sum(len(c.variables) * 2 * 8 * (c.high + 1) for c in master.containers)
+    bound = None
+    while True:
+        duals = master.solve()
+        if duals is None or (work is not None and budget < cost):
+            break
+        budget -= cost
+        found, columns = master.lagrangian(duals)
+        floor = math.ceil(found - ROUNDING) + unassigned
+        bound = floor if bound is None else max(bound, floor)
+        if (not columns or bound >= math.ceil(master.value + unassigned - ROUNDING)
+                or (target is not None and bound >= target)
+                or (work is None and time.monotonic() > deadline)):
+            break
+        for container, counts in columns:
+            master.add(container, counts)
+    if bound is None:
+        return None
+    contents = master.whole_contents() if target is None or bound < target else None
+    return ConfigurationBound(bound, contents)
+
+
+def configuration_master(builder: ModelBuilder, held: list[int], seconds: float,
+                         run: Callable[[cp_model.CpSolver, cp_model.CpModel], int]
+                         | None = None, work: float | None = None
+                         ) -> tuple[ConfigurationLP, int] | None:
+    """The configuration LP with the contents of ``held`` (and the initial ones that fit)
+    as its first columns, and the number of objects with no initial container (moved
+    whatever happens); None where it does not apply (see ``configuration_bound``).
+    ``seconds`` and ``work`` bound the presolve that reads the limits."""
+    stays = builder.built_stays(builder.problem.container_scope)
+    loads = {dim: variables for dim, variables in builder.container_loads().items()
+             if dim not in builder.problem.dynamic_dims}
+    if stays is None or not loads or builder.container_classes:
+        return None
+    kept, _, _ = split_constraints(builder)
+    proto = snapshot(loads_model(builder, kept, loads, list(loads)))
+    rows = linear_rows(proto)
+    used = sorted(set(rows.cols) | {v.Index() for vs in loads.values() for v in vs})
+    counted = [v.Index() for v in builder.count_vars]
+    bounds = presolved_bounds(builder, counted + used, (), seconds, run, work)
+    if bounds is None:
+        return None
+    lows = np.asarray([v.domain[0] for v in proto.variables], dtype=np.int64)
+    highs = np.asarray([v.domain[len(v.domain) - 1] for v in proto.variables], dtype=np.int64)
+    lows[counted + used], highs[counted + used] = bounds
+    priced = _priced_dimension(builder, loads, lows, highs)
+    if priced is None:
+        return None
+    dim, divisor = priced
+    containers = _containers(builder, loads, dim, divisor, lows, highs)
+    if any(c.high < c.low for c in containers):
+        return None  # no content fits: the model is infeasible, which its search will say
+    unassigned = builder.problem.num_objects - int(
+        sum(int(c.initial.sum()) for c in containers))
+    master = ConfigurationLP(builder, loads, containers, dim, divisor, rows, used, lows, highs,
+                             held)
+    return master, unassigned
+
+
+def _priced_dimension(builder: ModelBuilder, loads: dict[str, list[object]],
+                      lows: np.ndarray, highs: np.ndarray) -> tuple[str, int] | None:
+    """The dimension whose load windows are narrowest against its total (the one whose
+    integrality the pricing must see), with its sizes' common divisor; None when its
+    table would exceed TABLE_CELLS."""
+    best = None
+    for dim, variables in loads.items():
+        index = [v.Index() for v in variables]
+        total = int(builder.scale(dim).values.sum())
+        if total <= 0:
+            continue
+        width = float((np.minimum(highs[index], total) - np.maximum(lows[index], 0)).sum())
+        if best is None or width / total < best[0]:
+            best = (width / total, dim, index)
+    if best is None:
+        return None
+    _, dim, index = best
+    values = builder.var_values(dim)
+    divisor = int(np.gcd.reduce(values[values > 0])) if (values > 0).any() else 1
+    if int(highs[index].max()) // divisor > TABLE_CELLS or (values < 0).any():
+        return None
+    return dim, divisor
+
+
+def _containers(builder: ModelBuilder, loads: dict[str, list[object]], dim: str,
+                divisor: int, lows: np.ndarray, highs: np.ndarray) -> list[_Container]:
+    count_index = np.asarray([v.Index() for v in builder.count_vars], dtype=np.int64)
+    initial = np.asarray(builder.initial_counts(), dtype=np.int64)
+    values = {d: builder.var_values(d) for d in loads}
+    order = np.argsort(builder.var_cont, kind="stable")
+    cuts = np.searchsorted(builder.var_cont[order], np.arange(builder.problem.num_containers))
+    containers = []
+    for c, load in enumerate(loads[dim]):
+        chosen = order[cuts[c]:cuts[c + 1]] if c + 1 < len(cuts) else order[cuts[c]:]
+        window = load.Index()
+        containers.append(_Container(
+            c, len(containers), chosen, initial[chosen], lows[count_index[chosen]],
+            highs[count_index[chosen]],
+            {d: v[chosen] for d, v in values.items()},
+            -(-max(int(lows[window]), 0) // divisor), int(highs[window]) // divisor))
+    return containers
+
+
+def _fits(container: _Container, counts: np.ndarray, dim: str, divisor: int) -> bool:
+    """Whether ``counts`` is one of the contents the pricing ranges over."""
+    load = int((counts * container.values[dim]).sum()) // divisor
+    return bool((counts >= container.lower).all() and (counts <= container.upper).all()
+                and container.low <= load <= container.high)
+
+
+def _best_content(container: _Container, dim: str, divisor: int, gain: np.ndarray
+                  ) -> tuple[float, np.ndarray]:
+    """max Σ_j min(n_j, initial_j) - gain_j·n_j over the counts n within their domains
+    whose load in ``dim`` lies in the container's window: a bounded knapsack over the
+    exact load, each count split into its staying part (profit 1 - gain each) and its
+    arriving part (profit -gain), each in binary chunks. Returns its value and counts."""
+    sizes = container.values[dim] // divisor
+    lower, upper, initial = container.lower, container.upper, container.initial
+    cells = container.high + 1
+    value = np.full(cells, -np.inf)
+    base_load = int((lower * sizes).sum())
+    if base_load < cells:
+        value[base_load] = float((np.minimum(lower, initial) - gain * lower).sum())
+    chunks: list[tuple[int, int]] = []  # (variable position, how many)
+    taken: list[np.ndarray] = []
+    for j in range(len(sizes)):
+        size = int(sizes[j])
+        staying = max(0, int(min(initial[j], upper[j])) - int(lower[j]))
+        arriving = int(upper[j]) - int(lower[j]) - staying
+        if size:
+            room = max(0, container.high - base_load) // size
+            staying = min(staying, room)
+            arriving = min(arriving, room - staying)
+        for number, profit in ((staying, 1.0 - gain[j]), (arriving, -gain[j])):
+            step = 1
+            while number > 0:
+                take = min(step, number)
+                number -= take
+                step *= 2
+                shift = take * size
+                candidate = np.full(cells, -np.inf)
+                if shift < cells:
+                    candidate[shift:] = value[:cells - shift] + take * profit
+                better = candidate > value
+                value = np.where(better, candidate, value)
+                chunks.append((j, take))
+                taken.append(better)
+    best = int(np.argmax(value[container.low:])) + container.low
+    counts = lower.copy()
+    load = best
+    for (j, take), better in zip(reversed(chunks), reversed(taken)):
+        if better[load]:
+            counts[j] += take
+            load -= take * int(sizes[j])
+    return float(value[best]), counts
+
+
+class ConfigurationLP:
+    """The configuration LP: the load relaxation's variables and rows, one column per
+    container content priced so far, and the rows that tie them: each container's loads
+    equal its contents' (per dimension), one content per container (convexity), each
+    class's objects all placed. Its objective is the objects leaving their container."""
+
+    def __init__(self, builder: ModelBuilder, loads: dict[str, list[object]],
+                 containers: list[_Container], priced: str, divisor: int, rows: LinearRows,
+                 used: list[int], lows: np.ndarray, highs: np.ndarray,
+                 held: list[int]) -> None:
+        self.containers, self.dims = containers, list(loads)
+        self.priced, self.divisor = priced, divisor
+        self.solver = pywraplp.Solver.CreateSolver("GLOP")
+        self.objective = self.solver.Objective()
+        self.objective.SetMinimization()
+        self.columns: dict[int, list[tuple[object, np.ndarray, float]]] = {}
+        position = {var: k for k, var in enumerate(used)}
+        # the load relaxation's variables, within the domains every solution keeps
+        self.var_lo, self.var_hi = lows[used].astype(float), highs[used].astype(float)
+        self.variables = [self.solver.NumVar(lo, hi, "") for lo, hi in zip(self.var_lo,
+                                                                           self.var_hi)]
+        self.rows = []  # (constraint, lo, hi)
+        self.terms: list[list[tuple[int, float]]] = []  # per row: (master variable, coef)
+        for r, (lo, hi) in enumerate(zip(rows.lo, rows.hi)):
+            begin, end = rows.starts[r], rows.starts[r + 1]
+            self._row(lo, hi, [(position[v], float(a)) for v, a in
+                               zip(rows.cols[begin:end], rows.coefs[begin:end])])
+        self.link: dict[tuple[int, str], int] = {}  # (container, dim) -> row
+        for container in containers:
+            for dim in self.dims:
+                self.link[container.index, dim] = self._row(
+                    0.0, 0.0, [(position[loads[dim][container.index].Index()], 1.0)])
+        self.convexity = [self._row(1.0, 1.0, []) for _ in containers]
+        classes = builder.var_class
+        self.class_of = classes
+        self.class_sizes = builder.classes.sizes
+        self.class_rows = [self._row(float(size), float(size), [])
+                           for size in self.class_sizes.tolist()]
+        counts = np.asarray(held[:len(builder.count_vars)], dtype=np.int64)
+        for container in containers:  # the held contents, and the initial ones that fit
+            self.add(container, counts[container.variables])
+            if _fits(container, container.initial, priced, divisor):
+                self.add(container, container.initial)
+
+    def _row(self, lo: float, hi: float, terms: list[tuple[int, float]]) -> int:
+        constraint = self.solver.Constraint(lo, hi)
+        for k, coef in terms:
+            constraint.SetCoefficient(self.variables[k], coef)
+        self.rows.append((constraint, lo, hi))
+        self.terms.append(terms)
+        return len(self.rows) - 1
+
+    def add(self, container: _Container, counts: np.ndarray) -> None:
+        """A column for ``counts`` (per count variable of ``container``), if new."""
+        known = self.columns.setdefault(container.index, [])
+        if any(np.array_equal(counts, seen) for _, seen, _ in known):
+            return
+        moves = float(np.maximum(container.initial - counts, 0).sum())
+        column = self.solver.NumVar(0.0, self.solver.infinity(), "")
+        self.objective.SetCoefficient(column, moves)
+        for dim in self.dims:
+            load = float((counts * container.values[dim]).sum())
+            if load:
+                self.rows[self.link[container.index, dim]][0].SetCoefficient(column, -load)
+        self.rows[self.convexity[container.position]][0].SetCoefficient(column, 1.0)
+        for j, number in zip(container.variables.tolist(), counts.tolist()):
+            if number:
+                row = self.rows[self.class_rows[int(self.class_of[j])]][0]
+                row.SetCoefficient(column, row.GetCoefficient(column) + number)
+        known.append((column, counts.copy(), moves))
+        self.primal = None  # the LP optimum is not this master's until solved again
+
+    def solve(self) -> np.ndarray | None:
+        """The master's duals (one per row), or None when GLOP does not solve it (its
+        warm start can end ABNORMAL after new columns: then once more from scratch)."""
+        response = linear_solver_pb2.MPSolutionResponse()
+        if self.solver.Solve() == pywraplp.Solver.OPTIMAL:
+            self.solver.FillSolutionResponseProto(response)
+        else:
+            request = linear_solver_pb2.MPModelRequest(
+                solver_type=linear_solver_pb2.MPModelRequest.GLOP_LINEAR_PROGRAMMING)
+            self.solver.ExportModelToProto(request.model)
+            pywraplp.Solver.SolveWithProto(request, response)
+            if response.status != linear_solver_pb2.MPSOLVER_OPTIMAL:
+                return None
+        self.value = response.objective_value
+        self.primal = np.asarray(response.variable_value, dtype=float)
+        return np.asarray(response.dual_value, dtype=float)
+
+    def lagrangian(self, duals: np.ndarray
+                   ) -> tuple[float, list[tuple[_Container, np.ndarray]]]:
+        """The Lagrangian bound of ``duals`` (each turned to 0 where its sign reads an
+        open side, which keeps it valid) with every container's best content, and the
+        contents of negative reduced cost (the next columns)."""
+        y = duals.copy()
+        total = 0.0
+        for r, (_, lo, hi) in enumerate(self.rows):
+            if y[r] > 0 and math.isfinite(lo):
+                total += y[r] * lo
+            elif y[r] < 0 and math.isfinite(hi):
+                total += y[r] * hi
+            else:
+                y[r] = 0.0
+        reduced = np.zeros(len(self.variables))
+        for r, terms in enumerate(self.terms):
+            if y[r]:
+                for k, coef in terms:
+                    reduced[k] -= y[r] * coef
+        total += float(np.minimum(reduced * self.var_lo, reduced * self.var_hi).sum())
+        magnitude = abs(total)
+        columns = []
+        class_price = np.asarray([y[r] for r in self.class_rows])
+        for position, container in enumerate(self.containers):
+            # a content n costs Σ max(0, initial - n) - y·(its column): with the link rows'
+            # -load, the convexity row's 1 and the class rows' counts
+            gain = -class_price[self.class_of[container.variables]]
+            for d in self.dims:
+                gain += y[self.link[container.index, d]] * container.values[d]
+            best, counts = _best_content(container, self.priced, self.divisor, gain)
+            if not math.isfinite(best):
+                return -math.inf, []
+            # its least reduced cost: the convexity row's side (counted above) is what the
+            # Lagrangian keeps of the one content each container must hold
+            lowest = float(container.initial.sum()) - best - y[self.convexity[position]]
+            total += lowest
+            magnitude += abs(lowest) + float(container.initial.sum())
+            if lowest < -REDUCED_COST:
+                columns.append((container, counts))
+        return total - magnitude * 1e-12, columns
+
+    def whole_contents(self) -> dict[int, int] | None:
+        """Count variable -> value in every container whose LP content is whole (a single
+        column at weight 1): at an LP optimum that is often most of them. None when the
+        master was not solved since its last column."""
+        if self.primal is None:
+            return None
+        held = {}
+        for container in self.containers:
+            known = self.columns.get(container.index, [])
+            weights = [self.primal[column.index()] for column, _, _ in known]
+            best = int(np.argmax(weights))
+            if weights[best] >= 1 - WHOLE:
+                held.update(zip(container.variables.tolist(), known[best][1].tolist()))
+        return held
