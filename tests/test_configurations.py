@@ -111,18 +111,21 @@ def frozen_at_optimum(scenario, objective: float) -> ModelBuilder:
     return builder
 
 
-def test_configuration_floor_is_the_optimum_where_the_other_floors_fall_short() -> None:
-    """LINEAR balance at 0 with 30 objects on 4 hosts: each host within its threshold, an
-    exact fill. The move cuts and the floor over the loads say 5 moves; the fewest is 7
-    (proven by a plain solve, no accelerators), which the configuration LP proves, and the
-    chain with it reports 7 OPTIMAL."""
-    scenario = parse_scenario(balance_instance(30, 4, "LINEAR", seed=5))
+@pytest.mark.parametrize("objects,containers,seed,fewest", [
+    (30, 4, 5, 7), (40, 5, 3, 7), (60, 6, 0, 10), (60, 6, 3, 9)])
+def test_configuration_floor_is_the_optimum_where_the_other_floors_fall_short(
+        objects: int, containers: int, seed: int, fewest: int) -> None:
+    """LINEAR balance instances: the first with a balance of 0 (each host within its
+    threshold, an exact fill), the others above 0 (a total excess, which each content
+    carries as its own: without that the floor was 2 moves lower). The move cuts and the
+    floor over the loads fall short of the fewest moves (proven by a plain solve, no
+    accelerators); the configuration LP reaches it, and the chain reports it OPTIMAL."""
+    scenario = parse_scenario(balance_instance(objects, containers, "LINEAR", seed=seed))
     problem, model = scenario.problem, scenario.model
     plain = solve_model(problem, model, SolverOptions(workers=2), accelerate=False)
-    assert plain.status == "OPTIMAL" and plain.buckets[0].objective == 0
-    fewest = plain.buckets[1].objective
-    assert fewest == 7
-    builder = frozen_at_optimum(scenario, 0.0)
+    assert plain.status == "OPTIMAL"
+    assert plain.buckets[1].objective == fewest
+    builder = frozen_at_optimum(scenario, plain.buckets[0].objective)
     held = a_solution(builder)
     found = configuration_bound(builder, held, 10.0)
     assert found is not None and found.floor == fewest

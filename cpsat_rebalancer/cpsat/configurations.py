@@ -191,19 +191,79 @@ def _containers(builder: ModelBuilder, loads: dict[str, list[object]], dim: str,
     return containers
 
 
-def _fits(container: _Container, counts: np.ndarray, dim: str, divisor: int) -> bool:
-    """Whether ``counts`` is one of the contents the pricing ranges over."""
-    load = int((counts * container.values[dim]).sum()) // divisor
-    return bool((counts >= container.lower).all() and (counts <= container.upper).all()
-                and container.low <= load <= container.high)
+@dataclass
+class _Attribute:
+    """A variable of the load relaxation that belongs to one container's content: its
+    rows (``local``) read only it and the container's load in the priced dimension, and
+    a lower value never hurts in its other rows (``rows``, with its coefficient there), so
+    each content carries the least value its load allows (an excess, a piece of a
+    power), and the master mixes those values, not the loads: stronger, as they are
+    convex in the load."""
+    variable: int  # in the master
+    local: list[int]  # model rows it is read by alone with the load
+    rows: list[tuple[int, int]]  # (model row, coefficient) of its other rows
+    value: np.ndarray  # its least value per load (in units of the divisor)
+    allowed: np.ndarray  # the loads at which its local rows hold
 
 
-def _best_content(container: _Container, dim: str, divisor: int, gain: np.ndarray
-                  ) -> tuple[float, np.ndarray]:
+def _attributes(model_rows: list[list[tuple[int, int]]], lo: list[float], hi: list[float],
+                priced_load: dict[int, int], lows: np.ndarray, highs: np.ndarray,
+                cells: list[int], divisor: int) -> dict[int, list[_Attribute]]:
+    """The attributes (see ``_Attribute``) of each container (by position), from the
+    model rows (master variable, coefficient), their sides, the priced load variables
+    (master variable -> container position) and every master variable's domain."""
+    rows_of: dict[int, list[int]] = {}
+    for r, terms in enumerate(model_rows):
+        for k, _ in terms:
+            rows_of.setdefault(k, []).append(r)
+    found: dict[int, list[_Attribute]] = {}
+    for k, reading in rows_of.items():
+        if k in priced_load:
+            continue
+        owner, local, other = None, [], []
+        for r in reading:
+            coef = dict(model_rows[r])[k]
+            others = [(u, a) for u, a in model_rows[r] if u != k]
+            if len(others) == 1 and others[0][0] in priced_load:
+                if owner not in (None, priced_load[others[0][0]]):
+                    owner = -1
+                    break
+                owner = priced_load[others[0][0]]
+                local.append((r, coef, others[0][1]))
+            elif not others:
+                local.append((r, coef, 0))
+            elif (coef > 0 and math.isfinite(lo[r])) or (coef < 0 and math.isfinite(hi[r])):
+                owner = -1  # a lower value could break this row: not an attribute
+                break
+            else:
+                other.append((r, coef))
+        if owner is None or owner < 0:
+            continue
+        load = np.arange(cells[owner], dtype=np.int64) * divisor
+        least = np.full(len(load), int(lows[k]), dtype=np.int64)
+        most = np.full(len(load), int(highs[k]), dtype=np.int64)
+        for r, coef, per_load in local:
+            for side, sign in ((lo[r], 1), (hi[r], -1)):
+                if not math.isfinite(side):
+                    continue
+                rest = int(side) - per_load * load  # coef·x >= rest (sign 1) or <= rest
+                if (coef > 0) == (sign > 0):
+                    least = np.maximum(least, -((-rest) // coef))
+                else:
+                    most = np.minimum(most, rest // coef)
+        found.setdefault(owner, []).append(_Attribute(
+            k, [r for r, _, _ in local], other, least, least <= most))
+    return found
+
+
+def _best_content(container: _Container, dim: str, divisor: int, gain: np.ndarray,
+                  extra: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """max Σ_j min(n_j, initial_j) - gain_j·n_j over the counts n within their domains
     whose load in ``dim`` lies in the container's window: a bounded knapsack over the
     exact load, each count split into its staying part (profit 1 - gain each) and its
-    arriving part (profit -gain), each in binary chunks. Returns its value and counts."""
+    arriving part (profit -gain), each in binary chunks, plus ``extra`` per load (a
+    multiple of the divisor; -inf where the load is not allowed). Returns the best value
+    and its counts."""
     sizes = container.values[dim] // divisor
     lower, upper, initial = container.lower, container.upper, container.initial
     cells = container.high + 1
@@ -235,6 +295,8 @@ def _best_content(container: _Container, dim: str, divisor: int, gain: np.ndarra
                 value = np.where(better, candidate, value)
                 chunks.append((j, take))
                 taken.append(better)
+    if extra is not None:
+        value = value + extra
     best = int(np.argmax(value[container.low:])) + container.low
     counts = lower.copy()
     load = best
@@ -266,12 +328,34 @@ class ConfigurationLP:
         self.var_lo, self.var_hi = lows[used].astype(float), highs[used].astype(float)
         self.variables = [self.solver.NumVar(lo, hi, "") for lo, hi in zip(self.var_lo,
                                                                            self.var_hi)]
+        model_rows = [[(position[v], int(a)) for v, a in
+                       zip(rows.cols[rows.starts[r]:rows.starts[r + 1]],
+                           rows.coefs[rows.starts[r]:rows.starts[r + 1]])]
+                      for r in range(len(rows.lo))]
+        priced_load = {position[loads[priced][c.index].Index()]: c.position for c in containers}
+        found = _attributes(model_rows, rows.lo, rows.hi, priced_load, lows[used], highs[used],
+                            [c.high + 1 for c in containers], divisor)
+        local = {r for attributes in found.values() for a in attributes for r in a.local}
+        moved = {a.variable for attributes in found.values() for a in attributes}
         self.rows = []  # (constraint, lo, hi)
         self.terms: list[list[tuple[int, float]]] = []  # per row: (master variable, coef)
+        master_row = {}
         for r, (lo, hi) in enumerate(zip(rows.lo, rows.hi)):
-            begin, end = rows.starts[r], rows.starts[r + 1]
-            self._row(lo, hi, [(position[v], float(a)) for v, a in
-                               zip(rows.cols[begin:end], rows.coefs[begin:end])])
+            if r not in local:
+                master_row[r] = self._row(lo, hi, [(k, float(a)) for k, a in model_rows[r]
+                                                   if k not in moved])
+        # per container: its attributes (with their rows in the master) and the loads they
+        # allow (in units of the divisor)
+        self.attributes: list[list[tuple[np.ndarray, list[tuple[int, float]]]]] = []
+        self.allowed: list[np.ndarray] = []
+        for container in containers:
+            allowed = np.ones(container.high + 1, dtype=bool)
+            attributes = []
+            for a in found.get(container.position, []):
+                allowed &= a.allowed
+                attributes.append((a.value, [(master_row[r], float(c)) for r, c in a.rows]))
+            self.attributes.append(attributes)
+            self.allowed.append(allowed)
         self.link: dict[tuple[int, str], int] = {}  # (container, dim) -> row
         for container in containers:
             for dim in self.dims:
@@ -286,8 +370,16 @@ class ConfigurationLP:
         counts = np.asarray(held[:len(builder.count_vars)], dtype=np.int64)
         for container in containers:  # the held contents, and the initial ones that fit
             self.add(container, counts[container.variables])
-            if _fits(container, container.initial, priced, divisor):
+            if self.fits(container, container.initial):
                 self.add(container, container.initial)
+
+    def fits(self, container: _Container, counts: np.ndarray) -> bool:
+        """Whether ``counts`` is one of the contents the pricing ranges over."""
+        load = int((counts * container.values[self.priced]).sum())
+        cell = load // self.divisor
+        return bool((counts >= container.lower).all() and (counts <= container.upper).all()
+                    and container.low <= cell <= container.high
+                    and self.allowed[container.position][cell])
 
     def _row(self, lo: float, hi: float, terms: list[tuple[int, float]]) -> int:
         constraint = self.solver.Constraint(lo, hi)
@@ -310,6 +402,11 @@ class ConfigurationLP:
             if load:
                 self.rows[self.link[container.index, dim]][0].SetCoefficient(column, -load)
         self.rows[self.convexity[container.position]][0].SetCoefficient(column, 1.0)
+        cell = int((counts * container.values[self.priced]).sum()) // self.divisor
+        for value, attribute_rows in self.attributes[container.position]:
+            for r, coef in attribute_rows:
+                row = self.rows[r][0]
+                row.SetCoefficient(column, row.GetCoefficient(column) + coef * float(value[cell]))
         for j, number in zip(container.variables.tolist(), counts.tolist()):
             if number:
                 row = self.rows[self.class_rows[int(self.class_of[j])]][0]
@@ -363,7 +460,12 @@ class ConfigurationLP:
             gain = -class_price[self.class_of[container.variables]]
             for d in self.dims:
                 gain += y[self.link[container.index, d]] * container.values[d]
-            best, counts = _best_content(container, self.priced, self.divisor, gain)
+            extra = np.where(self.allowed[position], 0.0, -np.inf)
+            for value, attribute_rows in self.attributes[position]:
+                price = sum(y[r] * coef for r, coef in attribute_rows)
+                if price:
+                    extra = extra + price * value
+            best, counts = _best_content(container, self.priced, self.divisor, gain, extra)
             if not math.isfinite(best):
                 return -math.inf, []
             # its least reduced cost: the convexity row's side (counted above) is what the
