@@ -10,7 +10,14 @@ import pytest
 from randomized import random_scenario
 
 from cpsat_rebalancer import evaluate, parse_scenario
-from cpsat_rebalancer.cpsat.driver import compiled_values, restrictions_of
+from cpsat_rebalancer.cpsat.driver import (
+    compile_model,
+    compiled_values,
+    restrictions_of,
+    solve_model,
+)
+from cpsat_rebalancer.generators import balance_instance
+from cpsat_rebalancer.scenario import SolverOptions
 
 
 def allowed_random_final(scenario, rng: random.Random) -> np.ndarray | None:
@@ -46,3 +53,46 @@ def test_compiled_objective_matches_the_evaluator(seed: int) -> None:
         tolerance = error + 1e-9 * max(1.0, abs(exact))
         assert compiled == pytest.approx(exact, abs=tolerance), (
             f"seed {seed} position {position}: compiled {compiled} vs evaluator {exact}")
+
+
+def test_squares_balance_on_wide_containers_is_exact_above_its_threshold() -> None:
+    """Hosts of 1,700 load units: SQUARES' excess is zero below the threshold, so the
+    breakpoints go to every integer above it (exact), not 64 segments over the whole
+    host, whose stated error exceeded the value itself at 50000x1000."""
+    scenario = parse_scenario(balance_instance(3000, 10, "SQUARES", seed=0))
+    problem, model = scenario.problem, scenario.model
+    assert problem.container_scope.capacities["cpu"].max() > 1000
+    final = allowed_random_final(scenario, random.Random(0))
+    values, canonical = compiled_values(problem, model, final)
+    compiled, error = values[0]
+    assert error < 1e-4  # (64 segments over the whole host: 0.023, on a value of 0.119)
+    exact = evaluate(problem, model, canonical).positions[0]
+    assert exact > 0.01 and compiled == pytest.approx(exact, abs=error + 1e-9)
+
+
+def test_many_distinct_capacities_give_a_model_cp_sat_accepts() -> None:
+    """A LINEAR balance over 120 hosts of distinct prime capacities: exact only at a scale
+    of 10^17 per host, whose domains sum past CP-SAT's 64 bits (it rejected the model,
+    as at 50000x1000 racks); rounded to 12 digits, the stated error stays far below
+    anything the evaluator distinguishes, and the solve agrees with it."""
+    primes = [p for p in range(200, 2000) if all(p % d for d in range(2, int(p**0.5) + 1))]
+    hosts = [f"h{i}" for i in range(120)]
+    rng = random.Random(1)
+    sizes = {f"t{k}": float(rng.randint(1, 9)) for k in range(600)}
+    assignment = {h: [] for h in hosts}
+    for k, task in enumerate(sizes):
+        assignment[hosts[(k * 7) % 40]].append(task)  # skewed onto the first 40
+    data = {
+        "assignment": assignment, "objectDimensions": {"cpu": sizes},
+        "containerDimensions": {"cpu": dict(zip(hosts, map(float, primes[:120])))},
+        "goals": [{"spec": {"balanceSpec": {"name": "b", "dimension": "cpu"}}}],
+    }
+    scenario = parse_scenario(data)
+    builder, _ = compile_model(scenario.problem, scenario.model)
+    assert builder.cp.validate() == ""
+    result = solve_model(scenario.problem, scenario.model,
+                         SolverOptions(time_limit=20, workers=2))
+    assert result.status in ("OPTIMAL", "FEASIBLE")
+    exact = evaluate(scenario.problem, scenario.model, result.final).positions[0]
+    assert result.buckets[0].objective == pytest.approx(exact, abs=1e-9)
+    assert result.buckets[0].approximation_error < 1e-7

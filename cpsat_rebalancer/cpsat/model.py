@@ -28,6 +28,11 @@ from ..specs.common import TOLERANCE
 from .linear import Lin
 
 INT_LIMIT = 2**60  # keep every integerized expression's magnitude below this
+# a form that defines a new variable (an excess, a maximum) is exact only up to this scale,
+# else rounded to the finest power of ten within it: the variables' domains then stay small
+# enough that many of them (a LINEAR balance of 70 racks of distinct capacities at
+# 50000x1000, each exact only at 10^17) still sum within CP-SAT's 64 bits
+VARIABLE_LIMIT = 2**50
 DIGITS_TRIED = 9  # decimal digits tried to make a dimension integral
 
 
@@ -666,7 +671,8 @@ class ModelBuilder:
 
     def integerize_all(self, lins: list[Lin], limit: int = INT_LIMIT) -> list[Integerized]:
         """``K·lin`` for each form with one integer factor K: the least common denominator
-        when magnitudes allow (exact), else a power of ten with the rounding error stated."""
+        when magnitudes allow (exact, up to ``limit``), else a power of ten with the
+        rounding error stated."""
         factor = 1
         magnitude = Fraction(0)
         for lin in lins:
@@ -676,10 +682,10 @@ class ModelBuilder:
                 abs(c) * max(abs(self.atoms[a].lo), abs(self.atoms[a].hi))
                 for a, c in lin.terms.items()))
         if magnitude * factor > limit:
-            if magnitude >= limit:
+            if magnitude >= INT_LIMIT:
                 raise InputError("", "numbers too large to model in CP-SAT's 64-bit integers",
                                  float(magnitude))
-            factor = 10 ** int(math.floor(math.log10(limit / max(magnitude, 1))))
+            factor = 10 ** max(0, int(math.floor(math.log10(limit / max(magnitude, 1)))))
         return [self._scaled(lin, factor) for lin in lins]
 
     def _scaled(self, lin: Lin, factor: int) -> Integerized:
@@ -722,7 +728,7 @@ class ModelBuilder:
 
     def positive_part(self, lin: Lin, gate: Lin | None = None, what: str = "") -> Lin:
         """max(0, lin) as a form (a new integer variable), zero unless ``gate`` > 0."""
-        form = self.integerize(lin)
+        form = self.integerize(lin, VARIABLE_LIMIT)
         self.note_error(what or "rounding", form.error)
         if form.hi <= 0:
             return Lin()
@@ -834,7 +840,7 @@ class ModelBuilder:
         live = [a for a, c in lin.terms.items() if c != 0]
         if len(live) <= 1:
             return lin
-        form = self.integerize(lin)
+        form = self.integerize(lin, VARIABLE_LIMIT)
         self.note_error("rounding", form.error)
         v = self.cp.new_int_var(form.lo, form.hi, "aux")
         self.cp.add(v == form.expr)
@@ -847,7 +853,7 @@ class ModelBuilder:
         """A form equal to the max of ``lins`` (not only bounding it), for thresholds."""
         if all(lin.is_constant for lin in lins):
             return Lin(const=max(lin.const for lin in lins))
-        forms = self.integerize_all(lins)
+        forms = self.integerize_all(lins, VARIABLE_LIMIT)
         lo, hi = max(f.lo for f in forms), max(f.hi for f in forms)
         t = self.cp.new_int_var(lo, hi, "exact_max")
         self.cp.add_max_equality(t, [f.expr for f in forms])
@@ -859,7 +865,7 @@ class ModelBuilder:
         """A form at least every one of ``lins`` (equal to their max under minimization)."""
         if len(lins) == 1:
             return lins[0]
-        forms = self.integerize_all(lins)
+        forms = self.integerize_all(lins, VARIABLE_LIMIT)
         lo, hi = max(f.lo for f in forms), max(f.hi for f in forms)
         t = self.cp.new_int_var(lo, hi, "max")
         for f in forms:

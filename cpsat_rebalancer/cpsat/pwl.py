@@ -81,7 +81,7 @@ def _coarsened(builder: ModelBuilder, x: Lin, g: Callable[[float], float], what:
 
 def convex_pwl(builder: ModelBuilder, x: Lin, g: Callable[[float], float],
                kinks: Iterable[float] = (), what: str = "piecewise-linear") -> Lin:
-    """A form >= g(x), tight under minimization, for convex g of a one-atom form ``x``.
+    """A form >= g(x), tight under minimization, for convex g >= 0 of a one-atom form ``x``.
 
     ``kinks`` are values of x where g bends sharply (the threshold of an excess).
     """
@@ -95,7 +95,14 @@ def convex_pwl(builder: ModelBuilder, x: Lin, g: Callable[[float], float],
         return g(float(coef * u + x.const))
 
     u_kinks = [float((Fraction(k) - x.const) / coef) for k in kinks]
-    points = _breakpoints(atom.lo, atom.hi, u_kinks)
+    # g >= 0 and convex: zero at both ends of a range, it is zero throughout, so such a
+    # range (below an excess's threshold) needs no breakpoint inside, and the rest of the
+    # range gets one at every integer more often (50000x1000's SQUARES balance: exact,
+    # where 64 segments over whole hosts stated an error above the value itself)
+    flat = [p for p in (math.floor(k) for k in u_kinks) if atom.lo < p <= atom.hi]
+    start = max((p for p in flat if at(p) == 0.0), default=atom.lo) if at(atom.lo) == 0.0 \
+        else atom.lo
+    points = ([atom.lo] if start > atom.lo else []) + _breakpoints(start, atom.hi, u_kinks)
     values = [at(p) for p in points]
     if len(points) == 1:
         return Lin(const=Fraction(values[0]))
@@ -108,8 +115,9 @@ def convex_pwl(builder: ModelBuilder, x: Lin, g: Callable[[float], float],
         width = b - a
         builder.cp.add(width * z >= width * ga + (gb - ga) * (atom.expr - a))
     for a, b in zip(points, points[1:]):
-        if b - a > 1:  # chord above a convex function: gap <= (g'(b) - g'(a)) * width / 4
-            slope_gap = (at(b + 1) - at(b)) - (at(a) - at(a - 1))
+        if b - a > 1:  # chord above a convex function at the integers between: gap <=
+            # (last step - first step) * width / 4
+            slope_gap = (at(b) - at(b - 1)) - (at(a + 1) - at(a))
             error = max(error, slope_gap * (b - a) / 4 + 1.0 / resolution)
     builder.note_error(what, error)
     return Lin.atom(builder.new_atom(z, min(scaled), max(scaled), bounding=True),
