@@ -50,12 +50,16 @@ def test_pricing_finds_the_best_content(seed: int) -> None:
     contents = [np.asarray(c) for c in itertools.product(
         *(range(int(a), int(b) + 1) for a, b in zip(lower, upper)))
         if low <= int((np.asarray(c) * sizes).sum()) <= high]
-    best, counts = _best_content(container, "d", 1, gain)
+    values, counts = _best_content(container, "d", 1, gain)
+    best = float(values[low:].max())
     if not contents:
         assert best == -np.inf
         return
     assert best == pytest.approx(max(value(c) for c in contents))
     assert value(counts) == pytest.approx(best)
+    for load in range(low, high + 1):  # and the best at every load
+        at = [value(c) for c in contents if int((c * sizes).sum()) == load]
+        assert values[load] == (pytest.approx(max(at)) if at else -np.inf)
     assert (lower <= counts).all() and (counts <= upper).all()
     assert low <= int((counts * sizes).sum()) <= high
 
@@ -79,7 +83,8 @@ def fewest_moves(scenario) -> int | None:
 @pytest.mark.parametrize("seed", range(60))
 def test_configuration_floor_never_exceeds_the_fewest_moves(seed: int) -> None:
     """With GLOP's duals, and with arbitrary multipliers (the Lagrangian bound holds for
-    any: GLOP's tolerances cannot make it wrong)."""
+    any: GLOP's tolerances cannot make it wrong); and the loads reduced-cost fixing
+    leaves hold every solution with the fewest moves."""
     data = random_scenario(seed, max_objects=5, groups=seed % 3 == 0)
     data["goals"].append({"spec": {"minimizeMovementSpec": {"name": "moves"}}})
     scenario = parse_scenario(data)
@@ -88,9 +93,17 @@ def test_configuration_floor_never_exceeds_the_fewest_moves(seed: int) -> None:
     held = a_solution(builder)
     if fewest is None or held is None:
         return
-    found = configuration_bound(builder, held, 10.0)
+    found = configuration_bound(builder, held, 10.0, target=fewest + 1)
     if found is not None:
         assert found.floor <= fewest, f"seed {seed}: floor {found.floor} > fewest {fewest}"
+    domains = None if found is None else found.loads_below(fewest + 1)
+    if domains is not None:
+        # reduced-cost fixing keeps every load of every solution below the target
+        for final, _ in brute_force(scenario):
+            if int((final != scenario.problem.initial).sum()) <= fewest:
+                loads = builder.loads_at(builder.counts_of(final), found.master.priced)
+                for c, allowed in domains.items():
+                    assert int(loads[c]) in allowed.tolist(), f"seed {seed}: container {c}"
     built = configuration_master(builder, held, 10.0)
     if built is None:
         return

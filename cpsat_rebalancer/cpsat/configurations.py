@@ -1,5 +1,5 @@
 """A floor on the objects moved, from what each container can hold at the end (the
-configuration LP, by column generation).
+configuration LP, by column generation), and the searches its optimum points to.
 
 A movement bucket after a frozen balance is a packing: the balance fixes how much each
 container may hold (at 2000x100 the LINEAR thresholds leave 22 units of room for 10,330),
@@ -8,18 +8,24 @@ and the fewest moves is an exact fill. The move cuts and the floor on moves
 but a container's contents are integers: it may have to shed more than its excess to land
 on a load its remaining sizes can make up, and what one container sheds must be what the
 others take, class by class. Both are the configuration LP's: one column per feasible
-content of a container (a count per object class, within the load limits CP-SAT's
-presolve reads back), the columns of each container a convex combination, every class's
-columns summing to its objects, and the rules on loads (the load relaxation's rows)
-between them. Column generation prices a container's best content by dynamic programming
-over one dimension's load (a bounded knapsack, whose gain per class is concave in its
-count: its first objects stay, the rest arrive).
+content of a container (a count per object class, within the load and count limits
+CP-SAT's presolve reads back), the columns of each container a convex combination, every
+class's columns summing to its objects, and the rules on loads (the load relaxation's
+rows) between them. A variable those rules read only with one container's load (a
+balance's excess, a SQUARES piece) is an attribute of each content, at the least value
+its load allows, so the master mixes excesses, not loads (a total excess couples the
+containers far more tightly then). Column generation prices a container's best content
+by dynamic programming over one dimension's load (a bounded knapsack, whose gain per class
+is concave in its count: its first objects stay, the rest arrive).
 
 The floor is the Lagrangian bound of the master's duals, ``Σ y·b + min over each
 container's contents and each variable's domain of its reduced cost``, evaluated with the
 exact pricing: valid for any multipliers, so GLOP's tolerances cannot make it wrong, and
-rounded up past the last bits of its floating-point sum only. At 2000x100 (LINEAR) it is
-347, the moves the search reaches, where the move cuts give 335.
+rounded up past the last bits of its floating-point sum only. The same sum gives
+reduced-cost fixing: a solution below a target holds, in each container, a content whose
+reduced cost is within target - bound of the least, which leaves each container a few
+loads. The LP optimum's whole contents (most containers' at 2000x100) and those loads are
+what the driver searches next.
 """
 
 from __future__ import annotations
@@ -42,9 +48,14 @@ TABLE_CELLS = 20_000  # the largest load (in the dimension's units) the pricing 
 PRICING_WORK = 300_000_000  # table cells x knapsack items, over all rounds (~10 s)
 PRESOLVE_SHARE = 0.3  # of the time, at most, to read back the load and count limits
 PRICING_SHARE = 0.9  # of the time, at most, up to the end of the column generation
+# GLOP's settings to try, in turn, on a master it failed (each solved some such master)
+RETRIES = ("use_scaling: false", "solve_dual_problem: ALWAYS_DO", "use_preprocessing: false",
+           "use_dual_simplex: true")
 REDUCED_COST = 1e-7  # a column enters only below this reduced cost
 ROUNDING = 1e-6  # the float sum's last bits: an integer floor is rounded up only past this
-WHOLE = 1e-6  # an LP weight this close to 1 is a whole content
+WHOLE = 1e-6  # an LP weight this close to 1 is a whole content (this close to 0, none)
+IDLE_ROUNDS = 3  # a column out of the LP optimum this many solves in a row is held at 0,
+RETIRE_COST = 1.0  # if its reduced cost is above this
 
 
 @dataclass
@@ -69,6 +80,17 @@ class ConfigurationBound:
     # count variable -> value in the containers whose content the LP optimum makes whole,
     # when the floor is below the target: a neighbourhood for the search (the others free)
     contents: dict[int, int] | None
+    master: ConfigurationLP
+    priced: float  # the Lagrangian bound of the last pricing (before rounding up)
+    unassigned: int  # objects with no initial container: moved whatever happens
+
+    def loads_below(self, moves: int) -> dict[int, np.ndarray] | None:
+        """Reduced-cost fixing for solutions moving fewer than ``moves`` objects: per
+        container, the loads (of ``master.priced``, integer units) its content can have;
+        None when the last pricing gave no finite bound."""
+        if not math.isfinite(self.priced):
+            return None
+        return self.master.load_domains(moves - 1 - self.unassigned - self.priced)
 
 
 def configuration_bound(builder: ModelBuilder, held: list[int], seconds: float,
@@ -89,14 +111,14 @@ def configuration_bound(builder: ModelBuilder, held: list[int], seconds: float,
     master, unassigned = built
     budget = PRICING_WORK
     cost = sum(len(c.variables) * 2 * 8 * (c.high + 1) for c in master.containers)
-    bound = None
+    bound = priced = None  # the floor, and the last pricing's Lagrangian bound
     while True:
         duals = master.solve()
         if duals is None or (work is not None and budget < cost):
             break
         budget -= cost
-        found, columns = master.lagrangian(duals)
-        floor = math.ceil(found - ROUNDING) + unassigned
+        priced, columns = master.lagrangian(duals)
+        floor = math.ceil(priced - ROUNDING) + unassigned
         bound = floor if bound is None else max(bound, floor)
         if (not columns or bound >= math.ceil(master.value + unassigned - ROUNDING)
                 or (target is not None and bound >= target)
@@ -104,10 +126,10 @@ def configuration_bound(builder: ModelBuilder, held: list[int], seconds: float,
             break
         for container, counts in columns:
             master.add(container, counts)
-    if bound is None:
+    if bound is None or priced is None:
         return None
     contents = master.whole_contents() if target is None or bound < target else None
-    return ConfigurationBound(bound, contents)
+    return ConfigurationBound(bound, contents, master, priced, unassigned)
 
 
 def configuration_master(builder: ModelBuilder, held: list[int], seconds: float,
@@ -257,13 +279,13 @@ def _attributes(model_rows: list[list[tuple[int, int]]], lo: list[float], hi: li
 
 
 def _best_content(container: _Container, dim: str, divisor: int, gain: np.ndarray,
-                  extra: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+                  extra: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """max Σ_j min(n_j, initial_j) - gain_j·n_j over the counts n within their domains
     whose load in ``dim`` lies in the container's window: a bounded knapsack over the
     exact load, each count split into its staying part (profit 1 - gain each) and its
     arriving part (profit -gain), each in binary chunks, plus ``extra`` per load (a
     multiple of the divisor; -inf where the load is not allowed). Returns the best value
-    and its counts."""
+    at each load and the counts of the best (at the window's best load)."""
     sizes = container.values[dim] // divisor
     lower, upper, initial = container.lower, container.upper, container.initial
     cells = container.high + 1
@@ -271,40 +293,54 @@ def _best_content(container: _Container, dim: str, divisor: int, gain: np.ndarra
     base_load = int((lower * sizes).sum())
     if base_load < cells:
         value[base_load] = float((np.minimum(lower, initial) - gain * lower).sum())
-    chunks: list[tuple[int, int]] = []  # (variable position, how many)
-    taken: list[np.ndarray] = []
+    room = max(0, container.high - base_load)
+    parts = []  # (variable position, how many, profit each)
+    arriving: dict[int, list[tuple[float, int, int]]] = {}  # size -> (profit, position, n)
     for j in range(len(sizes)):
         size = int(sizes[j])
         staying = max(0, int(min(initial[j], upper[j])) - int(lower[j]))
-        arriving = int(upper[j]) - int(lower[j]) - staying
+        extra_count = int(upper[j]) - int(lower[j]) - staying
         if size:
-            room = max(0, container.high - base_load) // size
-            staying = min(staying, room)
-            arriving = min(arriving, room - staying)
-        for number, profit in ((staying, 1.0 - gain[j]), (arriving, -gain[j])):
-            step = 1
-            while number > 0:
-                take = min(step, number)
-                number -= take
-                step *= 2
-                shift = take * size
-                candidate = np.full(cells, -np.inf)
-                if shift < cells:
-                    candidate[shift:] = value[:cells - shift] + take * profit
-                better = candidate > value
-                value = np.where(better, candidate, value)
-                chunks.append((j, take))
-                taken.append(better)
+            staying = min(staying, room // size)
+            extra_count = min(extra_count, room // size - staying)
+        parts.append((j, staying, 1.0 - gain[j]))
+        if extra_count > 0:
+            arriving.setdefault(size, []).append((-gain[j], j, extra_count))
+    for size, options in arriving.items():
+        # arrivals of one size: a solution takes a less profitable one only once the more
+        # profitable ones are all taken, so those past the room are never needed
+        fits = room // size if size else math.inf
+        placed = 0
+        for profit, j, number in sorted(options, key=lambda o: (-o[0], o[1])):
+            if placed >= fits:
+                break
+            parts.append((j, number, profit))
+            placed += number
+    chunks: list[tuple[int, int, int, np.ndarray]] = []  # (position, how many, shift, better)
+    for j, number, profit in parts:
+        size = int(sizes[j])
+        step = 1
+        while number > 0:
+            take = min(step, number)
+            number -= take
+            step *= 2
+            shift = take * size
+            if shift >= cells:
+                continue
+            candidate = value[:cells - shift] + take * profit
+            better = candidate > value[shift:]
+            value[shift:] = np.where(better, candidate, value[shift:])
+            chunks.append((j, take, shift, better))
     if extra is not None:
         value = value + extra
     best = int(np.argmax(value[container.low:])) + container.low
     counts = lower.copy()
     load = best
-    for (j, take), better in zip(reversed(chunks), reversed(taken)):
-        if better[load]:
+    for j, take, shift, better in reversed(chunks):
+        if load >= shift and better[load - shift]:
             counts[j] += take
-            load -= take * int(sizes[j])
-    return float(value[best]), counts
+            load -= shift
+    return value, counts
 
 
 class ConfigurationLP:
@@ -319,10 +355,15 @@ class ConfigurationLP:
                  held: list[int]) -> None:
         self.containers, self.dims = containers, list(loads)
         self.priced, self.divisor = priced, divisor
+        # per container, from the last pricing: how far below its best each load's best
+        # content is (its reduced cost above the least one)
+        self.regret: list[np.ndarray] = [np.zeros(0)] * len(containers)
         self.solver = pywraplp.Solver.CreateSolver("GLOP")
         self.objective = self.solver.Objective()
         self.objective.SetMinimization()
         self.columns: dict[int, list[tuple[object, np.ndarray, float]]] = {}
+        self.column_of: dict[tuple[int, bytes], int] = {}  # (container, counts) -> column
+        self.idle: dict[int, int] = {}  # active column (LP index) -> solves out of the optimum
         position = {var: k for k, var in enumerate(used)}
         # the load relaxation's variables, within the domains every solution keeps
         self.var_lo, self.var_hi = lows[used].astype(float), highs[used].astype(float)
@@ -340,10 +381,15 @@ class ConfigurationLP:
         self.rows = []  # (constraint, lo, hi)
         self.terms: list[list[tuple[int, float]]] = []  # per row: (master variable, coef)
         master_row = {}
+        # each row divided by the geometric mean of its extreme coefficients: a balance's
+        # rows mix integer scales 10^9 apart (GLOP failed on them, scaled or not)
+        scale = [math.sqrt(max(abs(a) for _, a in terms) * min(abs(a) for _, a in terms))
+                 if terms else 1.0 for terms in model_rows]
         for r, (lo, hi) in enumerate(zip(rows.lo, rows.hi)):
             if r not in local:
-                master_row[r] = self._row(lo, hi, [(k, float(a)) for k, a in model_rows[r]
-                                                   if k not in moved])
+                master_row[r] = self._row(lo / scale[r], hi / scale[r],
+                                          [(k, a / scale[r]) for k, a in model_rows[r]
+                                           if k not in moved])
         # per container: its attributes (with their rows in the master) and the loads they
         # allow (in units of the divisor)
         self.attributes: list[list[tuple[np.ndarray, list[tuple[int, float]]]]] = []
@@ -353,7 +399,7 @@ class ConfigurationLP:
             attributes = []
             for a in found.get(container.position, []):
                 allowed &= a.allowed
-                attributes.append((a.value, [(master_row[r], float(c)) for r, c in a.rows]))
+                attributes.append((a.value, [(master_row[r], c / scale[r]) for r, c in a.rows]))
             self.attributes.append(attributes)
             self.allowed.append(allowed)
         self.link: dict[tuple[int, str], int] = {}  # (container, dim) -> row
@@ -390,12 +436,19 @@ class ConfigurationLP:
         return len(self.rows) - 1
 
     def add(self, container: _Container, counts: np.ndarray) -> None:
-        """A column for ``counts`` (per count variable of ``container``), if new."""
+        """A column for ``counts`` (per count variable of ``container``), if new; a retired
+        one is brought back."""
         known = self.columns.setdefault(container.index, [])
-        if any(np.array_equal(counts, seen) for _, seen, _ in known):
+        key = (container.index, counts.tobytes())
+        if key in self.column_of:
+            column = known[self.column_of[key]][0]
+            column.SetUb(self.solver.infinity())
+            self.idle[column.index()] = 0
             return
+        self.column_of[key] = len(known)
         moves = float(np.maximum(container.initial - counts, 0).sum())
         column = self.solver.NumVar(0.0, self.solver.infinity(), "")
+        self.idle[column.index()] = 0
         self.objective.SetCoefficient(column, moves)
         for dim in self.dims:
             load = float((counts * container.values[dim]).sum())
@@ -414,9 +467,27 @@ class ConfigurationLP:
         known.append((column, counts.copy(), moves))
         self.primal = None  # the LP optimum is not this master's until solved again
 
+    def _retire(self, reduced: np.ndarray) -> None:
+        """Hold at 0 the columns out of the LP optimum for IDLE_ROUNDS solves in a row and
+        whose reduced cost is above RETIRE_COST (a move and more from entering): GLOP solves
+        the master from scratch each time (its interface keeps no basis), so its time
+        grows with the columns (0.1 s at 3,000, 1.1 s at 11,000 at 10000x500). The optimum
+        does not use them, so it stays feasible; pricing brings back any that are needed
+        again (columns near entering stay: retiring those made the LP cycle)."""
+        for index, rounds in list(self.idle.items()):
+            if self.primal[index] > WHOLE or reduced[index] <= RETIRE_COST:
+                self.idle[index] = 0
+            elif rounds + 1 >= IDLE_ROUNDS:
+                self.solver.variable(index).SetUb(0.0)
+                del self.idle[index]
+            else:
+                self.idle[index] = rounds + 1
+
     def solve(self) -> np.ndarray | None:
-        """The master's duals (one per row), or None when GLOP does not solve it (its
-        warm start can end ABNORMAL after new columns: then once more from scratch)."""
+        """The master's duals (one per row), or None when GLOP does not solve it. GLOP can
+        end ABNORMAL or even INFEASIBLE on a feasible master (a rack balance's rows mix
+        coefficients 10^9 apart); then from scratch with each of RETRIES until one solves
+        it."""
         response = linear_solver_pb2.MPSolutionResponse()
         if self.solver.Solve() == pywraplp.Solver.OPTIMAL:
             self.solver.FillSolutionResponseProto(response)
@@ -424,11 +495,16 @@ class ConfigurationLP:
             request = linear_solver_pb2.MPModelRequest(
                 solver_type=linear_solver_pb2.MPModelRequest.GLOP_LINEAR_PROGRAMMING)
             self.solver.ExportModelToProto(request.model)
-            pywraplp.Solver.SolveWithProto(request, response)
-            if response.status != linear_solver_pb2.MPSOLVER_OPTIMAL:
+            for parameters in RETRIES:
+                request.solver_specific_parameters = parameters
+                pywraplp.Solver.SolveWithProto(request, response)
+                if response.status == linear_solver_pb2.MPSOLVER_OPTIMAL:
+                    break
+            else:
                 return None
         self.value = response.objective_value
         self.primal = np.asarray(response.variable_value, dtype=float)
+        self._retire(np.asarray(response.reduced_cost, dtype=float))
         return np.asarray(response.dual_value, dtype=float)
 
     def lagrangian(self, duals: np.ndarray
@@ -465,9 +541,11 @@ class ConfigurationLP:
                 price = sum(y[r] * coef for r, coef in attribute_rows)
                 if price:
                     extra = extra + price * value
-            best, counts = _best_content(container, self.priced, self.divisor, gain, extra)
+            values, counts = _best_content(container, self.priced, self.divisor, gain, extra)
+            best = float(values[container.low:].max())
             if not math.isfinite(best):
                 return -math.inf, []
+            self.regret[position] = best - values
             # its least reduced cost: the convexity row's side (counted above) is what the
             # Lagrangian keeps of the one content each container must hold
             lowest = float(container.initial.sum()) - best - y[self.convexity[position]]
@@ -476,6 +554,16 @@ class ConfigurationLP:
             if lowest < -REDUCED_COST:
                 columns.append((container, counts))
         return total - magnitude * 1e-12, columns
+
+    def load_domains(self, gap: float) -> dict[int, np.ndarray]:
+        """Reduced-cost fixing on loads, from the last ``lagrangian``: per container (its
+        index), the loads (in the priced dimension's units) of the contents a solution can
+        hold when its moves exceed that Lagrangian bound by at most ``gap``. A solution's
+        moves are at least the bound plus, in each container, how far its content's reduced
+        cost is above the least one (the other terms of the sum are not negative)."""
+        return {c.index: (np.flatnonzero(self.regret[c.position][c.low:] <= gap + ROUNDING)
+                          + c.low) * self.divisor
+                for c in self.containers}
 
     def whole_contents(self) -> dict[int, int] | None:
         """Count variable -> value in every container whose LP content is whole (a single

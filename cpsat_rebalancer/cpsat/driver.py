@@ -31,7 +31,7 @@ from ..result import (
 )
 from ..scenario import ConstraintEntry, Model, SolverOptions
 from ..specs.common import Restrictions
-from .configurations import configuration_bound
+from .configurations import ConfigurationBound, configuration_bound
 from .linear import Lin, lin_sum
 from .model import INT_LIMIT, Integerized, ModelBuilder, TargetProbe, hint_first
 from .neighbourhoods import descend
@@ -704,6 +704,8 @@ CONFIGURATION_SHARE = 0.4  # of a movement bucket's share, at most, for the cont
 CONFIGURATION_SECONDS = 10.0  # in a repeatable run without a time limit
 COMPLETION_SECONDS = 5.0  # at most, to complete the configurations' contents in the model
 COMPLETION_WORK = 2.0  # (deterministic seconds, in a repeatable run)
+FEWER_MOVES_SHARE = 0.5  # of a movement bucket's time left, for the reduced-cost-fixed search
+FEWER_MOVES_WORK = 20.0  # (deterministic seconds, in a repeatable run)
 REPAIR_SHARE = 0.4  # of a bucket's share, at most, for the limits, cuts and greedy repairs
 RELAX_SHARE = 0.4  # of what is left of that, at most, for the load relaxation
 
@@ -1045,6 +1047,7 @@ def _configurations(chain: Chain, bucket: Bucket, form: Integerized, error: floa
     builder = chain.builder
     moves = int((chain.decode() != builder.problem.initial).sum())
     seconds = chain.wall_limit(None if budget is None else CONFIGURATION_SHARE * budget)
+    started = time.monotonic()
     try:
         found = configuration_bound(
             builder, chain.values, CONFIGURATION_SECONDS if seconds is None else seconds,
@@ -1062,8 +1065,52 @@ def _configurations(chain: Chain, bucket: Bucket, form: Integerized, error: floa
                                     COMPLETION_WORK, probing=True)
         completed = chain.held_value(bucket.position, form.factor, error)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and completed < held:
-            return completed
+            held = completed
+        else:
+            chain.values = values
+    if found is not None and not chain.interrupted:
+        held = _fewer_moves_within(chain, bucket, form, error, held, found,
+                                   None if budget is None
+                                   else budget - (time.monotonic() - started))
+    return held
+
+
+def _fewer_moves_within(chain: Chain, bucket: Bucket, form: Integerized, error: float,
+                        held: int, found: ConfigurationBound, budget: float | None) -> int:
+    """Search for fewer moves than the assignment held, with each container's load within
+    the loads reduced-cost fixing leaves for that (``found.loads_below``): a much smaller
+    search. None found there means none
+    exists: the moves held are then the fewest, a floor. Keeps a solution found if the
+    bucket is better there than at ``held``; returns the bucket's value at the one kept."""
+    builder = chain.builder
+    moved = _moved(builder)
+    moves = int((chain.decode() != builder.problem.initial).sum())
+    domains = found.loads_below(moves)
+    if moves <= chain.moved_floor or domains is None:
+        return held
+    loads = builder.container_loads()[found.master.priced]
+    gate = builder.cp.new_bool_var("fewer_moves")
+    builder.cp.add(moved <= moves - 1).only_enforce_if(gate)
+    for c, allowed in domains.items():
+        builder.cp.add_linear_expression_in_domain(
+            loads[c], cp_model.Domain.from_values(allowed.tolist())).only_enforce_if(gate)
+    builder.fix(gate, 1)
+    values = chain.values
+    status, solver = chain.solve(
+        moved, chain.wall_limit(None if budget is None else FEWER_MOVES_SHARE * budget),
+        FEWER_MOVES_WORK, probing=True)
+    builder.fix(gate, 0)
+    if status == cp_model.INFEASIBLE:
+        chain.moved_floor = max(chain.moved_floor, moves)
         chain.values = values
+        return held
+    if status == cp_model.OPTIMAL:  # every solution with fewer moves was in its reach
+        chain.moved_floor = max(chain.moved_floor, round(solver.objective_value))
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        better = chain.held_value(bucket.position, form.factor, error)
+        if better < held:
+            return better
+    chain.values = values
     return held
 
 
