@@ -96,3 +96,13 @@ def test_many_distinct_capacities_give_a_model_cp_sat_accepts() -> None:
     exact = evaluate(scenario.problem, scenario.model, result.final).positions[0]
     assert result.buckets[0].objective == pytest.approx(exact, abs=1e-9)
     assert result.buckets[0].approximation_error < 1e-7
+
+
+def test_a_balances_stated_error_is_of_its_mean_not_its_sum() -> None:
+    """SQUARES over 100 hosts: each host's pieces are exact up to their values' last digit
+    (1e-9), and the balance is their mean, so that is its error too. Stated 100 times too
+    large, the error widened the freeze of the balance enough for the movement bucket to
+    trade balance for moves (10000x500: 1e-6 worse than local search's)."""
+    scenario = parse_scenario(balance_instance(2000, 100, "SQUARES", seed=0))
+    _, buckets = compile_model(scenario.problem, scenario.model)
+    assert 0 < buckets[0].error <= 1.01e-9

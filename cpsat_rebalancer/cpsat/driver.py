@@ -1040,10 +1040,11 @@ def _solve_bucket(chain: Chain, bucket: Bucket, budget: float | None) -> BucketR
 def _configurations(chain: Chain, bucket: Bucket, form: Integerized, error: float,
                     held: int, budget: float | None) -> int:
     """Raise the floor on moves by the configuration LP (``configurations``), and search
-    the neighbourhood its optimum points to: the containers whose LP content is whole held
-    to it, the others free (at 2000x100, 87 of 100 held, the optimum in 0.25 s where the
-    full search took 10-20 s). Its solution is kept if the bucket is better there than at
-    ``held`` (its value at the assignment held); returns the value at the one kept."""
+    where its optimum points: first with the containers whose LP content is whole held to
+    it, the others free (at 2000x100, 87 of 100 held, the optimum in 0.25 s where the full
+    search took 10-20 s), then for fewer moves within the loads reduced-cost fixing
+    leaves. A solution is kept if the bucket is better there than at ``held`` (its value
+    at the assignment held); returns the value at the one kept."""
     builder = chain.builder
     moves = int((chain.decode() != builder.problem.initial).sum())
     seconds = chain.wall_limit(None if budget is None else CONFIGURATION_SHARE * budget)
@@ -1079,9 +1080,9 @@ def _fewer_moves_within(chain: Chain, bucket: Bucket, form: Integerized, error: 
                         held: int, found: ConfigurationBound, budget: float | None) -> int:
     """Search for fewer moves than the assignment held, with each container's load within
     the loads reduced-cost fixing leaves for that (``found.loads_below``): a much smaller
-    search. None found there means none
-    exists: the moves held are then the fewest, a floor. Keeps a solution found if the
-    bucket is better there than at ``held``; returns the bucket's value at the one kept."""
+    search, held behind a gate freed after. None there means none anywhere: the moves held
+    are the fewest. Keeps a solution found if the bucket is better there than at
+    ``held``; returns the bucket's value at the one kept."""
     builder = chain.builder
     moved = _moved(builder)
     moves = int((chain.decode() != builder.problem.initial).sum())

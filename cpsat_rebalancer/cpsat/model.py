@@ -714,6 +714,18 @@ class ModelBuilder:
         if error > 0:
             self.errors[what] = self.errors.get(what, 0.0) + error
 
+    @contextmanager
+    def errors_scaled(self, factor: float) -> Iterator[None]:
+        """Errors noted meanwhile belong to terms the caller then scales by ``factor`` (a
+        balance's mean over its items): they are kept at that scale. Stated n times too
+        large, a SQUARES balance's error (5e-7 at 10000x500 for 1e-9) widened its freeze
+        enough for the movement bucket to trade 1e-6 of balance, worse than local search."""
+        before = dict(self.errors)
+        yield
+        for what, value in list(self.errors.items()):
+            earlier = before.get(what, 0.0)
+            self.errors[what] = earlier + (value - earlier) * factor
+
     # ---- building blocks specs compile to ----
     def gate(self, lin: Lin) -> object:
         """Literal true exactly when ``lin`` > 0 (lin integer-valued once integerized)."""

@@ -213,7 +213,9 @@ class BalanceSpec(Spec):
             threshold = b.exact_max([Lin(const=to_fraction(self.soft_upper_bound)), bound])
         what = f"{self.name} ({self.formula})"
         if self.formula == "LINEAR":
-            return GoalForm(lin_sum(b.positive_part(u - threshold, what=what) for u in rel) / n)
+            with b.errors_scaled(1 / n):
+                terms = [b.positive_part(u - threshold, what=what) for u in rel]
+            return GoalForm(lin_sum(terms) / n)
         if self.formula == "MAX":
             return GoalForm(b.maximum([Lin()] + [u - threshold for u in rel], what=what))
         if self.formula == "SQUARES":
@@ -222,12 +224,15 @@ class BalanceSpec(Spec):
                 if t < 0:
                     raise InputError(self.name, "SQUARES threshold is negative (Rebalancer "
                                      "reports NaN)", t)
-                terms = [convex_pwl(b, b.as_atom(u), lambda x, t=t: max(0.0, power(x) - t**POWER),
-                                    kinks=[t], what=what) for u in rel]
+                with b.errors_scaled(1 / n):
+                    terms = [convex_pwl(b, b.as_atom(u),
+                                        lambda x, t=t: max(0.0, power(x) - t**POWER),
+                                        kinks=[t], what=what) for u in rel]
             else:
                 table = lower_table(b, threshold, power, what=what)
-                terms = [b.positive_part(convex_pwl(b, b.as_atom(u), power, what=what) - table,
-                                         what=what) for u in rel]
+                with b.errors_scaled(1 / n):
+                    terms = [b.positive_part(convex_pwl(b, b.as_atom(u), power, what=what)
+                                             - table, what=what) for u in rel]
             return GoalForm(lin_sum(terms) / n)
         if self.formula == "IDEAL":
             return GoalForm(self._ideal(b, rel, bound, what))
