@@ -16,7 +16,7 @@ from cpsat_rebalancer.cpsat.driver import (
     restrictions_of,
     solve_model,
 )
-from cpsat_rebalancer.generators import balance_instance
+from cpsat_rebalancer.generators import balance_instance, scale_instance
 from cpsat_rebalancer.scenario import SolverOptions
 
 
@@ -106,3 +106,7 @@ def test_a_balances_stated_error_is_of_its_mean_not_its_sum() -> None:
     scenario = parse_scenario(balance_instance(2000, 100, "SQUARES", seed=0))
     _, buckets = compile_model(scenario.problem, scenario.model)
     assert 0 < buckets[0].error <= 1.01e-9
+    # UtilIncreaseCost (the drain's position 1) is a mean over its items as well
+    drain = parse_scenario(scale_instance("drain", 2000, 100, seed=0))
+    _, buckets = compile_model(drain.problem, drain.model)
+    assert 0 < buckets[1].error <= 1.01e-9

@@ -79,17 +79,18 @@ class UtilIncreaseCostSpec(Spec):
         initial = b.initial_util(self.scope, self.dimension)
         caps = self.scope.capacity(self.dimension)
         terms = []
-        for i in self.items:
-            cap = to_fraction(float(caps[i]))
-            u = util[i] / cap
-            level = max(to_fraction(self.lower_bound), initial[i] / cap)
-            if self.squares:
-                reference = float(level) ** POWER
+        with b.errors_scaled(1 / len(self.items)):  # the goal is the terms' mean
+            for i in self.items:
+                cap = to_fraction(float(caps[i]))
+                u = util[i] / cap
+                level = max(to_fraction(self.lower_bound), initial[i] / cap)
+                if self.squares:
+                    reference = float(level) ** POWER
 
-                def excess(x: float, r: float = reference) -> float:
-                    return max(0.0, max(x, 0.0) ** POWER - r)
+                    def excess(x: float, r: float = reference) -> float:
+                        return max(0.0, max(x, 0.0) ** POWER - r)
 
-                terms.append(convex_pwl(b, u, excess, kinks=[float(level)], what=self.name))
-            else:
-                terms.append(b.positive_part(u - level, what=self.name))
+                    terms.append(convex_pwl(b, u, excess, kinks=[float(level)], what=self.name))
+                else:
+                    terms.append(b.positive_part(u - level, what=self.name))
         return GoalForm(lin_sum(terms) / len(self.items))
