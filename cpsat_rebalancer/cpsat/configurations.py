@@ -234,17 +234,16 @@ def _attributes(model_rows: list[list[tuple[int, int]]], lo: list[float], hi: li
     """The attributes (see ``_Attribute``) of each container (by position), from the
     model rows (master variable, coefficient), their sides, the priced load variables
     (master variable -> container position) and every master variable's domain."""
-    rows_of: dict[int, list[int]] = {}
+    rows_of: dict[int, list[tuple[int, int]]] = {}  # variable -> (row, its coefficient)
     for r, terms in enumerate(model_rows):
-        for k, _ in terms:
-            rows_of.setdefault(k, []).append(r)
+        for k, coef in terms:
+            rows_of.setdefault(k, []).append((r, coef))
     found: dict[int, list[_Attribute]] = {}
     for k, reading in rows_of.items():
         if k in priced_load:
             continue
         owner, local, other = None, [], []
-        for r in reading:
-            coef = dict(model_rows[r])[k]
+        for r, coef in reading:
             others = [(u, a) for u, a in model_rows[r] if u != k]
             if len(others) == 1 and others[0][0] in priced_load:
                 if owner not in (None, priced_load[others[0][0]]):
@@ -408,11 +407,15 @@ class ConfigurationLP:
                 self.link[container.index, dim] = self._row(
                     0.0, 0.0, [(position[loads[dim][container.index].Index()], 1.0)])
         self.convexity = [self._row(1.0, 1.0, []) for _ in containers]
-        classes = builder.var_class
-        self.class_of = classes
+        self.class_of = builder.var_class
         self.class_sizes = builder.classes.sizes
         self.class_rows = [self._row(float(size), float(size), [])
                            for size in self.class_sizes.tolist()]
+        # the rows' terms on the variables (row, variable, coefficient), fixed from here on
+        flat = [(r, k, c) for r, terms in enumerate(self.terms) for k, c in terms]
+        self.entries = (np.asarray([e[0] for e in flat], dtype=np.int64),
+                        np.asarray([e[1] for e in flat], dtype=np.int64),
+                        np.asarray([e[2] for e in flat], dtype=float))
         counts = np.asarray(held[:len(builder.count_vars)], dtype=np.int64)
         for container in containers:  # the held contents, and the initial ones that fit
             self.add(container, counts[container.variables])
@@ -521,11 +524,9 @@ class ConfigurationLP:
                 total += y[r] * hi
             else:
                 y[r] = 0.0
+        rows, variables, coefs = self.entries
         reduced = np.zeros(len(self.variables))
-        for r, terms in enumerate(self.terms):
-            if y[r]:
-                for k, coef in terms:
-                    reduced[k] -= y[r] * coef
+        np.subtract.at(reduced, variables, y[rows] * coefs)
         total += float(np.minimum(reduced * self.var_lo, reduced * self.var_hi).sum())
         magnitude = abs(total)
         columns = []

@@ -564,6 +564,10 @@ class Chain:
             return self.builder.problem.initial.copy()
         return self.builder.decode(self.values[: len(self.builder.count_vars)])
 
+    def moves(self) -> int:
+        """Objects the last solution moves."""
+        return int((self.decode() != self.builder.problem.initial).sum())
+
 
 def _bucket_values(status: int, solver: cp_model.CpSolver, objective_expr: object,
                    factor: Fraction, blend: tuple[int, int] = (1, 0),
@@ -727,7 +731,7 @@ def _fewest_moves(chain: Chain, started: float) -> None:
     budget = chain.wall_limit(max(1.0, TIE_BREAK_SHARE * (time.monotonic() - started)))
     if budget is not None and budget <= 0.01:
         return
-    moves = int((chain.decode() != chain.builder.problem.initial).sum())
+    moves = chain.moves()
     if chain.moved_floor > 0 and moves <= chain.moved_floor:
         return  # already at the proven floor on moves (1M objects: 24 s of search saved)
     before = list(chain.values)
@@ -1046,7 +1050,7 @@ def _configurations(chain: Chain, bucket: Bucket, form: Integerized, error: floa
     leaves. A solution is kept if the bucket is better there than at ``held`` (its value
     at the assignment held); returns the value at the one kept."""
     builder = chain.builder
-    moves = int((chain.decode() != builder.problem.initial).sum())
+    moves = chain.moves()
     seconds = chain.wall_limit(None if budget is None else CONFIGURATION_SHARE * budget)
     started = time.monotonic()
     try:
@@ -1085,7 +1089,7 @@ def _fewer_moves_within(chain: Chain, bucket: Bucket, form: Integerized, error: 
     ``held``; returns the bucket's value at the one kept."""
     builder = chain.builder
     moved = _moved(builder)
-    moves = int((chain.decode() != builder.problem.initial).sum())
+    moves = chain.moves()
     domains = found.loads_below(moves)
     if moves <= chain.moved_floor or domains is None:
         return held
@@ -1103,7 +1107,6 @@ def _fewer_moves_within(chain: Chain, bucket: Bucket, form: Integerized, error: 
     builder.fix(gate, 0)
     if status == cp_model.INFEASIBLE:
         chain.moved_floor = max(chain.moved_floor, moves)
-        chain.values = values
         return held
     if status == cp_model.OPTIMAL:  # every solution with fewer moves was in its reach
         chain.moved_floor = max(chain.moved_floor, round(solver.objective_value))
