@@ -39,7 +39,7 @@ import numpy as np
 from ortools.linear_solver import linear_solver_pb2, pywraplp
 from ortools.sat.python import cp_model
 
-from .lp_bound import LinearRows, linear_rows, snapshot
+from .lp_bound import LinearRows, glop, linear_rows, snapshot
 from .model import ModelBuilder
 from .relaxation import loads_model, split_constraints
 from .repair import presolved_bounds
@@ -49,8 +49,6 @@ PRICING_WORK = 300_000_000  # table cells x knapsack items, over all rounds (~10
 PRESOLVE_SHARE = 0.3  # of the time, at most, to read back the load and count limits
 PRICING_SHARE = 0.9  # of the time, at most, up to the end of the column generation
 # GLOP's settings to try, in turn, on a master it failed (each solved some such master)
-RETRIES = ("use_scaling: false", "solve_dual_problem: ALWAYS_DO", "use_preprocessing: false",
-           "use_dual_simplex: true")
 REDUCED_COST = 1e-7  # a column enters only below this reduced cost
 ROUNDING = 1e-6  # the float sum's last bits: an integer floor is rounded up only past this
 WHOLE = 1e-6  # an LP weight this close to 1 is a whole content (this close to 0, none)
@@ -489,8 +487,7 @@ class ConfigurationLP:
     def solve(self) -> np.ndarray | None:
         """The master's duals (one per row), or None when GLOP does not solve it. GLOP can
         end ABNORMAL or even INFEASIBLE on a feasible master (a rack balance's rows mix
-        coefficients 10^9 apart); then from scratch with each of RETRIES until one solves
-        it."""
+        coefficients 10^9 apart); then from scratch with other settings (``glop``)."""
         response = linear_solver_pb2.MPSolutionResponse()
         if self.solver.Solve() == pywraplp.Solver.OPTIMAL:
             self.solver.FillSolutionResponseProto(response)
@@ -498,12 +495,8 @@ class ConfigurationLP:
             request = linear_solver_pb2.MPModelRequest(
                 solver_type=linear_solver_pb2.MPModelRequest.GLOP_LINEAR_PROGRAMMING)
             self.solver.ExportModelToProto(request.model)
-            for parameters in RETRIES:
-                request.solver_specific_parameters = parameters
-                pywraplp.Solver.SolveWithProto(request, response)
-                if response.status == linear_solver_pb2.MPSOLVER_OPTIMAL:
-                    break
-            else:
+            response = glop(request, feasible=True, retry_only=True)
+            if response is None:
                 return None
         self.value = response.objective_value
         self.primal = np.asarray(response.variable_value, dtype=float)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -94,6 +95,37 @@ def linear_rows(model: cp_model_pb2.CpModelProto) -> LinearRows:
                     terms[var] = terms.get(var, 0) - coef
                 rows.add(terms.keys(), terms.values(), expr.offset - target.offset, math.inf)
     return rows
+
+
+# GLOP settings to retry with when it ends ABNORMAL on a feasible LP: a rack balance's rows
+# (coefficients 10^9 apart) did, at 3000x300, until its scaling was off
+RETRIES = ("use_scaling: false", "solve_dual_problem: ALWAYS_DO", "use_preprocessing: false",
+           "use_dual_simplex: true")
+
+
+def glop(request: linear_solver_pb2.MPModelRequest, deadline: float = math.inf,
+         feasible: bool = False, retry_only: bool = False
+         ) -> linear_solver_pb2.MPSolutionResponse | None:
+    """Solve ``request`` with GLOP (unless the caller did: ``retry_only``), then with each of
+    RETRIES while it ends ABNORMAL (or INFEASIBLE, on an LP known to be ``feasible``) and
+    time is left until ``deadline`` (monotonic seconds); None unless one reaches OPTIMAL."""
+    response = linear_solver_pb2.MPSolutionResponse()
+    retried = {linear_solver_pb2.MPSOLVER_ABNORMAL} | (
+        {linear_solver_pb2.MPSOLVER_INFEASIBLE} if feasible else set())
+    given = request.solver_specific_parameters
+    for parameters in RETRIES if retry_only else ("",) + RETRIES:
+        left = deadline - time.monotonic()
+        if parameters and left <= 0.01:
+            break
+        request.solver_specific_parameters = " ".join(p for p in (given, parameters) if p)
+        if math.isfinite(left):
+            request.solver_time_limit_seconds = max(left, 0.01)
+        pywraplp.Solver.SolveWithProto(request, response)
+        if response.status == linear_solver_pb2.MPSOLVER_OPTIMAL:
+            return response
+        if response.status not in retried:
+            break
+    return None
 
 
 def _request(model: cp_model_pb2.CpModelProto, rows: LinearRows, seconds: float,
@@ -180,9 +212,8 @@ def solve_lp(cp: cp_model.CpModel, seconds: float,
             or model.HasField("floating_point_objective")):
         return None
     rows = linear_rows(model)
-    response = linear_solver_pb2.MPSolutionResponse()
-    pywraplp.Solver.SolveWithProto(_request(model, rows, seconds, work), response)
-    if response.status != linear_solver_pb2.MPSOLVER_OPTIMAL:
+    response = glop(_request(model, rows, seconds, work), time.monotonic() + seconds)
+    if response is None:
         return None
     floor = _safe_floor(model, rows, list(response.dual_value))
     point = _rounded(model, list(response.variable_value))

@@ -33,6 +33,9 @@ INT_LIMIT = 2**60  # keep every integerized expression's magnitude below this
 # enough that many of them (a LINEAR balance of 70 racks of distinct capacities at
 # 50000x1000, each exact only at 10^17) still sum within CP-SAT's 64 bits
 VARIABLE_LIMIT = 2**50
+# an excess whose slope exceeds this many of its units per unit of its load is written in
+# steps of the load (ModelBuilder._excess_in_steps): GLOP fails on rows 10^9 apart
+WELL_SCALED = 2**20
 DIGITS_TRIED = 9  # decimal digits tried to make a dimension integral
 
 
@@ -746,11 +749,52 @@ class ModelBuilder:
             return Lin()
         if form.lo >= 0 and gate is None:
             return lin
+        kink = self._kink(lin, form.factor) if gate is None else None
+        if kink is not None and kink[0] > WELL_SCALED:
+            return self._excess_in_steps(*kink, form.factor)
         z = self.cp.new_int_var(0, form.hi, "pos")
         constraint = self.cp.add(z >= form.expr)
         if gate is not None:
             constraint.only_enforce_if(self.gate(gate))
+        elif kink is not None and self.accelerate:
+            # the chord below a kink between integers f and f + 1: z >= s·(U - f), with s
+            # the excess at f + 1, holds at every integer U (0 up to f, below the slope a
+            # beyond) and makes the LP exact at the integers
+            a, b, u, f, _ = kink
+            if b % a:
+                self.cp.add(z >= (a * (f + 1) + b) * (u - f))
         return Lin.atom(self.new_atom(z, 0, form.hi, bounding=True), 1 / form.factor)
+
+    def _kink(self, lin: Lin, factor: Fraction) -> tuple[int, int, object, int, int] | None:
+        """A one-atom form K·lin = a·U + b (K = ``factor``, rounded as ``_scaled`` rounds it)
+        written with a > 0 over U = ±atom, whose kink -b/a lies in U's range, as
+        (a, b, U, f = floor(-b/a), U's largest value); None for a form over several atoms."""
+        live = [(a, c) for a, c in lin.terms.items() if c != 0]
+        if len(live) != 1:
+            return None
+        atom = self.atoms[live[0][0]]
+        a, b = round(live[0][1] * factor), round(lin.const * factor)
+        sign = 1 if a > 0 else -1
+        f = (-b) // abs(a)
+        lo, hi = sorted((sign * atom.lo, sign * atom.hi))
+        return (abs(a), b, atom.expr * sign, f, hi) if lo <= f < hi else None
+
+    def _excess_in_steps(self, a: int, b: int, u: object, f: int, hi: int,
+                         factor: Fraction) -> Lin:
+        """max(0, a·U + b) over integers U as s·y + a·w, with y + w >= U - f, y in {0, 1},
+        w >= 0 and s = a·(f + 1) + b, the excess at f + 1 (y is left out where the kink is
+        at f itself: s = a). Exact under minimization, and its LP is the hull at the
+        integers, in a row of unit coefficients: a rack balance's z >= a·U + b, with a
+        near 10^9 against z's 1, left GLOP ABNORMAL at 3000x300."""
+        s = a * (f + 1) + b
+        w = self.cp.new_int_var(0, hi - f, "steps")
+        excess = Lin.atom(self.new_atom(w, 0, hi - f, bounding=True), a / factor)
+        if s == a:
+            self.cp.add(w >= u - f)
+            return excess
+        y = self.cp.new_bool_var("first_step")
+        self.cp.add(y + w >= u - f)
+        return excess + Lin.atom(self.new_atom(y, 0, 1, bounding=True), s / factor)
 
     @staticmethod
     def tolerance_units(form: Integerized) -> int:

@@ -17,7 +17,7 @@ import numpy as np
 from .linear import Lin
 from .model import ModelBuilder
 
-ALL_INTEGERS_UP_TO = 400  # ranges this short get a breakpoint at every integer (exact)
+ALL_INTEGERS_UP_TO = 1024  # ranges this short get a breakpoint at every integer (exact)
 SEGMENTS = 64  # otherwise this many uniform segments, plus the kinks
 VALUE_DIGITS = 9  # function values are kept to about this many digits
 
