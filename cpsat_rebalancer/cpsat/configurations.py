@@ -94,14 +94,18 @@ class ConfigurationBound:
 def configuration_bound(builder: ModelBuilder, held: list[int], seconds: float,
                         run: Callable[[cp_model.CpSolver, cp_model.CpModel], int]
                         | None = None, work: float | None = None,
-                        target: int | None = None) -> ConfigurationBound | None:
+                        target: int | None = None,
+                        floor: int = 0) -> ConfigurationBound | None:
     """A lower bound on the objects moved in any solution of the model (see the module
     docstring), and the contents its LP optimum makes whole; None where it does not apply
     (no moves or loads built, interchangeable containers ordered, loads too fine for the
     table) or nothing was priced in time. ``held`` is a solution of the model (every
     variable's value): its contents are the first columns; ``target``, its moves: pricing
-    stops once the floor reaches it. At most ``seconds`` (or, in a repeatable run, ``work``
-    deterministic seconds of presolve and PRICING_WORK of pricing)."""
+    stops once the floor reaches it, or once the master's value is down to ``floor`` (a
+    bound on moves already proven: more columns could not raise this one past it, and the
+    LP's contents there are what the search needs). At most ``seconds`` (or, in a
+    repeatable run, ``work`` deterministic seconds of presolve and PRICING_WORK of
+    pricing)."""
     deadline = time.monotonic() + PRICING_SHARE * seconds
     built = configuration_master(builder, held, PRESOLVE_SHARE * seconds, run, work)
     if built is None:
@@ -116,9 +120,10 @@ def configuration_bound(builder: ModelBuilder, held: list[int], seconds: float,
             break
         budget -= cost
         priced, columns = master.lagrangian(duals)
-        floor = math.ceil(priced - ROUNDING) + unassigned
-        bound = floor if bound is None else max(bound, floor)
-        if (not columns or bound >= math.ceil(master.value + unassigned - ROUNDING)
+        priced_floor = math.ceil(priced - ROUNDING) + unassigned
+        bound = priced_floor if bound is None else max(bound, priced_floor)
+        least = math.ceil(master.value + unassigned - ROUNDING)  # the master's, at most
+        if (not columns or bound >= least or least <= floor
                 or (target is not None and bound >= target)
                 or (work is None and time.monotonic() > deadline)):
             break

@@ -1062,7 +1062,7 @@ def _configurations(chain: Chain, bucket: Bucket, form: Integerized, error: floa
         found = configuration_bound(
             builder, chain.values, CONFIGURATION_SECONDS if seconds is None else seconds,
             chain.run, CONFIGURATION_SHARE * PRESOLVE_SECONDS if chain.deterministic else None,
-            moves)
+            moves, chain.moved_floor)
     except KeyboardInterrupt:  # Ctrl-C outside a search: stop the chain the same way
         chain.interrupted, found = True, None
     if found is not None:
