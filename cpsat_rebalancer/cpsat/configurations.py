@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -246,15 +247,19 @@ def _attributes(model_rows: list[list[tuple[int, int]]], lo: list[float], hi: li
         if k in priced_load:
             continue
         owner, local, other = None, [], []
+        occurrences = Counter(r for r, _ in reading)
         for r, coef in reading:
-            others = [(u, a) for u, a in model_rows[r] if u != k]
-            if len(others) == 1 and others[0][0] in priced_load:
+            # the row's other terms, listed only when at most one: a total reads 1000s
+            # of variables, and listing it for each of them was quadratic (14 s there)
+            size = len(model_rows[r]) - occurrences[r]
+            others = [(u, a) for u, a in model_rows[r] if u != k] if size <= 1 else []
+            if size == 1 and others[0][0] in priced_load:
                 if owner not in (None, priced_load[others[0][0]]):
                     owner = -1
                     break
                 owner = priced_load[others[0][0]]
                 local.append((r, coef, others[0][1]))
-            elif not others:
+            elif size == 0:
                 local.append((r, coef, 0))
             elif (coef > 0 and math.isfinite(lo[r])) or (coef < 0 and math.isfinite(hi[r])):
                 owner = -1  # a lower value could break this row: not an attribute
