@@ -49,7 +49,6 @@ TABLE_CELLS = 20_000  # the largest load (in the dimension's units) the pricing 
 PRICING_WORK = 300_000_000  # table cells x knapsack items, over all rounds (~10 s)
 PRESOLVE_SHARE = 0.3  # of the time, at most, to read back the load and count limits
 PRICING_SHARE = 0.9  # of the time, at most, up to the end of the column generation
-# GLOP's settings to try, in turn, on a master it failed (each solved some such master)
 REDUCED_COST = 1e-7  # a column enters only below this reduced cost
 ROUNDING = 1e-6  # the float sum's last bits: an integer floor is rounded up only past this
 WHOLE = 1e-6  # an LP weight this close to 1 is a whole content (this close to 0, none)
