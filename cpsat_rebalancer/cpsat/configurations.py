@@ -335,7 +335,7 @@ def _best_content(container: _Container, dim: str, divisor: int, gain: np.ndarra
                 continue
             candidate = value[:cells - shift] + take * profit
             better = candidate > value[shift:]
-            value[shift:] = np.where(better, candidate, value[shift:])
+            np.maximum(value[shift:], candidate, out=value[shift:])
             chunks.append((j, take, shift, better))
     if extra is not None:
         value = value + extra
