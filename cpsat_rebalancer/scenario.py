@@ -59,6 +59,12 @@ class Model:
         return [(c.spec, c.spec.restrictions(problem)) for c in self.constraints
                 if c.policy != "SOFT"]
 
+    def dimensions(self) -> frozenset[str]:
+        """The object dimensions some goal or constraint reads (the others cannot tell
+        objects apart)."""
+        return frozenset().union(*(e.spec.dimensions() for e in [*self.goals,
+                                                                   *self.constraints]))
+
     def check_solvable(self) -> None:
         """What the evaluator can score but the solver cannot model exactly, rejected before
         any model is built: a negative weight maximizes its goal, exact only when linear."""

@@ -3,14 +3,18 @@ the same optimum as one class per initial container, and crossing scopes fall ba
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from randomized import random_scenario
 from test_bruteforce import check_against_enumeration
 
 from cpsat_rebalancer import parse_scenario
-from cpsat_rebalancer.cpsat.driver import solve_model
+from cpsat_rebalancer.cpsat.driver import compile_model, solve_model
 from cpsat_rebalancer.cpsat.model import ModelBuilder, laminar_chain
+from cpsat_rebalancer.errors import InternalError
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.specs.common import REGISTRY
 
 OPTIONS = SolverOptions(workers=1)
 
@@ -90,3 +94,41 @@ def test_nested_scopes_form_a_chain() -> None:
 @pytest.mark.parametrize("seed", range(2000, 2020))
 def test_identical_objects_match_enumeration(seed: int) -> None:
     check_against_enumeration(identical_objects(seed), seed)
+
+
+def unread_dimension(seed: int) -> dict:
+    """``identical_objects`` plus a dimension no spec reads, different for every object."""
+    data = identical_objects(seed)
+    objects = sorted(next(iter(data["objectDimensions"].values())))
+    data["objectDimensions"]["label"] = {obj: k + 1 for k, obj in enumerate(objects)}
+    return data
+
+
+@pytest.mark.parametrize("seed", range(3000, 3020))
+def test_unread_dimension_matches_enumeration(seed: int) -> None:
+    check_against_enumeration(unread_dimension(seed), seed)
+
+
+def test_unread_dimensions_do_not_split_classes() -> None:
+    data = identical_objects(3)
+    data["assignment"] = {"h0": ["t0", "t1"], "h1": ["t2", "t3"]}
+    data["objectDimensions"] = {"cpu": dict.fromkeys(["t0", "t1", "t2", "t3"], 2),
+                                "mem": {"t0": 1, "t1": 2, "t2": 3, "t3": 4}}
+    data["containerDimensions"] = {"cpu": {"h0": 4, "h1": 8}, "mem": {"h0": 9, "h1": 9}}
+    data["scopes"], data["scopeDimensions"], data["constraints"] = {}, {}, []
+    data["goals"] = [{"spec": {"balanceSpec": {"dimension": "cpu"}}}]
+    scenario = parse_scenario(data)
+    assert scenario.model.dimensions() == {"cpu"}
+    assert len(ModelBuilder(scenario.problem).classes.members) == 4  # mem tells them apart
+    builder, _ = compile_model(scenario.problem, scenario.model)
+    assert len(builder.classes.members) == 1
+    with pytest.raises(InternalError, match="mem"):
+        builder.var_values("mem")
+
+
+def test_every_spec_names_its_dimension_in_one_field() -> None:
+    """Spec.dimensions reads the ``dimension`` field: a spec type reading a dimension under
+    another name would let objects it tells apart share a class."""
+    for arm, spec_type in REGISTRY.items():
+        fields = [f.name for f in dataclasses.fields(spec_type) if "dim" in f.name.lower()]
+        assert fields in ([], ["dimension"]), arm

@@ -179,16 +179,19 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
     fixed, non_accepting = restrictions_of(problem, model)
     aggregate = aggregate and classes_may_span_containers(model)
     named = named_objects(model) | fixed
+    # objects differing only in dimensions no spec reads share a class (at 50000x1000, 16
+    # flavours of (cpu, mem) under cpu-only specs are 8 classes)
+    dims = model.dimensions() | {problem.count_dimension}
     if guards is None:
-        builder = ModelBuilder(problem, fixed, non_accepting, named, aggregate)
+        builder = ModelBuilder(problem, fixed, non_accepting, named, aggregate, dims)
         builder.accelerate = accelerate
         builder.seconds = seconds
         if accelerate:
             builder.break_symmetry(interchangeable_containers(problem, model, fixed,
                                                               non_accepting),
-                                   order_key_dimension(problem))
+                                   order_key_dimension(problem, dims))
     else:  # only the hard rules matter, each under its guard: no unguarded redundant bounds
-        builder = ModelBuilder(problem, frozenset(), frozenset(), named, aggregate)
+        builder = ModelBuilder(problem, frozenset(), frozenset(), named, aggregate, dims)
         builder.accelerate = False
         for spec, restriction in model.restrictions(problem):
             if restriction.fixed_objects or restriction.non_accepting:

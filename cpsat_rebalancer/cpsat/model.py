@@ -78,15 +78,19 @@ class ObjectClasses:
         return np.asarray([len(m) for m in self.members], dtype=np.int64)
 
 
-def object_classes(problem: Problem, named: set[int], by_initial_container: bool) -> ObjectClasses:
-    """Group interchangeable objects: same dimensions and groups, not named by any spec (and
-    the same initial container when ``by_initial_container``)."""
+def object_classes(problem: Problem, named: set[int], by_initial_container: bool,
+                   dims: frozenset[str] | None = None) -> ObjectClasses:
+    """Group interchangeable objects: same values of the dimensions in ``dims`` (None: all;
+    a dimension no spec reads cannot tell objects apart), same groups, not named by any spec
+    (and the same initial container when ``by_initial_container``)."""
     n = problem.num_objects
     if n == 0:
         return ObjectClasses([], np.zeros(0, np.int64), [])
-    columns = [problem.object_dims[d] for d in sorted(problem.object_dims)]
+    columns = [problem.object_dims[d] for d in sorted(problem.object_dims)
+               if dims is None or d in dims]
     for name in sorted(problem.dynamic_dims):
-        columns.extend(problem.dynamic_dims[name].by_item.T)
+        if dims is None or name in dims:
+            columns.extend(problem.dynamic_dims[name].by_item.T)
     if by_initial_container:
         columns.append(problem.initial.astype(float))
     for name in sorted(problem.partitions):
@@ -194,15 +198,17 @@ class ModelBuilder:
 
     def __init__(self, problem: Problem, fixed: frozenset[int] = frozenset(),
                  non_accepting: frozenset[int] = frozenset(), named: set[int] | None = None,
-                 aggregate: bool = True):
+                 aggregate: bool = True, dims: frozenset[str] | None = None):
         self.problem = problem
+        # the dimensions objects are classed by (None: all); only theirs have class values
+        self.class_dims = dims
         self.cp = cp_model.CpModel()
         self.atoms: list[Atom] = []
         self.errors: dict[str, float] = {}
         chain = laminar_chain(problem) if aggregate else None
         self.scope_chain = chain or []  # custom scopes, finest first, for decoding
         self.classes = object_classes(problem, set(named or ()) | set(fixed),
-                                      by_initial_container=chain is None)
+                                      by_initial_container=chain is None, dims=dims)
         self._scales: dict[str, DimensionScale] = {}
         self._utils: dict[tuple[str, str], tuple[list[int], list[int] | None, np.ndarray]] = {}
         self._stays: dict[str, dict[tuple[int, int], tuple[object, int]]] = {}
@@ -489,11 +495,18 @@ class ModelBuilder:
     def _class_values(self, dim: str) -> np.ndarray:
         if dim in self.problem.dynamic_dims:
             raise InternalError(f"dimension {dim} is dynamic: its value depends on where")
+        self._check_classed(dim)
         ints = self.scale(dim).values
         return np.asarray([int(ints[m[0]]) for m in self.classes.members], dtype=np.int64)
 
+    def _check_classed(self, dim: str) -> None:
+        if self.class_dims is not None and dim not in self.class_dims:
+            raise InternalError(f"dimension {dim} is read by no spec: a class's objects may "
+                                "differ in it")
+
     def var_values(self, dim: str) -> np.ndarray:
         """Integer value of ``dim`` per count variable: of its class, in its container."""
+        self._check_classed(dim)
         scale = self.scale(dim)
         if scale.table is None:
             return self._class_values(dim)[self.var_class]

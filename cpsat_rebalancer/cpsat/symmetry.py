@@ -52,11 +52,11 @@ def interchangeable_containers(problem: Problem, model: Model, fixed: frozenset[
     return [np.asarray(cs, dtype=np.int64) for cs in keys.values() if len(cs) > 1]
 
 
-def order_key_dimension(problem: Problem) -> str:
-    """The static dimension whose loads tell containers apart best (most distinct object
-    values; the count dimension when none is better)."""
+def order_key_dimension(problem: Problem, dims: frozenset[str]) -> str:
+    """The static dimension of ``dims`` (those the model reads) whose loads tell containers
+    apart best (most distinct object values; the count dimension when none is better)."""
     best, distinct = problem.count_dimension, 1
-    for dim in sorted(problem.object_dims):
+    for dim in sorted(d for d in problem.object_dims if d in dims):
         n = len(np.unique(problem.object_dims[dim]))
         if n > distinct:
             best, distinct = dim, n

@@ -92,6 +92,12 @@ class Spec:
     def restrictions(self, problem: Problem) -> Restrictions:
         return Restrictions()
 
+    def dimensions(self) -> frozenset[str]:
+        """The object dimensions this spec reads: objects that differ only elsewhere are
+        alike to it. A spec reads at most one, held in its ``dimension`` field."""
+        dimension = getattr(self, "dimension", None)
+        return frozenset() if dimension is None else frozenset({dimension})
+
     def object_roles(self) -> dict[int, Hashable]:
         """Objects this spec names individually, with the role each plays (for classes)."""
         return {}
