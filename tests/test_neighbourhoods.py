@@ -72,6 +72,9 @@ def test_descent_never_worsens_and_stops_at_its_deadline() -> None:
     worst = round(-solver.objective_value)
     values, found = descend(builder, moved, chain.values, worst, time.monotonic(), chain)
     assert (values, found) == (chain.values, worst)  # no time: nothing tried
+    values, found = descend(builder, moved, chain.values, worst, time.monotonic() + 20.0,
+                            chain, floor=worst)
+    assert (values, found) == (chain.values, worst)  # at a proven floor: nothing tried
     started = time.monotonic()
     _, found = descend(builder, moved, chain.values, worst, started + 1.0, chain)
     assert found <= worst and time.monotonic() - started < 3.0

@@ -713,6 +713,7 @@ COMPLETION_SECONDS = 5.0  # at most, to complete the configurations' contents in
 COMPLETION_WORK = 2.0  # (deterministic seconds, in a repeatable run)
 FEWER_MOVES_SHARE = 0.5  # of a movement bucket's time left, for the reduced-cost-fixed search
 FEWER_MOVES_WORK = 20.0  # (deterministic seconds, in a repeatable run)
+FEWER_MOVES_SEARCH = 0.25  # of that share for CP-SAT's search, the rest for the descent
 REPAIR_SHARE = 0.4  # of a bucket's share, at most, for the limits, cuts and greedy repairs
 RELAX_SHARE = 0.4  # of what is left of that, at most, for the load relaxation
 
@@ -1091,33 +1092,37 @@ def _configurations(chain: Chain, bucket: Bucket, form: Integerized, error: floa
 def _fewer_moves_within(chain: Chain, bucket: Bucket, form: Integerized, error: float,
                         held: int, found: ConfigurationBound, budget: float | None) -> int:
     """Search for fewer moves than the assignment held, with each container's load within
-    the loads reduced-cost fixing leaves for that (``found.loads_below``): a much smaller
-    search, held behind a gate freed after. None there means none anywhere: the moves held
-    are the fewest. Keeps a solution found if the bucket is better there than at
-    ``held``; returns the bucket's value at the one kept."""
+    the loads reduced-cost fixing leaves to solutions moving at most as many
+    (``found.loads_below``), which the assignment held satisfies: a much smaller search,
+    held behind a gate freed after. CP-SAT's search first, hinted with the assignment held
+    (its optimum there is the fewest anywhere), then, if unproven, the descent over
+    containers in the same region (at 50000x1000 racks, 7438 -> 7417 moves in 35 s, where
+    CP-SAT's search alone found 7435 in 48 s). Keeps a solution found if the bucket is
+    better there than at ``held``; returns the bucket's value at the one kept."""
     builder = chain.builder
     moved = _moved(builder)
     moves = chain.moves()
-    domains = found.loads_below(moves)
+    domains = found.loads_below(moves + 1)
     if moves <= chain.moved_floor or domains is None:
         return held
     loads = builder.container_loads()[found.master.priced]
     gate = builder.cp.new_bool_var("fewer_moves")
-    builder.cp.add(moved <= moves - 1).only_enforce_if(gate)
     for c, allowed in domains.items():
         builder.cp.add_linear_expression_in_domain(
             loads[c], cp_model.Domain.from_values(allowed.tolist())).only_enforce_if(gate)
     builder.fix(gate, 1)
     values = chain.values
+    share = None if budget is None else FEWER_MOVES_SHARE * budget
+    started = time.monotonic()
     status, solver = chain.solve(
-        moved, chain.wall_limit(None if budget is None else FEWER_MOVES_SHARE * budget),
+        moved, chain.wall_limit(None if share is None else FEWER_MOVES_SEARCH * share),
         FEWER_MOVES_WORK, probing=True)
-    builder.fix(gate, 0)
-    if status == cp_model.INFEASIBLE:
-        chain.moved_floor = max(chain.moved_floor, moves)
-        return held
-    if status == cp_model.OPTIMAL:  # every solution with fewer moves was in its reach
+    if status == cp_model.OPTIMAL:  # the fewest moves of the region: of any solution
         chain.moved_floor = max(chain.moved_floor, round(solver.objective_value))
+    elif status == cp_model.FEASIBLE and share is not None and not chain.interrupted:
+        chain.values, _ = descend(builder, moved, chain.values, round(solver.objective_value),
+                                  started + share, chain, chain.moved_floor)
+    builder.fix(gate, 0)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         better = chain.held_value(bucket.position, form.factor, error)
         if better < held:

@@ -31,9 +31,10 @@ RANDOM_SHARE = 0.25  # of the containers freed, picked at random rather than alo
 
 
 def descend(builder: ModelBuilder, objective: object, values: list[int], incumbent: int,
-            deadline: float, chain: Chain) -> tuple[list[int], int]:
+            deadline: float, chain: Chain, floor: int | None = None) -> tuple[list[int], int]:
     """Improve ``values`` (a full solution, ``incumbent`` its objective) until ``deadline``
-    (monotonic clock: a wall-clock search, never part of a deterministic run). One
+    (monotonic clock: a wall-clock search, never part of a deterministic run) or down to
+    ``floor`` (a proven bound on the objective). One
     neighbourhood per worker at a time, each solved on one thread; the best gain of a round
     is kept. The neighbourhood grows when many in a row are proven without a gain and
     shrinks when they run out of time. Returns the best solution and its objective, and
@@ -50,7 +51,7 @@ def descend(builder: ModelBuilder, objective: object, values: list[int], incumbe
     size, idle = min(FIRST_SIZE, len(containers)), 0
     counts = np.asarray(values, dtype=np.int64)[count_vars]
     while (time.monotonic() < deadline - 0.05 and size < len(containers)
-           and not chain.interrupted):
+           and not chain.interrupted and (floor is None or incumbent > floor)):
         solves = []
         for lane in lanes:
             freed = _neighbourhood(builder, counts - initial, containers, size, rng)
