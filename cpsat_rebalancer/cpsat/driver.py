@@ -181,7 +181,7 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
     named = named_objects(model) | fixed
     # objects differing only in dimensions no spec reads share a class (at 50000x1000, 16
     # flavours of (cpu, mem) under cpu-only specs are 8 classes)
-    dims = model.dimensions() | {problem.count_dimension}
+    dims = model.dimensions()
     if guards is None:
         builder = ModelBuilder(problem, fixed, non_accepting, named, aggregate, dims)
         builder.accelerate = accelerate
@@ -189,7 +189,7 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
         if accelerate:
             builder.break_symmetry(interchangeable_containers(problem, model, fixed,
                                                               non_accepting),
-                                   order_key_dimension(problem, dims))
+                                   order_key_dimension(problem, builder.class_dims))
     else:  # only the hard rules matter, each under its guard: no unguarded redundant bounds
         builder = ModelBuilder(problem, frozenset(), frozenset(), named, aggregate, dims)
         builder.accelerate = False

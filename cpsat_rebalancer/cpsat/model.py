@@ -200,15 +200,17 @@ class ModelBuilder:
                  non_accepting: frozenset[int] = frozenset(), named: set[int] | None = None,
                  aggregate: bool = True, dims: frozenset[str] | None = None):
         self.problem = problem
-        # the dimensions objects are classed by (None: all); only theirs have class values
-        self.class_dims = dims
+        # the dimensions objects are classed by (None: all; the count dimension always, as
+        # the symmetry breaking's default key); only theirs have class values
+        self.class_dims = None if dims is None else dims | {problem.count_dimension}
         self.cp = cp_model.CpModel()
         self.atoms: list[Atom] = []
         self.errors: dict[str, float] = {}
         chain = laminar_chain(problem) if aggregate else None
         self.scope_chain = chain or []  # custom scopes, finest first, for decoding
         self.classes = object_classes(problem, set(named or ()) | set(fixed),
-                                      by_initial_container=chain is None, dims=dims)
+                                      by_initial_container=chain is None,
+                                      dims=self.class_dims)
         self._scales: dict[str, DimensionScale] = {}
         self._utils: dict[tuple[str, str], tuple[list[int], list[int] | None, np.ndarray]] = {}
         self._stays: dict[str, dict[tuple[int, int], tuple[object, int]]] = {}
@@ -506,10 +508,10 @@ class ModelBuilder:
 
     def var_values(self, dim: str) -> np.ndarray:
         """Integer value of ``dim`` per count variable: of its class, in its container."""
-        self._check_classed(dim)
         scale = self.scale(dim)
         if scale.table is None:
             return self._class_values(dim)[self.var_class]
+        self._check_classed(dim)
         dynamic = self.problem.dynamic_dims[dim]
         items = item_groups(self.problem.scopes[dynamic.scope])[self.var_cont]
         first = np.asarray([m[0] for m in self.classes.members], dtype=np.int64)
