@@ -44,10 +44,10 @@ from benchmarks.peer import cell, values  # noqa: E402
 from benchmarks.scale import machine, per_position, status_text, verdict  # noqa: E402
 from cpsat_rebalancer import parse_scenario  # noqa: E402
 from cpsat_rebalancer.cli import write_output  # noqa: E402
-from cpsat_rebalancer.cpsat.driver import solve_model  # noqa: E402
 from cpsat_rebalancer.errors import InputError  # noqa: E402
 from cpsat_rebalancer.generators import SCALE_FAMILIES, scale_instance  # noqa: E402
 from cpsat_rebalancer.scenario import SolverOptions  # noqa: E402
+from cpsat_rebalancer.solve.pipeline import solve_model  # noqa: E402
 
 DEFAULT_FAMILIES = "linear,squares,max,drain"
 DEFAULT_SIZE = "2000x100"

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from .cpsat.driver import solve_model
 from .evaluate import Evaluation, evaluate
 from .result import SolveResult
 from .scenario import Scenario, SolverOptions, parse_scenario
+from .solve.pipeline import solve_model
 
 
 class ProblemSolver:

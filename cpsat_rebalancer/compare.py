@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .cpsat.driver import solve_model
 from .errors import InputError
 from .evaluate import Evaluation, evaluate
 from .heuristics import (
@@ -44,6 +43,7 @@ from .heuristics import (
 )
 from .result import INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport, SolveResult
 from .scenario import SolverOptions
+from .solve.pipeline import solve_model
 
 TOLERANCE = 1e-9
 

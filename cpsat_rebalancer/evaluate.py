@@ -11,82 +11,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .problem import OUT_OF_SCOPE, Problem, Scope
+from .context import EvalContext, positive, step
+from .primitives import TOLERANCE
+from .problem import Problem
 from .scenario import ConstraintEntry, Model
-from .specs.common import TOLERANCE
-
-
-class EvalContext:
-    """Utilizations of an (initial, final) assignment pair, computed once per (scope, dim)."""
-
-    def __init__(self, problem: Problem, initial: np.ndarray, final: np.ndarray):
-        self.problem = problem
-        self.initial = initial
-        self.final = final
-        self._base: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._at_initial: EvalContext | None = None
-
-    @property
-    def at_initial(self) -> EvalContext:
-        """The same problem evaluated with nothing moved (initial values of every metric)."""
-        if self._at_initial is None:
-            self._at_initial = (self if self.final is self.initial
-                                else EvalContext(self.problem, self.initial, self.initial))
-        return self._at_initial
-
-    def _after_initial_stayed(self, scope: Scope, dim: str):
-        key = (scope.name, dim)
-        if key not in self._base:
-            final_values = self.problem.values_at(dim, self.final)
-            initial_values = self.problem.values_at(dim, self.initial)
-            n = len(scope.items)
-            item_initial = scope.container_item[self.initial]
-            item_final = scope.container_item[self.final]
-
-            def total(items: np.ndarray, mask: np.ndarray, values: np.ndarray) -> np.ndarray:
-                return np.bincount(items[mask], weights=values[mask], minlength=n).astype(float)
-
-            after = total(item_final, item_final != OUT_OF_SCOPE, final_values)
-            initial = total(item_initial, item_initial != OUT_OF_SCOPE, initial_values)
-            stayed = total(item_final, (item_final == item_initial) & (item_final != OUT_OF_SCOPE),
-                           final_values)
-            self._base[key] = (after, initial, stayed)
-        return self._base[key]
-
-    def util(self, scope: Scope, dim: str, metric: str) -> np.ndarray:
-        """Absolute utilization per item of ``scope`` under a definition (§0)."""
-        after, initial, stayed = self._after_initial_stayed(scope, dim)
-        if metric == "AFTER":
-            return after
-        if metric == "INITIAL":
-            return initial
-        if metric == "STAYED":
-            return stayed
-        if metric == "DURING":
-            return after + initial - stayed
-        if metric == "NEW":
-            return after - stayed
-        if metric == "OLD":
-            return initial - stayed
-        if metric == "MOVED":
-            return after + initial - 2 * stayed
-        raise ValueError(f"unknown utilization metric {metric}")
-
-    def out_of_scope_new(self, scope: Scope, dim: str) -> float:
-        """Size of objects finally out of ``scope`` that were initially in it (§6)."""
-        values = self.problem.values_at(dim, self.initial)
-        item_initial = scope.container_item[self.initial]
-        item_final = scope.container_item[self.final]
-        mask = (item_final == OUT_OF_SCOPE) & (item_initial != OUT_OF_SCOPE)
-        return float(values[mask].sum())
-
-
-def step(x: np.ndarray | float) -> np.ndarray:
-    return (np.asarray(x) > TOLERANCE).astype(float)
-
-
-def positive(x: np.ndarray | float) -> np.ndarray:
-    return np.maximum(np.asarray(x, dtype=float), 0.0)
 
 
 @dataclass
@@ -167,7 +95,7 @@ def soft_term(entry: ConstraintEntry, infos: np.ndarray, soft: np.ndarray) -> fl
 def check_restrictions(problem: Problem, model: Model, final: np.ndarray) -> list[str]:
     moved = final != problem.initial
     problems = []
-    for spec, restriction in model.restrictions(problem):
+    for spec, restriction in model.restrictions:
         for obj in restriction.fixed_objects:
             if moved[obj]:
                 problems.append(f"{spec.name}: object {problem.objects[obj]} must not move")

@@ -17,8 +17,10 @@ import numpy as np
 from .cpsat_parameters import check_cpsat_parameters
 from .enums import parse_enum
 from .errors import InputError
+from .fields import Fields, check_number
+from .primitives import Restrictions
 from .problem import OUT_OF_SCOPE, DynamicDimension, Problem, Scope
-from .specs.common import REGISTRY, Fields, Restrictions, Spec, check_number
+from .specs.common import REGISTRY, Spec
 
 TOP_LEVEL_KEYS = {
     "name", "description", "objectName", "containerName", "objects", "containers",
@@ -45,19 +47,25 @@ class ConstraintEntry:
     position: int  # tuple position of the soft term
 
 
-@dataclass
+@dataclass(frozen=True)
 class Model:
-    """The goals and constraints of a scenario, in the order given."""
+    """The goals and constraints of a scenario, in the order given, and the moves its
+    constraints forbid outright (read once, when the model is parsed)."""
 
     goals: list[GoalEntry]
     constraints: list[ConstraintEntry]
+    # fixed objects and non-accepting containers of each constraint that is not SOFT: a SOFT
+    # constraint only prices the move (Rebalancer's optimal solver makes such moves; under
+    # DEFAULT and HARD the hard parts forbid them anyway)
+    restrictions: list[tuple[Spec, Restrictions]]
 
-    def restrictions(self, problem: Problem) -> list[tuple[Spec, Restrictions]]:
-        """Fixed objects and non-accepting containers of constraints that are not SOFT: a
-        SOFT constraint only prices the move (Rebalancer's optimal solver makes such moves;
-        under DEFAULT and HARD the hard parts forbid them anyway)."""
-        return [(c.spec, c.spec.restrictions(problem)) for c in self.constraints
-                if c.policy != "SOFT"]
+    @property
+    def fixed_objects(self) -> frozenset[int]:
+        return frozenset().union(*(r.fixed_objects for _, r in self.restrictions))
+
+    @property
+    def non_accepting(self) -> frozenset[int]:
+        return frozenset().union(*(r.non_accepting for _, r in self.restrictions))
 
     def dimensions(self) -> frozenset[str]:
         """The object dimensions some goal or constraint reads (the others cannot tell
@@ -429,7 +437,9 @@ def parse_model(data: dict, problem: Problem) -> Model:
             default_position if position is None else _position(position,
                                                                  f"{path}.tuplePosIfBroken"),
         ))
-    return Model(goals, constraints)
+    restrictions = [(c.spec, c.spec.restrictions(problem)) for c in constraints
+                    if c.policy != "SOFT"]
+    return Model(goals, constraints, restrictions)
 
 
 def parse_scenario(data: Any) -> Scenario:

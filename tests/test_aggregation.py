@@ -10,10 +10,12 @@ from randomized import random_scenario
 from test_bruteforce import check_against_enumeration
 
 from cpsat_rebalancer import parse_scenario
-from cpsat_rebalancer.cpsat.driver import compile_model, solve_model
-from cpsat_rebalancer.cpsat.model import ModelBuilder, laminar_chain
+from cpsat_rebalancer.cpsat.builder import CpBuilder
+from cpsat_rebalancer.cpsat.classes import laminar_chain
 from cpsat_rebalancer.errors import InternalError
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.compile import compile_model
+from cpsat_rebalancer.solve.pipeline import solve_model
 from cpsat_rebalancer.specs.common import REGISTRY
 
 OPTIONS = SolverOptions(workers=1)
@@ -52,8 +54,8 @@ def test_aggregation_really_merges_containers() -> None:
     data["scopes"], data["scopeDimensions"], data["constraints"] = {}, {}, []
     data["goals"] = [{"spec": {"balanceSpec": {"dimension": "cpu"}}}]
     scenario = parse_scenario(data)
-    assert len(ModelBuilder(scenario.problem).classes.members) == 1
-    assert len(ModelBuilder(scenario.problem, aggregate=False).classes.members) == 2
+    assert len(CpBuilder(scenario.problem).classes.members) == 1
+    assert len(CpBuilder(scenario.problem, aggregate=False).classes.members) == 2
 
 
 def crossing_scopes() -> dict:
@@ -79,7 +81,7 @@ def crossing_scopes() -> dict:
 def test_crossing_scopes_keep_classes_per_initial_container() -> None:
     scenario = parse_scenario(crossing_scopes())
     assert laminar_chain(scenario.problem) is None
-    builder = ModelBuilder(scenario.problem)
+    builder = CpBuilder(scenario.problem)
     for members in builder.classes.members:
         assert len(set(scenario.problem.initial[members].tolist())) == 1
 
@@ -119,7 +121,7 @@ def test_unread_dimensions_do_not_split_classes() -> None:
     data["goals"] = [{"spec": {"balanceSpec": {"dimension": "cpu"}}}]
     scenario = parse_scenario(data)
     assert scenario.model.dimensions() == {"cpu"}
-    assert len(ModelBuilder(scenario.problem).classes.members) == 4  # mem tells them apart
+    assert len(CpBuilder(scenario.problem).classes.members) == 4  # mem tells them apart
     builder, _ = compile_model(scenario.problem, scenario.model)
     assert len(builder.classes.members) == 1
     with pytest.raises(InternalError, match="mem"):

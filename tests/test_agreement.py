@@ -10,21 +10,18 @@ import pytest
 from randomized import random_scenario
 
 from cpsat_rebalancer import evaluate, parse_scenario
-from cpsat_rebalancer.cpsat.driver import (
-    compile_model,
-    compiled_values,
-    restrictions_of,
-    solve_model,
-)
 from cpsat_rebalancer.generators import balance_instance, scale_instance
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.check import compiled_values
+from cpsat_rebalancer.solve.compile import compile_model
+from cpsat_rebalancer.solve.pipeline import solve_model
 
 
 def allowed_random_final(scenario, rng: random.Random) -> np.ndarray | None:
     """A random assignment that respects fixed objects and non-accepting containers and
     keeps every hard constraint (else the fixed compiled model would be infeasible)."""
     problem, model = scenario.problem, scenario.model
-    fixed, closed = restrictions_of(problem, model)
+    fixed, closed = model.fixed_objects, model.non_accepting
     for _ in range(50):
         final = problem.initial.copy()
         for obj in range(problem.num_objects):

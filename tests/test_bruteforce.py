@@ -8,9 +8,9 @@ import pytest
 from randomized import brute_force, leximin_less, random_scenario
 
 from cpsat_rebalancer import parse_scenario
-from cpsat_rebalancer.cpsat.driver import solve_model
 from cpsat_rebalancer.result import INFEASIBLE, OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.pipeline import solve_model
 
 OPTIONS = SolverOptions(workers=1, seed=0)
 

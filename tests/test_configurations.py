@@ -15,19 +15,20 @@ from ortools.sat.python import cp_model
 from randomized import brute_force, random_scenario
 
 from cpsat_rebalancer import parse_scenario
-from cpsat_rebalancer.cpsat.configurations import (
+from cpsat_rebalancer.cpsat.builder import CpBuilder
+from cpsat_rebalancer.cpsat.linear import lin_sum
+from cpsat_rebalancer.generators import balance_instance, scale_instance
+from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.accelerate.configurations import (
     _best_content,
     _Container,
     configuration_bound,
     configuration_master,
 )
-from cpsat_rebalancer.cpsat.driver import compile_model, solve_model
-from cpsat_rebalancer.cpsat.linear import lin_sum
-from cpsat_rebalancer.cpsat.model import ModelBuilder
-from cpsat_rebalancer.cpsat.relaxation import moves_floor
-from cpsat_rebalancer.cpsat.repair import load_caps, shed_counts
-from cpsat_rebalancer.generators import balance_instance, scale_instance
-from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.accelerate.relaxation import moves_floor
+from cpsat_rebalancer.solve.accelerate.repair import load_caps, shed_counts
+from cpsat_rebalancer.solve.compile import compile_model
+from cpsat_rebalancer.solve.pipeline import solve_model
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -64,7 +65,7 @@ def test_pricing_finds_the_best_content(seed: int) -> None:
     assert low <= int((counts * sizes).sum()) <= high
 
 
-def a_solution(builder: ModelBuilder) -> list[int] | None:
+def a_solution(builder: CpBuilder) -> list[int] | None:
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     status = solver.solve(builder.cp)
@@ -117,7 +118,7 @@ def test_configuration_floor_never_exceeds_the_fewest_moves(seed: int) -> None:
         assert bound + unassigned <= fewest + 1e-9, f"seed {seed}: {bound} > {fewest}"
 
 
-def frozen_at_optimum(scenario, objective: float) -> ModelBuilder:
+def frozen_at_optimum(scenario, objective: float) -> CpBuilder:
     builder, buckets = compile_model(scenario.problem, scenario.model)
     form = builder.integerize(lin_sum(buckets[0].terms))
     builder.cp.add(form.expr <= round(objective * float(form.factor)))

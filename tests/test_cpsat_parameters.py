@@ -15,7 +15,6 @@ from ortools.sat.python import cp_model
 from randomized import brute_force, random_scenario
 
 from cpsat_rebalancer import InputError, cli, parse_scenario
-from cpsat_rebalancer.cpsat.driver import solve_model
 from cpsat_rebalancer.cpsat_parameters import (
     ENGINE_PARAMETERS,
     apply_cpsat_parameters,
@@ -23,6 +22,7 @@ from cpsat_rebalancer.cpsat_parameters import (
 )
 from cpsat_rebalancer.result import FEASIBLE, OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.pipeline import solve_model
 
 
 def unbalanced() -> dict:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from ortools.sat import sat_parameters_pb2
 
 from cpsat_rebalancer import parse_scenario
-from cpsat_rebalancer.cpsat.driver import Chain, compile_model, solve_model
 from cpsat_rebalancer.generators import balance_instance
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.compile import compile_model
+from cpsat_rebalancer.solve.pipeline import solve_model
+from cpsat_rebalancer.solve.session import Session
 
 
 def test_deterministic_budget_repeats_the_assignment() -> None:
@@ -25,11 +27,11 @@ def test_a_deterministic_run_takes_no_wall_clock_share() -> None:
     scenario = parse_scenario(balance_instance(12, 3, seed=1))
     problem, model = scenario.problem, scenario.model
     builder, _ = compile_model(problem, model, True)
-    clocked = Chain(builder, model, SolverOptions(workers=1, seed=0))
+    clocked = Session(builder, model, SolverOptions(workers=1, seed=0))
     assert clocked.wall_limit(3.0) == 3.0
-    limited = Chain(builder, model, SolverOptions(time_limit=50.0, workers=1, seed=0,
+    limited = Session(builder, model, SolverOptions(time_limit=50.0, workers=1, seed=0,
                                                   deterministic_time=2.0))
-    repeatable = Chain(builder, model, SolverOptions(workers=1, seed=0, deterministic_time=2.0))
+    repeatable = Session(builder, model, SolverOptions(workers=1, seed=0, deterministic_time=2.0))
     assert repeatable.wall_limit(3.0) is None
     assert 49.0 < limited.wall_limit(3.0) <= 50.0
     params = sat_parameters_pb2.SatParameters()

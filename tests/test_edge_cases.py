@@ -6,8 +6,8 @@ import pytest
 from test_bruteforce import check_against_enumeration
 
 from cpsat_rebalancer import ProblemSolver, parse_scenario
-from cpsat_rebalancer.cpsat.driver import solve_model
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.pipeline import solve_model
 
 
 def three_objects(goal: dict, caps: tuple[float, float] = (10, 10)) -> dict:

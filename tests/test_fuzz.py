@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from randomized import random_scenario
 
 from cpsat_rebalancer import InputError, parse_scenario
-from cpsat_rebalancer.cpsat.driver import solve_model
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.pipeline import solve_model
 
 OPTIONS = SolverOptions(time_limit=5.0, workers=1)
 

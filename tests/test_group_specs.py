@@ -19,10 +19,12 @@ from test_bruteforce import check_against_enumeration
 from test_fuzz import mutate, mutation, solve_or_reject
 
 from cpsat_rebalancer import InputError, evaluate, parse_scenario
-from cpsat_rebalancer.cpsat.driver import compile_model, compiled_values, solve_model
 from cpsat_rebalancer.peer import evaluate_with_wheel, find_peer_python
 from cpsat_rebalancer.result import INFEASIBLE, OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.check import compiled_values
+from cpsat_rebalancer.solve.compile import compile_model
+from cpsat_rebalancer.solve.pipeline import solve_model
 
 OPTIONS = SolverOptions(workers=1, seed=0)
 COST, STATE = 100.0, 10000.0  # default invalidCost / invalidState

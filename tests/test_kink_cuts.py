@@ -1,4 +1,4 @@
-"""An excess max(0, a·U + b) over an integer load U, as ModelBuilder.positive_part writes it
+"""An excess max(0, a·U + b) over an integer load U, as CpBuilder.positive_part writes it
 (a chord below a kink between two integers; steps of U where a is steep): it removes no
 integer point (the least excess CP-SAT allows at each integer load is max(0, ·) exactly),
 and it makes a rack balance's LP floor the integer optimum, computed here by marginal
@@ -14,18 +14,19 @@ import pytest
 from ortools.sat.python import cp_model
 
 from cpsat_rebalancer import parse_scenario
-from cpsat_rebalancer.cpsat.driver import compile_model
+from cpsat_rebalancer.cpsat.builder import CpBuilder
+from cpsat_rebalancer.cpsat.forms import WELL_SCALED
 from cpsat_rebalancer.cpsat.linear import Lin, lin_sum
-from cpsat_rebalancer.cpsat.lp_bound import solve_lp
-from cpsat_rebalancer.cpsat.model import WELL_SCALED, ModelBuilder
-from cpsat_rebalancer.cpsat.relaxation import loads_model, split_constraints
 from cpsat_rebalancer.generators import random_scenario, scale_instance
+from cpsat_rebalancer.solve.accelerate.lp_bound import solve_lp
+from cpsat_rebalancer.solve.accelerate.relaxation import loads_model, split_constraints
+from cpsat_rebalancer.solve.compile import compile_model
 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_the_cut_keeps_every_integer_point(seed: int) -> None:
     rng = random.Random(seed)
-    builder = ModelBuilder(parse_scenario(random_scenario(0, max_objects=2)).problem)
+    builder = CpBuilder(parse_scenario(random_scenario(0, max_objects=2)).problem)
     lo = rng.randint(-20, 5)
     hi = lo + rng.randint(1, 40)
     u = builder.cp.new_int_var(lo, hi, "u")

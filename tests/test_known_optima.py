@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from benchmarks.known_optima import BPP, GAP, instance_key, known_values, solve_instance
-from cpsat_rebalancer.cpsat.driver import solve_model
 from cpsat_rebalancer.importers import IMPORTERS
 from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
+from cpsat_rebalancer.solve.pipeline import solve_model
 
 INSTANCES = [
     ("gap", GAP / "cattrysse1994" / "gap1-0"),

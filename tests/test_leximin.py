@@ -12,10 +12,10 @@ import pytest
 from ortools.sat.python import cp_model
 
 from cpsat_rebalancer import parse_scenario
-from cpsat_rebalancer.cpsat.driver import solve_model
 from cpsat_rebalancer.generators import balance_instance
 from cpsat_rebalancer.result import OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.pipeline import solve_model
 
 OPTIONS = SolverOptions(workers=2, seed=0)
 

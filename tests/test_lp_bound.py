@@ -11,7 +11,13 @@ import pytest
 from ortools.linear_solver import linear_solver_pb2, pywraplp
 from ortools.sat.python import cp_model
 
-from cpsat_rebalancer.cpsat.lp_bound import _request, _safe_floor, linear_rows, snapshot, solve_lp
+from cpsat_rebalancer.solve.accelerate.lp_bound import (
+    _request,
+    _safe_floor,
+    linear_rows,
+    snapshot,
+    solve_lp,
+)
 
 
 def random_model(seed: int, with_max: bool = False) -> cp_model.CpModel:

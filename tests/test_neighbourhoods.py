@@ -10,17 +10,14 @@ import pytest
 from ortools.sat.python import cp_model
 
 from cpsat_rebalancer import parse_scenario
-from cpsat_rebalancer.cpsat.driver import (
-    Chain,
-    _leximin_smaller,
-    _moved,
-    _polish_leximin,
-    compile_model,
-)
-from cpsat_rebalancer.cpsat.neighbourhoods import descend
 from cpsat_rebalancer.evaluate import evaluate
 from cpsat_rebalancer.generators import balance_instance
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.accelerate import leximin_smaller, polish_leximin
+from cpsat_rebalancer.solve.accelerate.neighbourhoods import descend
+from cpsat_rebalancer.solve.compile import compile_model
+from cpsat_rebalancer.solve.moves import moved_objects
+from cpsat_rebalancer.solve.session import Session
 
 
 def forced_moves(seed: int) -> dict:
@@ -40,8 +37,8 @@ def test_descent_from_the_worst_assignment_reaches_the_proven_optimum(seed: int)
     scenario = parse_scenario(forced_moves(seed))
     problem, model = scenario.problem, scenario.model
     builder, _ = compile_model(problem, model)
-    chain = Chain(builder, model, SolverOptions(workers=2, seed=0))
-    moved = _moved(builder)
+    chain = Session(builder, model, SolverOptions(workers=2, seed=0))
+    moved = moved_objects(builder)
     status, solver = chain.solve(moved)
     assert status == cp_model.OPTIMAL
     optimum = round(solver.objective_value)
@@ -66,8 +63,8 @@ def test_descent_from_the_worst_assignment_reaches_the_proven_optimum(seed: int)
 def test_descent_never_worsens_and_stops_at_its_deadline() -> None:
     scenario = parse_scenario(forced_moves(3))
     builder, _ = compile_model(scenario.problem, scenario.model)
-    chain = Chain(builder, scenario.model, SolverOptions(workers=1, seed=0))
-    moved = _moved(builder)
+    chain = Session(builder, scenario.model, SolverOptions(workers=1, seed=0))
+    moved = moved_objects(builder)
     status, solver = chain.solve(-moved)
     worst = round(-solver.objective_value)
     values, found = descend(builder, moved, chain.values, worst, time.monotonic(), chain)
@@ -91,10 +88,10 @@ def test_leximin_polish_keeps_only_a_smaller_vector() -> None:
     builder, buckets = compile_model(problem, model)
     bucket = buckets[0]
     assert bucket.leximin and bucket.scalar
-    chain = Chain(builder, model, SolverOptions(workers=2, seed=0))
+    chain = Session(builder, model, SolverOptions(workers=2, seed=0))
     assert chain.start_from()
     held = evaluate(problem, model, chain.decode()).leximin[0]
-    _polish_leximin(chain, bucket, 3.0)
+    polish_leximin(chain, bucket, 3.0)
     evaluation = evaluate(problem, model, chain.decode())
     assert evaluation.feasible
-    assert _leximin_smaller(evaluation.leximin[0], held)
+    assert leximin_smaller(evaluation.leximin[0], held)

@@ -16,14 +16,6 @@ from ortools.sat.python import cp_model
 from cpsat_rebalancer import ProblemSolver
 from cpsat_rebalancer.cpsat import packing_bounds
 from cpsat_rebalancer.cpsat.assignment_lp import assignment_dive, forced_bounds, surviving_pairs
-from cpsat_rebalancer.cpsat.driver import (
-    Chain,
-    _target_probes,
-    compile_model,
-    named_objects,
-    restrictions_of,
-    solve_model,
-)
 from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.cpsat.packing_bounds import (
     dive_work,
@@ -31,7 +23,6 @@ from cpsat_rebalancer.cpsat.packing_bounds import (
     martello_toth_l2,
     pattern_dive,
 )
-from cpsat_rebalancer.cpsat.symmetry import interchangeable_containers
 from cpsat_rebalancer.errors import InputError
 from cpsat_rebalancer.evaluate import evaluate
 from cpsat_rebalancer.importers import (
@@ -41,6 +32,11 @@ from cpsat_rebalancer.importers import (
 )
 from cpsat_rebalancer.peer import evaluate_with_wheel, find_peer_python
 from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
+from cpsat_rebalancer.solve.accelerate.symmetry import interchangeable_containers
+from cpsat_rebalancer.solve.compile import compile_model, named_objects
+from cpsat_rebalancer.solve.pipeline import solve_model
+from cpsat_rebalancer.solve.probes import target_probes
+from cpsat_rebalancer.solve.session import Session
 from tests.randomized import brute_force
 
 OPTIONS = SolverOptions(time_limit=20, workers=1, seed=0)
@@ -147,7 +143,7 @@ def test_dual_reductions_change_no_bin_packing_optimum(seed: int, tmp_path) -> N
 
 
 def test_dual_reductions_are_off_only_where_containers_are_ordered(tmp_path) -> None:
-    """CP-SAT's dual presolve reductions fight the container order (see Chain.presolve):
+    """CP-SAT's dual presolve reductions fight the container order (see Session.presolve):
     off with interchangeable bins, CP-SAT's default without them, the user's choice first."""
     bins = parse_scenario(binpacking_scenario(write(tmp_path, "b.txt", "4\n6\n4\n3\n3\n2\n")))
     gap = parse_scenario(gap_scenario(write(tmp_path, "g.txt",  # costs, weights, capacities
@@ -158,7 +154,7 @@ def test_dual_reductions_are_off_only_where_containers_are_ordered(tmp_path) -> 
         for user in ({}, {"keep_all_feasible_solutions_in_presolve": not ordered}):
             options = SolverOptions.checked(None, 1, 0, cpsat_parameters=user)
             params = sat_parameters_pb2.SatParameters()
-            Chain(builder, scenario.model, options).presolve(params)
+            Session(builder, scenario.model, options).presolve(params)
             assert params.keep_all_feasible_solutions_in_presolve is (ordered if not user
                                                                      else not ordered)
 
@@ -345,7 +341,7 @@ def test_minimize_containers_proposes_the_dive_where_first_fit_decreasing_misses
 def test_interchangeable_containers_follow_the_specs() -> None:
     scenario = parse_scenario(bins_scenario([3, 4, 5], 10, 4, costs={"b3": 2}, start=[0, 0, 1]))
     problem, model = scenario.problem, scenario.model
-    fixed, non_accepting = restrictions_of(problem, model)
+    fixed, non_accepting = model.fixed_objects, model.non_accepting
     # MinimizeMovement reads the initial assignment: only empty containers (b2; b3 costs more)
     assert interchangeable_containers(problem, model, fixed, non_accepting) == []
     data = bins_scenario([3, 4, 5], 10, 4, costs={"b3": 2}, start=[0, 0, 1])
@@ -640,7 +636,7 @@ def test_a_probes_candidate_the_models_other_rules_reject_is_not_taken(tmp_path)
         rejected += 1
         apart = min([c for a, c in assignments.items() if a[i] != a[k]], default=math.inf)
         form = builder.integerize(lin_sum(buckets[0].terms))
-        found = _target_probes(Chain(builder, scenario.model, OPTIONS), form, probes, 20.0)
+        found = target_probes(Session(builder, scenario.model, OPTIONS), form, probes, 20.0)
         if apart <= probes[-1].level:
             assert found is not None and float(found / form.factor) == apart
         else:

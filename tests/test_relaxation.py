@@ -12,14 +12,15 @@ import pytest
 from randomized import brute_force, random_scenario
 
 from cpsat_rebalancer import parse_scenario
-from cpsat_rebalancer.cpsat.driver import compile_model, solve_model
+from cpsat_rebalancer.cpsat.builder import CpBuilder
 from cpsat_rebalancer.cpsat.linear import lin_sum
-from cpsat_rebalancer.cpsat.model import ModelBuilder
-from cpsat_rebalancer.cpsat.relaxation import load_relaxation, moves_floor
-from cpsat_rebalancer.cpsat.repair import load_caps, repair, shed_counts
 from cpsat_rebalancer.evaluate import evaluate
 from cpsat_rebalancer.generators import balance_instance, scale_instance
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.accelerate.relaxation import load_relaxation, moves_floor
+from cpsat_rebalancer.solve.accelerate.repair import load_caps, repair, shed_counts
+from cpsat_rebalancer.solve.compile import compile_model
+from cpsat_rebalancer.solve.pipeline import solve_model
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -53,7 +54,7 @@ def test_moves_floor_couples_the_containers_of_a_frozen_linear_balance() -> None
     assert floor <= result.buckets[1].objective
 
 
-def load_caps_floor(builder: ModelBuilder) -> int:
+def load_caps_floor(builder: CpBuilder) -> int:
     """What the move cuts give: each container sheds under its own limit."""
     return int(shed_counts(builder, load_caps(builder)).sum())
 

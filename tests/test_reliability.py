@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from cpsat_rebalancer import InputError, InternalError, ProblemSolver, parse_scenario
-from cpsat_rebalancer.cpsat.driver import solve_model
 from cpsat_rebalancer.generators import balance_instance
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.pipeline import solve_model
 from cpsat_rebalancer.specs.capacity import CapacitySpec
 
 

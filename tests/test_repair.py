@@ -9,11 +9,13 @@ import pytest
 from randomized import all_assignments, random_scenario
 
 from cpsat_rebalancer import evaluate, parse_scenario
-from cpsat_rebalancer.cpsat.driver import Chain, compile_model, solve_model
 from cpsat_rebalancer.cpsat.linear import lin_sum
-from cpsat_rebalancer.cpsat.repair import load_caps, repair, shed_counts
 from cpsat_rebalancer.generators import balance_instance
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.accelerate.repair import load_caps, repair, shed_counts
+from cpsat_rebalancer.solve.compile import compile_model
+from cpsat_rebalancer.solve.pipeline import solve_model
+from cpsat_rebalancer.solve.session import Session
 
 
 def loads_of(builder, assignment: np.ndarray, dim: str) -> np.ndarray:
@@ -157,15 +159,15 @@ def test_a_bucket_frozen_at_its_lowest_value_bounds_the_moves_after_it(monkeypat
     scenario = parse_scenario(balance_instance(400, 20, "LINEAR", seed=0))
     options = SolverOptions(time_limit=60, workers=2, seed=0)
     searches = []
-    solve = Chain.solve
+    solve = Session.solve
 
     def counted(self, *args, **kwargs):
         searches.append(args)
         return solve(self, *args, **kwargs)
-    monkeypatch.setattr(Chain, "solve", counted)
+    monkeypatch.setattr(Session, "solve", counted)
     fast = solve_model(scenario.problem, scenario.model, options)
     assert not searches
-    monkeypatch.setattr(Chain, "solve", solve)
+    monkeypatch.setattr(Session, "solve", solve)
     plain = solve_model(scenario.problem, scenario.model, options, accelerate=False)
     assert fast.status == plain.status == "OPTIMAL"
     assert fast.final_evaluation.tuple() == plain.final_evaluation.tuple()

@@ -218,8 +218,8 @@ def test_yaml_scenarios_load(tmp_path) -> None:
 def test_negative_weights_only_where_maximizing_is_exact() -> None:
     data = base()
     data["goals"][0]["weight"] = -1  # LINEAR balance: an excess, exact only when minimized
-    from cpsat_rebalancer.cpsat.driver import solve_model
     from cpsat_rebalancer.scenario import SolverOptions
+    from cpsat_rebalancer.solve.pipeline import solve_model
 
     scenario = parse_scenario(data)  # the evaluator scores it as Rebalancer does
     with pytest.raises(InputError, match=r"goals\[0\].weight"):

@@ -1,1 +1,2 @@
-"""CP-SAT side: the model builder, piecewise-linear pieces and the lexicographic driver."""
+"""The CP-SAT kit specs compile into: the assignment model builder, integer forms, convex
+pieces, packing and assignment bounds. No spec names, no orchestration."""

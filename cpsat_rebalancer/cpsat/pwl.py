@@ -14,8 +14,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from .builder import CpBuilder
 from .linear import Lin
-from .model import ModelBuilder
 
 ALL_INTEGERS_UP_TO = 1024  # ranges this short get a breakpoint at every integer (exact)
 SEGMENTS = 64  # otherwise this many uniform segments, plus the kinks
@@ -60,7 +60,7 @@ def _lower_hull(xs: list[int], ys: list[int]) -> list[tuple[int, int]]:
 MAX_SPAN = 2**16  # wider one-atom ranges are divided first, so chord coefficients fit 64 bits
 
 
-def _coarsened(builder: ModelBuilder, x: Lin, g: Callable[[float], float], what: str) -> Lin:
+def _coarsened(builder: CpBuilder, x: Lin, g: Callable[[float], float], what: str) -> Lin:
     """``x`` over an atom of at most MAX_SPAN + 1 values: with U = lo + D·W + r (0 <= r < D),
     x is taken at lo + D·W, within |g'|·D·coef of g(x) (the error is stated)."""
     ((atom_index, coef),) = [(a, c) for a, c in x.terms.items() if c != 0]
@@ -79,7 +79,7 @@ def _coarsened(builder: ModelBuilder, x: Lin, g: Callable[[float], float], what:
         x.const + coef * atom.lo)
 
 
-def convex_pwl(builder: ModelBuilder, x: Lin, g: Callable[[float], float],
+def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
                kinks: Iterable[float] = (), what: str = "piecewise-linear") -> Lin:
     """A form >= g(x), tight under minimization, for convex g >= 0 of a one-atom form ``x``.
 
@@ -124,7 +124,7 @@ def convex_pwl(builder: ModelBuilder, x: Lin, g: Callable[[float], float],
                     Fraction(1, resolution))
 
 
-def lower_table(builder: ModelBuilder, t: Lin, f: Callable[[float], float],
+def lower_table(builder: CpBuilder, t: Lin, f: Callable[[float], float],
                 what: str = "threshold table") -> Lin:
     """A form <= f(max(t, 0)) and as large as the solver can make it, for nondecreasing f of
     a (possibly many-atom) form ``t``: used where a threshold that depends on the assignment
@@ -158,7 +158,7 @@ def lower_table(builder: ModelBuilder, t: Lin, f: Callable[[float], float],
 TABLE_SIZE = 20_000  # one-atom ranges up to this many values can be tabulated exactly
 
 
-def exact_table(builder: ModelBuilder, x: Lin, g: Callable[[float], float],
+def exact_table(builder: CpBuilder, x: Lin, g: Callable[[float], float],
                 what: str = "table") -> Lin | None:
     """g(x) at every value of a one-atom form ``x`` (AddElement): equal to g up to the value
     resolution from both sides, for any g, and with an initial value whenever x has one (so

@@ -170,7 +170,7 @@ class MoveRules:
     def __init__(self, problem: Problem, model: Model):
         fixed: set[int] = set()
         closed: set[int] = set()
-        for _, restriction in model.restrictions(problem):
+        for _, restriction in model.restrictions:
             fixed |= restriction.fixed_objects
             closed |= restriction.non_accepting
         self.problem = problem

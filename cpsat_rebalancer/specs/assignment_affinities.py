@@ -16,22 +16,14 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
+from ..context import EvalContext
 from ..cpsat.assignment_lp import assignment_dive, assignment_work, forced_bounds, surviving_pairs
+from ..cpsat.builder import CpBuilder, TargetProbe
 from ..cpsat.linear import Lin
-from ..cpsat.model import ModelBuilder, TargetProbe
 from ..errors import InputError
-from ..evaluate import EvalContext
+from ..fields import Fields, check_number
 from ..problem import Problem, Scope
-from .common import (
-    Fields,
-    GoalForm,
-    Spec,
-    check_number,
-    register,
-    resolve_scope,
-    roles_by_item,
-    spec_name,
-)
+from .common import GoalForm, Spec, register, resolve_scope, roles_by_item, spec_name
 
 # probe the relaxation's bound when its surviving pairs give objects at most this many
 # containers on average (GAP types a-c: 1.1 to 1.9, where the bound is the optimum; type d:
@@ -105,7 +97,7 @@ class AssignmentAffinitiesSpec(Spec):
         landed = self.scope.container_item[ctx.final[self.objects]] == self.items
         return -float(self.affinities[landed].sum())
 
-    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+    def compile_goal(self, b: CpBuilder) -> GoalForm:
         by_object: dict[int, dict[int, float]] = {}
         for obj, item, value in zip(self.objects, self.items, self.affinities):
             by_object.setdefault(int(obj), {})[int(item)] = float(value)
@@ -118,7 +110,7 @@ class AssignmentAffinitiesSpec(Spec):
         return GoalForm(-placed)
 
 
-def add_knapsack_relaxation(b: ModelBuilder, spec: AssignmentAffinitiesSpec,
+def add_knapsack_relaxation(b: CpBuilder, spec: AssignmentAffinitiesSpec,
                             by_object: dict[int, dict[int, float]], placed: Lin,
                             exact: bool) -> None:
     """The generalized-assignment shape: every object its own class, and the hard rules
@@ -132,7 +124,7 @@ def add_knapsack_relaxation(b: ModelBuilder, spec: AssignmentAffinitiesSpec,
     when the affinities are exact in CP-SAT's integers, and with it, per (container,
     object) variable, the bound forced on the goal when it is 1 (Lagrangian probing).
     With integral costs, the levels from the bound up where few pairs survive get target
-    probes (ModelBuilder.target_probes); a level where none survive raises the bound."""
+    probes (CpBuilder.target_probes); a level where none survive raises the bound."""
     problem = b.problem
     scope = problem.container_scope
     if spec.scope is not scope or np.any(b.classes.sizes != 1):

@@ -8,12 +8,14 @@ from typing import Any
 
 import numpy as np
 
+from ..context import EvalContext
+from ..cpsat.builder import CpBuilder
+from ..cpsat.forms import Info
 from ..cpsat.linear import lin_sum
-from ..cpsat.model import Info, ModelBuilder
 from ..errors import InputError
-from ..evaluate import EvalContext
+from ..fields import Fields
 from ..problem import Problem, Scope
-from .common import Fields, Spec, register, resolve_items, resolve_objects, resolve_scope, spec_name
+from .common import Spec, register, resolve_items, resolve_objects, resolve_scope, spec_name
 
 
 @register
@@ -58,7 +60,7 @@ class AvoidAssignmentsSpec(Spec):
         return [", ".join(problem.objects[o] for o in objs) + f" not on {self.scope.items[i]}"
                 for i, objs in self.item_objects]
 
-    def compile_infos(self, b: ModelBuilder) -> list[Info]:
+    def compile_infos(self, b: CpBuilder) -> list[Info]:
         return [Info(lin_sum(b.object_in_item(int(o), self.scope, item) for o in objs))
                 for item, objs in self.item_objects]
 

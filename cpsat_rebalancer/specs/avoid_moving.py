@@ -9,11 +9,14 @@ from typing import Any
 
 import numpy as np
 
+from ..context import EvalContext
+from ..cpsat.builder import CpBuilder
+from ..cpsat.forms import Info
 from ..cpsat.linear import lin_sum
-from ..cpsat.model import Info, ModelBuilder
-from ..evaluate import EvalContext
+from ..fields import Fields
+from ..primitives import Restrictions
 from ..problem import Problem
-from .common import Fields, Restrictions, Spec, register, resolve_objects, spec_name
+from .common import Spec, register, resolve_objects, spec_name
 
 
 @register
@@ -38,7 +41,7 @@ class AvoidMovingSpec(Spec):
         stayed = ctx.final[self.objects] == ctx.initial[self.objects]
         return np.asarray([len(self.objects) - stayed.sum()], dtype=float)
 
-    def compile_infos(self, b: ModelBuilder) -> list[Info]:
+    def compile_infos(self, b: CpBuilder) -> list[Info]:
         """e = listed objects not in their initial container (0 whenever they are fixed)."""
         scope = b.problem.container_scope
         home = b.problem.initial

@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from ..context import EvalContext, positive
+from ..cpsat.builder import CpBuilder
 from ..cpsat.linear import Lin, lin_sum, to_fraction
-from ..cpsat.model import ModelBuilder
 from ..cpsat.pwl import convex_pwl, lower_table
 from ..errors import InputError
-from ..evaluate import EvalContext, positive
+from ..fields import Fields
 from ..problem import Problem, Scope
 from .common import (
-    Fields,
     GoalForm,
     Spec,
     parse_filter,
@@ -173,11 +173,11 @@ class BalanceSpec(Spec):
         return tuple(u.tolist())
 
     # ---------- compilation ----------
-    def _relative_forms(self, b: ModelBuilder) -> list[Lin]:
+    def _relative_forms(self, b: CpBuilder) -> list[Lin]:
         util = b.util(self.scope, self.dimension, self.definition)
         return [util[i] / to_fraction(float(c)) for i, c in zip(self.items, self.caps)]
 
-    def _average_form(self, b: ModelBuilder, rel: list[Lin]) -> Lin:
+    def _average_form(self, b: CpBuilder, rel: list[Lin]) -> Lin:
         all_caps = self.scope.capacity(self.dimension)
         util = b.util(self.scope, self.dimension, self.definition)
         if self.fixed_average:
@@ -202,7 +202,7 @@ class BalanceSpec(Spec):
             return average * upper
         return Lin(const=upper)
 
-    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+    def compile_goal(self, b: CpBuilder) -> GoalForm:
         n = len(self.items)
         if n == 0:
             return GoalForm(Lin())
@@ -238,14 +238,14 @@ class BalanceSpec(Spec):
             return GoalForm(self._ideal(b, rel, bound, what))
         return GoalForm(self._variance(b, rel, bound))
 
-    def compile_leximin(self, b: ModelBuilder) -> list[Lin]:
+    def compile_leximin(self, b: CpBuilder) -> list[Lin]:
         rel = self._relative_forms(b)
         if not rel or not self.bound_on_ideal:
             return rel
         bound = self._bound_form(self._average_form(b, rel))
         return [b.exact_max([u, bound]) for u in rel]  # under the bound, all items tie
 
-    def _ideal(self, b: ModelBuilder, rel: list[Lin], bound: Lin, what: str) -> Lin:
+    def _ideal(self, b: CpBuilder, rel: list[Lin], bound: Lin, what: str) -> Lin:
         caps = [to_fraction(float(c)) for c in self.caps]
         average_cap = sum(caps, Fraction(0)) / len(caps)
         weights = [c / average_cap for c in caps]
@@ -264,7 +264,7 @@ class BalanceSpec(Spec):
                                        what=what) - squared * a, what=what)
             for u, a in zip(rel, weights))
 
-    def _variance(self, b: ModelBuilder, rel: list[Lin], bound: Lin) -> Lin:
+    def _variance(self, b: CpBuilder, rel: list[Lin], bound: Lin) -> Lin:
         """Σ v² − (Σ v)²/n with v = (u − B)⁺, through integer products: exact when the
         excesses fit in 20 bits, else on v divided by D (error stated), so that the squares
         stay small enough to be weighed precisely in a 64-bit objective."""

@@ -10,17 +10,17 @@ from typing import Any
 
 import numpy as np
 
+from ..context import EvalContext, positive
+from ..cpsat.builder import CpBuilder
+from ..cpsat.forms import Info
 from ..cpsat.linear import Lin, lin_sum, to_fraction
-from ..cpsat.model import Info, ModelBuilder
 from ..errors import InputError
-from ..evaluate import EvalContext, positive
+from ..fields import Fields
+from ..primitives import TOLERANCE, Restrictions
 from ..problem import Problem, Scope
 from .common import (
-    TOLERANCE,
-    Fields,
     GoalForm,
     Limit,
-    Restrictions,
     Spec,
     parse_filter,
     register,
@@ -175,7 +175,7 @@ class CapacitySpec(Spec):
         return float(positive(self.infos(ctx)).sum())
 
     # ---------- compilation ----------
-    def _info_forms(self, b: ModelBuilder) -> list[Info]:
+    def _info_forms(self, b: CpBuilder) -> list[Info]:
         initial = None
         if self.is_constraint:
             initial = self._initial_during(EvalContext(b.problem, b.problem.initial,
@@ -196,10 +196,10 @@ class CapacitySpec(Spec):
                 forms.append(Info((Lin(const=threshold) - util) * norm))
         return forms
 
-    def compile_infos(self, b: ModelBuilder) -> list[Info]:
+    def compile_infos(self, b: CpBuilder) -> list[Info]:
         return self._info_forms(b)
 
-    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+    def compile_goal(self, b: CpBuilder) -> GoalForm:
         return GoalForm(lin_sum(b.positive_part(info.expr, gate=info.gate, what=self.name)
                                 for info in self._info_forms(b)))
 

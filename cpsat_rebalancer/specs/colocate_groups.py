@@ -14,19 +14,19 @@ from typing import Any
 
 import numpy as np
 
+from ..context import EvalContext, positive, step
+from ..cpsat.builder import CpBuilder
+from ..cpsat.forms import Info
 from ..cpsat.linear import Lin, lin_sum, to_fraction
-from ..cpsat.model import Info, ModelBuilder
 from ..cpsat.pwl import convex_pwl, exact_table
 from ..errors import InputError
-from ..evaluate import EvalContext, positive, step
+from ..fields import Fields, check_number
+from ..primitives import TOLERANCE
 from ..problem import Problem, Scope
 from .common import (
-    TOLERANCE,
-    Fields,
     GoalForm,
     GroupLimit,
     Spec,
-    check_number,
     group_of,
     group_utils,
     parse_filter,
@@ -144,7 +144,7 @@ class ColocateGroupsSpec(Spec):
         return [f"group {group} spread" for group in self.groups]
 
     # ---------- compilation ----------
-    def _excess_forms(self, b: ModelBuilder) -> list[Lin]:
+    def _excess_forms(self, b: CpBuilder) -> list[Lin]:
         tolerance = math.floor(TOLERANCE * b.scale(self.dimension).factor)  # in units
         weights = [to_fraction(float(w)) for w in self.item_weights]
         forms = []
@@ -162,7 +162,7 @@ class ColocateGroupsSpec(Spec):
         return forms
 
     @staticmethod
-    def _presence(b: ModelBuilder, u: Lin, tolerance: int) -> int:
+    def _presence(b: CpBuilder, u: Lin, tolerance: int) -> int:
         """An atom equal to step(u) for a group's utilization u (one atom, in units of the
         dimension): a literal true exactly when the atom exceeds the tolerance."""
         ((index, _),) = u.terms.items()
@@ -172,7 +172,7 @@ class ColocateGroupsSpec(Spec):
         b.cp.add(atom.expr <= tolerance).only_enforce_if(literal.Not())
         return b.new_atom(literal, 0, 1, int(atom.initial > tolerance))
 
-    def _power_form(self, b: ModelBuilder, x: Lin) -> Lin:
+    def _power_form(self, b: CpBuilder, x: Lin) -> Lin:
         """max(0, x)^1.1: tabulated at every value of x (chords with a stated error beyond)."""
         if b.bounds(x)[1] <= 0:
             return Lin()
@@ -183,11 +183,11 @@ class ColocateGroupsSpec(Spec):
         return table if table is not None else convex_pwl(b, atom, _power, kinks=[0.0],
                                                           what=self.name)
 
-    def compile_infos(self, b: ModelBuilder) -> list[Info]:
+    def compile_infos(self, b: CpBuilder) -> list[Info]:
         return [Info(y * to_fraction(float(w)))
                 for y, w in zip(self._excess_forms(b), self.group_weights)]
 
-    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+    def compile_goal(self, b: CpBuilder) -> GoalForm:
         terms = []
         for y, w in zip(self._excess_forms(b), self.group_weights):
             weight = to_fraction(float(w))

@@ -14,15 +14,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..enums import parse_enum
 from ..errors import InputError
+from ..fields import Fields, check_number
+from ..primitives import Restrictions
 from ..problem import OUT_OF_SCOPE, Problem, Scope
 
 if TYPE_CHECKING:
-    from ..cpsat.model import Info, ModelBuilder
+    from ..cpsat.builder import CpBuilder
+    from ..cpsat.forms import Info
     from ..evaluate import EvalContext
 
-TOLERANCE = 1e-10  # Rebalancer's absolute tolerance in comparisons (step, "initially broken")
 
 REGISTRY: dict[str, type[Spec]] = {}
 
@@ -31,16 +32,6 @@ def register(cls: type[Spec]) -> type[Spec]:
     """Class decorator: make a spec type known under its Thrift arm name."""
     REGISTRY[cls.arm] = cls
     return cls
-
-
-@dataclass(frozen=True)
-class Restrictions:
-    """Moves a (non-SOFT) constraint forbids outright: fixed objects, non-accepting
-    containers. Under DEFAULT and HARD its hard parts forbid them too; as domains they cost
-    the model nothing. A SOFT constraint only prices them (see Model.restrictions)."""
-
-    fixed_objects: frozenset[int] = frozenset()
-    non_accepting: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -77,13 +68,13 @@ class Spec:
         return None
 
     # -- compilation (CP-SAT through the builder) --
-    def compile_goal(self, builder: ModelBuilder) -> GoalForm:
+    def compile_goal(self, builder: CpBuilder) -> GoalForm:
         raise NotImplementedError
 
-    def compile_infos(self, builder: ModelBuilder) -> list[Info]:
+    def compile_infos(self, builder: CpBuilder) -> list[Info]:
         raise NotImplementedError
 
-    def compile_leximin(self, builder: ModelBuilder) -> list:
+    def compile_leximin(self, builder: CpBuilder) -> list:
         """For a goal with a leximin order: the forms (Lin) whose sorted vector is minimized,
         used instead of compile_goal when the goal is alone in its bucket."""
         raise NotImplementedError
@@ -129,91 +120,6 @@ class Spec:
         reads only AFTER, or its value only grows as STAYED shrinks). Identical objects from
         different containers may then share one class: swapping them never helps."""
         return True
-
-
-class Fields:
-    """Typed, path-aware access to a spec dict; unknown keys are reported by :meth:`done`."""
-
-    def __init__(self, data: Any, path: str):
-        if not isinstance(data, dict):
-            raise InputError(path, "expected an object (mapping of fields)", data)
-        self.data = data
-        self.path = path
-        self.seen: set[str] = set()
-
-    def _get(self, key: str) -> Any:
-        self.seen.add(key)
-        return self.data.get(key)
-
-    def at(self, key: str) -> str:
-        return f"{self.path}.{key}"
-
-    def text(self, key: str, default: str = "") -> str:
-        value = self._get(key)
-        if value is None:
-            return default
-        if not isinstance(value, str):
-            raise InputError(self.at(key), "expected a string", value)
-        return value
-
-    def number(self, key: str, default: float | None = None) -> float | None:
-        value = self._get(key)
-        if value is None:
-            return default
-        return check_number(value, self.at(key))
-
-    def flag(self, key: str, default: bool = False) -> bool:
-        value = self._get(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise InputError(self.at(key), "expected true or false", value)
-        return value
-
-    def enum(self, key: str, enum: str, default: str) -> str:
-        value = self._get(key)
-        if value is None:
-            return default
-        return parse_enum(enum, value, self.at(key))
-
-    def names(self, key: str) -> list[str]:
-        value = self._get(key)
-        if value is None:
-            return []
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise InputError(self.at(key), "expected a list of names", value)
-        return value
-
-    def mapping(self, key: str) -> dict:
-        value = self._get(key)
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise InputError(self.at(key), "expected a mapping", value)
-        return value
-
-    def raw(self, key: str) -> Any:
-        return self._get(key)
-
-    def done(self, spec: str) -> None:
-        unknown = sorted(set(self.data) - self.seen)
-        if unknown:
-            raise InputError(self.at(unknown[0]), f"unknown field of {spec}", unknown[0])
-
-
-def check_number(value: Any, path: str, *, nonnegative: bool = False) -> float:
-    """A finite real number (bool is not a number here)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(path, "expected a number", value)
-    try:
-        number = float(value)
-    except OverflowError:
-        raise InputError(path, "too large", value, show_value=False) from None
-    if not math.isfinite(number):
-        raise InputError(path, "must be finite (NaN and infinity are not allowed)", value)
-    if nonnegative and number < 0:
-        raise InputError(path, "must not be negative", value)
-    return number
 
 
 def resolve_scope(problem: Problem, name: str, path: str) -> Scope:

@@ -15,15 +15,16 @@ from typing import Any
 
 import numpy as np
 
+from ..context import EvalContext, positive
+from ..cpsat.builder import CpBuilder
+from ..cpsat.forms import Info
 from ..cpsat.linear import Lin, lin_sum, to_fraction
-from ..cpsat.model import Info, ModelBuilder
 from ..cpsat.pwl import exact_table
 from ..errors import InputError
-from ..evaluate import EvalContext, positive
+from ..fields import Fields
+from ..primitives import TOLERANCE
 from ..problem import Problem, Scope
 from .common import (
-    TOLERANCE,
-    Fields,
     GoalForm,
     GroupLimit,
     Spec,
@@ -242,7 +243,7 @@ class GroupCountSpec(Spec):
         return labels
 
     # ---------- compilation ----------
-    def _exact_limits(self, b: ModelBuilder, raw: np.ndarray,
+    def _exact_limits(self, b: CpBuilder, raw: np.ndarray,
                       relative: bool) -> list[list[Fraction | None]]:
         """Limits as exact fractions of the data (None: unbounded); relative ones times the
         group's weight in the model's integer units (0.1 x 3 is 3/10, not 0.30000000000000004)."""
@@ -252,7 +253,7 @@ class GroupCountSpec(Spec):
                  to_fraction(float(raw[p, g])) * (weights[g] if relative else 1)
                  for g in range(len(self.groups))] for p in range(len(self.items))]
 
-    def _square_form(self, b: ModelBuilder, x: Lin) -> Lin:
+    def _square_form(self, b: CpBuilder, x: Lin) -> Lin:
         """max(0, x)²: tabulated at every value of x, or an exact product for wide ranges."""
         if b.bounds(x)[1] <= 0:
             return Lin()
@@ -274,7 +275,7 @@ class GroupCountSpec(Spec):
         return Lin.atom(b.new_atom(z, 0, form.hi * form.hi, start * start, bounding=True),
                         1 / form.factor**2)
 
-    def _rectangle(self, b: ModelBuilder, u: Lin, low: Fraction, high: Fraction) -> Lin:
+    def _rectangle(self, b: CpBuilder, u: Lin, low: Fraction, high: Fraction) -> Lin:
         """1 when low <= u <= high, else 0, exactly (u counts in units of the dimension)."""
         unit = Fraction(1, b.scale(self.dimension).factor)
         first, last = math.ceil(low / unit), math.floor(high / unit)  # in units
@@ -291,7 +292,7 @@ class GroupCountSpec(Spec):
         start = b.initial_value(u) / unit
         return Lin.atom(b.new_atom(inside, 0, 1, int(first <= start <= last)))
 
-    def _multiple(self, b: ModelBuilder, u: Lin, limit: Fraction) -> Lin:
+    def _multiple(self, b: CpBuilder, u: Lin, limit: Fraction) -> Lin:
         """(⌈u/L⌉ - u/L)·L = L·k - u with k the integer that puts it in [0, L)."""
         if u.is_constant:
             return Lin(const=math.ceil(u.const / limit) * limit - u.const)
@@ -305,7 +306,7 @@ class GroupCountSpec(Spec):
         b.cp.add(form.expr <= math.ceil(form.factor * limit) - 1)
         return gap
 
-    def _info_forms(self, b: ModelBuilder) -> list[Info]:
+    def _info_forms(self, b: CpBuilder) -> list[Info]:
         compact = self._exact_limits(b, self.raw_compact, self.relative)
         constant = self._exact_limits(b, self.raw_constant, self.by_group)
         caps = self.scope.capacity(self.dimension)
@@ -349,9 +350,9 @@ class GroupCountSpec(Spec):
                         forms.append(Info(level - u))
         return forms
 
-    def compile_infos(self, b: ModelBuilder) -> list[Info]:
+    def compile_infos(self, b: CpBuilder) -> list[Info]:
         return self._info_forms(b)
 
-    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+    def compile_goal(self, b: CpBuilder) -> GoalForm:
         return GoalForm(lin_sum(b.positive_part(info.expr, what=self.name)
                                 for info in self._info_forms(b)))

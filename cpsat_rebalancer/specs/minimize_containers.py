@@ -19,17 +19,16 @@ from typing import Any
 
 import numpy as np
 
+from ..context import EvalContext, positive, step
+from ..cpsat.builder import CpBuilder
 from ..cpsat.linear import Lin, lin_sum
-from ..cpsat.model import ModelBuilder
 from ..cpsat.packing_bounds import dive_work, gilmore_gomory, martello_toth_l2, pattern_dive
 from ..errors import InputError
-from ..evaluate import EvalContext, positive, step
+from ..fields import Fields, check_number
 from ..problem import Problem, Scope
 from .common import (
-    Fields,
     GoalForm,
     Spec,
-    check_number,
     parse_filter,
     register,
     resolve_dimension,
@@ -98,7 +97,7 @@ class MinimizeContainersSpec(Spec):
         used = step(self._relative(ctx.util(self.scope, self.dimension, "AFTER")))
         return float(positive(float(self.costs @ used) - len(self.items) + self.free_limit))
 
-    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+    def compile_goal(self, b: CpBuilder) -> GoalForm:
         util = b.util(self.scope, self.dimension, "AFTER")
         caps = self.scope.capacity(self.dimension)
         used = [b.used(util[i] / caps[i]) for i in self.items]
@@ -110,7 +109,7 @@ class MinimizeContainersSpec(Spec):
                                         what=self.name))
 
 
-def add_volume_bounds(b: ModelBuilder, spec: MinimizeContainersSpec, used: list[Lin]) -> None:
+def add_volume_bounds(b: CpBuilder, spec: MinimizeContainersSpec, used: list[Lin]) -> None:
     """Redundant constraints that give CP-SAT the bin-packing bounds it cannot find alone.
 
     For every static dimension d whose load per item is bounded by hard constraints (the
@@ -157,7 +156,7 @@ def add_volume_bounds(b: ModelBuilder, spec: MinimizeContainersSpec, used: list[
                 _suggest_dive(b, spec, sizes, int(caps[0]))
 
 
-def _suggest_dive(b: ModelBuilder, spec: MinimizeContainersSpec, sizes: np.ndarray,
+def _suggest_dive(b: CpBuilder, spec: MinimizeContainersSpec, sizes: np.ndarray,
                   capacity: int) -> None:
     """Propose the pattern LP's dive as the start (bin j into the spec's j-th container):
     on hard packings first-fit decreasing misses the bound that the dive often reaches, and

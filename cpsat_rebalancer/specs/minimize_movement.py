@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..context import EvalContext
+from ..cpsat.builder import CpBuilder
+from ..cpsat.forms import Info
 from ..cpsat.linear import Lin, lin_sum, to_fraction
-from ..cpsat.model import Info, ModelBuilder
 from ..errors import InputError
-from ..evaluate import EvalContext
+from ..fields import Fields
 from ..problem import Problem, Scope
-from .common import Fields, GoalForm, Spec, register, resolve_dimension, resolve_scope, spec_name
+from .common import GoalForm, Spec, register, resolve_dimension, resolve_scope, spec_name
 
 MAGIC_SCALING = 0.001
 
@@ -68,7 +70,7 @@ class MinimizeMovementSpec(Spec):
     def infos(self, ctx: EvalContext):
         return [self.evaluate(ctx)]
 
-    def _form(self, b: ModelBuilder) -> Lin:
+    def _form(self, b: CpBuilder) -> Lin:
         new = b.util(self.scope, self.dimension, "NEW")
         outside = b.out_of_scope_new(self.scope, self.dimension)
         if self.normalize:
@@ -81,8 +83,8 @@ class MinimizeMovementSpec(Spec):
             return b.positive_part(total - to_fraction(self.allowance), what=self.name)
         return total
 
-    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+    def compile_goal(self, b: CpBuilder) -> GoalForm:
         return GoalForm(self._form(b))
 
-    def compile_infos(self, b: ModelBuilder) -> list[Info]:
+    def compile_infos(self, b: CpBuilder) -> list[Info]:
         return [Info(self._form(b))]

@@ -8,10 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from ..cpsat.model import Info, ModelBuilder
-from ..evaluate import EvalContext
+from ..context import EvalContext
+from ..cpsat.builder import CpBuilder
+from ..cpsat.forms import Info
+from ..fields import Fields
+from ..primitives import Restrictions
 from ..problem import Problem, Scope
-from .common import Fields, Restrictions, Spec, register, resolve_items, resolve_scope, spec_name
+from .common import Spec, register, resolve_items, resolve_scope, spec_name
 
 
 @register
@@ -41,7 +44,7 @@ class NonAcceptingSpec(Spec):
     def info_labels(self, problem: Problem) -> list[str]:
         return [f"nothing new on {self.scope.items[i]}" for i in self.items]
 
-    def compile_infos(self, b: ModelBuilder) -> list[Info]:
+    def compile_infos(self, b: CpBuilder) -> list[Info]:
         new = b.util(self.scope, b.problem.count_dimension, "NEW")
         return [Info(new[i]) for i in self.items]
 

@@ -8,21 +8,15 @@ from typing import Any
 
 import numpy as np
 
+from ..context import EvalContext, step
+from ..cpsat.builder import CpBuilder
+from ..cpsat.forms import Info
 from ..cpsat.linear import lin_sum
-from ..cpsat.model import Info, ModelBuilder
 from ..errors import InputError
-from ..evaluate import EvalContext, step
+from ..fields import Fields
+from ..primitives import Restrictions
 from ..problem import Problem
-from .common import (
-    Fields,
-    GoalForm,
-    Restrictions,
-    Spec,
-    register,
-    resolve_dimension,
-    resolve_items,
-    spec_name,
-)
+from .common import GoalForm, Spec, register, resolve_dimension, resolve_items, spec_name
 
 
 @register
@@ -78,13 +72,13 @@ class ToFreeSpec(Spec):
         return [f"{what} {problem.containers[c]}" for c in self.containers
                 for what in ("empty", "nothing new on")]
 
-    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+    def compile_goal(self, b: CpBuilder) -> GoalForm:
         after = b.util(self._scope(b.problem), self.dimension, "AFTER")
         if self.formula == "MINIMIZE_OCCUPIED_CONTAINERS":
             return GoalForm(lin_sum(b.step(after[c]) for c in self.containers))
         return GoalForm(lin_sum(after[c] for c in self.containers))
 
-    def compile_infos(self, b: ModelBuilder) -> list[Info]:
+    def compile_infos(self, b: CpBuilder) -> list[Info]:
         scope = self._scope(b.problem)
         after = b.util(scope, self.dimension, "AFTER")
         new = b.util(scope, self.dimension, "NEW")

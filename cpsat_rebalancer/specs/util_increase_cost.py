@@ -7,14 +7,14 @@ from typing import Any
 
 import numpy as np
 
+from ..context import EvalContext, positive
+from ..cpsat.builder import CpBuilder
 from ..cpsat.linear import Lin, lin_sum, to_fraction
-from ..cpsat.model import ModelBuilder
 from ..cpsat.pwl import convex_pwl
 from ..errors import InputError
-from ..evaluate import EvalContext, positive
+from ..fields import Fields
 from ..problem import Problem, Scope
 from .common import (
-    Fields,
     GoalForm,
     Spec,
     parse_filter,
@@ -72,7 +72,7 @@ class UtilIncreaseCostSpec(Spec):
         u0 = ctx.at_initial.util(self.scope, self.dimension, "AFTER")[self.items] / caps
         return float(positive(self._f(u) - self._reference(u0)).sum() / len(self.items))
 
-    def compile_goal(self, b: ModelBuilder) -> GoalForm:
+    def compile_goal(self, b: CpBuilder) -> GoalForm:
         if len(self.items) == 0:
             return GoalForm(Lin())
         util = b.util(self.scope, self.dimension, "AFTER")

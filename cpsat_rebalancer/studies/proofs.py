@@ -44,10 +44,10 @@ from typing import Any
 
 import numpy as np
 
-from ..cpsat.driver import solve_model
 from ..evaluate import evaluate
 from ..result import SolveResult
 from ..scenario import Scenario, SolverOptions, parse_scenario
+from ..solve.pipeline import solve_model
 from .hints import first_fit, first_fit_into
 from .patterns import class_groups, pattern_relaxation
 from .search import (

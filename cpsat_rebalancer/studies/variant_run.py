@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from ..cpsat.driver import solve_model
 from ..errors import InputError
 from ..evaluate import evaluate
 from ..problem import Problem
 from ..result import INFEASIBLE, OPTIMAL, SolveResult
 from ..scenario import SolverOptions, parse_scenario
+from ..solve.pipeline import solve_model
 from .hints import first_fit
 from .proofs import Decision, applicable, decide
 from .store import write_row

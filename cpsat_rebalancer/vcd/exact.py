@@ -48,12 +48,12 @@ from typing import Any
 import numpy as np
 
 from ..compare import Entry, compare_assignment
-from ..cpsat.driver import solve_model
 from ..errors import InputError
 from ..heuristics import Instance
 from ..heuristics.vcd import Decision, place
 from ..result import OPTIMAL, SolveResult
 from ..scenario import SolverOptions
+from ..solve.pipeline import solve_model
 from ..specs.common import REGISTRY
 from .inputs import VcdScenario, cluster_reason, datastore_reason, vm_reason
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from ..specs.common import Fields, check_number
+from ..fields import Fields, check_number
 
 HEALTH = ("green", "yellow", "red")
 OPERATIONS = ("create", "powerOn", "import")

@@ -22,12 +22,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from ortools.sat.python import cp_model
 
-from .model import ModelBuilder, item_groups
+from ...cpsat.builder import CpBuilder
+from ...cpsat.classes import item_groups
 
 PRESOLVE_SECONDS = 20.0  # at most this long to read back the limits
 
 
-def load_caps(builder: ModelBuilder, targets: Sequence[tuple[object, int]] = (),
+def load_caps(builder: CpBuilder, targets: Sequence[tuple[object, int]] = (),
               seconds: float = PRESOLVE_SECONDS,
               run: Callable[[cp_model.CpSolver, cp_model.CpModel], int] | None = None,
               work: float | None = None) -> dict[str, np.ndarray] | None:
@@ -48,7 +49,7 @@ def load_caps(builder: ModelBuilder, targets: Sequence[tuple[object, int]] = (),
             for dim, vs in loads.items()}
 
 
-def presolved_bounds(builder: ModelBuilder, variables: Sequence[int],
+def presolved_bounds(builder: CpBuilder, variables: Sequence[int],
                      targets: Sequence[tuple[object, int]] = (),
                      seconds: float = PRESOLVE_SECONDS,
                      run: Callable[[cp_model.CpSolver, cp_model.CpModel], int] | None = None,
@@ -88,7 +89,7 @@ def presolved_bounds(builder: ModelBuilder, variables: Sequence[int],
     return np.asarray(lows, dtype=np.int64), np.asarray(highs, dtype=np.int64)
 
 
-def shed_counts(builder: ModelBuilder, caps: dict[str, np.ndarray]) -> np.ndarray:
+def shed_counts(builder: CpBuilder, caps: dict[str, np.ndarray]) -> np.ndarray:
     """Per container, the fewest initial objects that must leave it: for each dimension,
     the fewest of its largest initial objects whose removal brings the load under the cap
     (the maximum over dimensions)."""
@@ -114,7 +115,7 @@ def shed_counts(builder: ModelBuilder, caps: dict[str, np.ndarray]) -> np.ndarra
     return shed
 
 
-def relaxed_caps(builder: ModelBuilder, target: dict[str, np.ndarray],
+def relaxed_caps(builder: CpBuilder, target: dict[str, np.ndarray],
                  hard: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
     """``target`` limits raised just enough to hold the whole load: where their total falls
     short of it, the containers over them at the start keep the shortfall, shared in
@@ -137,7 +138,7 @@ def relaxed_caps(builder: ModelBuilder, target: dict[str, np.ndarray],
     return raised if short else None
 
 
-def add_move_cuts(builder: ModelBuilder, caps: dict[str, np.ndarray]) -> int:
+def add_move_cuts(builder: CpBuilder, caps: dict[str, np.ndarray]) -> int:
     """Objects staying in a container <= its initial count minus what it must shed; only when
     stays at the container level are built (a spec reads moves). Returns the total shed."""
     stays = builder.built_stays(builder.problem.container_scope)
@@ -159,7 +160,7 @@ def add_move_cuts(builder: ModelBuilder, caps: dict[str, np.ndarray]) -> int:
     return int(shed.sum())
 
 
-def repair(builder: ModelBuilder, caps: dict[str, np.ndarray], partial: bool = False,
+def repair(builder: CpBuilder, caps: dict[str, np.ndarray], partial: bool = False,
            deadline: float | None = None, exact: bool = False,
            start: list[int] | None = None) -> list[int] | None:
     """Counts from the initial assignment (or ``start``, counts of another assignment that
@@ -275,7 +276,7 @@ def repair(builder: ModelBuilder, caps: dict[str, np.ndarray], partial: bool = F
     return counts.tolist()
 
 
-def _top_off(builder: ModelBuilder, counts: np.ndarray, upper: np.ndarray,
+def _top_off(builder: CpBuilder, counts: np.ndarray, upper: np.ndarray,
              load: dict[str, np.ndarray], caps: dict[str, np.ndarray],
              sizes: dict[str, np.ndarray], by_container: list[np.ndarray]) -> None:
     """After a partial repair: move single objects out of containers still over a cap into
@@ -347,7 +348,7 @@ EJECTION_LIMIT = 1  # ejections allowed per count variable, to bound the repair'
 EJECTION_CANDIDATES = 24  # containers (most room first) tried when making room
 
 
-def _make_room(builder: ModelBuilder, counts: np.ndarray, upper: np.ndarray,
+def _make_room(builder: CpBuilder, counts: np.ndarray, upper: np.ndarray,
                load: dict[str, np.ndarray], caps: dict[str, np.ndarray],
                sizes: dict[str, np.ndarray], choices: np.ndarray,
                by_container: list[np.ndarray], candidates: int
@@ -401,7 +402,7 @@ def _make_room(builder: ModelBuilder, counts: np.ndarray, upper: np.ndarray,
     return best[2]
 
 
-def leximin_descent(builder: ModelBuilder, lins: list, counts: list[int],
+def leximin_descent(builder: CpBuilder, lins: list, counts: list[int],
                     caps: dict[str, np.ndarray], deadline: float) -> list[int] | None:
     """Single moves that make the sorted vector of relative utilizations (``lins``, one per
     container, each a multiple of that container's load) lexicographically smaller: take an

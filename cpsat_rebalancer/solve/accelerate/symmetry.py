@@ -15,9 +15,10 @@ from collections.abc import Hashable
 
 import numpy as np
 
-from ..evaluate import EvalContext, split_policy
-from ..problem import Problem
-from ..scenario import Model
+from ...context import EvalContext
+from ...evaluate import split_policy
+from ...problem import Problem
+from ...scenario import Model
 
 
 def interchangeable_containers(problem: Problem, model: Model, fixed: frozenset[int],

@@ -12,10 +12,8 @@ container, which makes every definition linear. A singleton class is the general
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -24,101 +22,9 @@ from ortools.sat.python import cp_model
 
 from ..errors import InputError, InternalError
 from ..problem import OUT_OF_SCOPE, Problem, Scope
-from ..specs.common import TOLERANCE
+from .classes import DimensionScale, integral_scale, item_groups, laminar_chain, object_classes
+from .forms import INT_LIMIT, IntegerForms
 from .linear import Lin
-
-INT_LIMIT = 2**60  # keep every integerized expression's magnitude below this
-# a form that defines a new variable (an excess, a maximum) is exact only up to this scale,
-# else rounded to the finest power of ten within it: the variables' domains then stay small
-# enough that many of them (a LINEAR balance of 70 racks of distinct capacities at
-# 50000x1000, each exact only at 10^17) still sum within CP-SAT's 64 bits
-VARIABLE_LIMIT = 2**50
-# an excess whose slope exceeds this many of its units per unit of its load is written in
-# steps of the load (ModelBuilder._excess_in_steps): GLOP fails on rows 10^9 apart
-WELL_SCALED = 2**20
-DIGITS_TRIED = 9  # decimal digits tried to make a dimension integral
-
-
-@dataclass
-class Atom:
-    expr: object  # CP-SAT integer expression (IntVar, LinearExpr or int)
-    lo: int
-    hi: int
-    initial: int | None = None  # value at the initial assignment, when defined by the problem
-    bounding: bool = False  # only bounds its value from above (exact under minimization only)
-
-
-@dataclass
-class Integerized:
-    """``K·lin`` as an integer CP-SAT expression, with the rounding error bound (in value)."""
-
-    expr: object
-    factor: Fraction  # K
-    lo: int
-    hi: int
-    error: float = 0.0
-
-
-@dataclass(frozen=True)
-class Info:
-    """A constraint expression e (meaning e <= 0); with a gate, e counts only when gate > 0."""
-
-    expr: Lin
-    gate: Lin | None = None
-
-
-@dataclass
-class ObjectClasses:
-    members: list[np.ndarray]  # object indices per class, ascending
-    of_object: np.ndarray  # class index per object
-    home: list[dict[int, int]]  # initial count per container, per class
-
-    @property
-    def sizes(self) -> np.ndarray:
-        return np.asarray([len(m) for m in self.members], dtype=np.int64)
-
-
-def object_classes(problem: Problem, named: set[int], by_initial_container: bool,
-                   dims: frozenset[str] | None = None) -> ObjectClasses:
-    """Group interchangeable objects: same values of the dimensions in ``dims`` (None: all;
-    a dimension no spec reads cannot tell objects apart), same groups, not named by any spec
-    (and the same initial container when ``by_initial_container``)."""
-    n = problem.num_objects
-    if n == 0:
-        return ObjectClasses([], np.zeros(0, np.int64), [])
-    columns = [problem.object_dims[d] for d in sorted(problem.object_dims)
-               if dims is None or d in dims]
-    for name in sorted(problem.dynamic_dims):
-        if dims is None or name in dims:
-            columns.extend(problem.dynamic_dims[name].by_item.T)
-    if by_initial_container:
-        columns.append(problem.initial.astype(float))
-    for name in sorted(problem.partitions):
-        group_of = np.full(n, -1.0)
-        for g, members in enumerate(problem.partitions[name].values()):
-            group_of[members] = g
-        columns.append(group_of)
-    singleton = np.zeros(n)
-    if named:
-        idx = np.fromiter(sorted(named), dtype=np.int64)
-        singleton[idx] = idx + 1
-    columns.append(singleton)
-    keys = np.column_stack(columns)
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    # order classes by their first object so class numbering follows the input
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    of_object = rank[inverse]
-    sort = np.argsort(of_object, kind="stable")
-    bounds = np.searchsorted(of_object[sort], np.arange(len(order) + 1))
-    members = [sort[bounds[k]:bounds[k + 1]] for k in range(len(order))]
-    home = []
-    for m in members:
-        containers, counts = np.unique(problem.initial[m], return_counts=True)
-        home.append(dict(zip(containers.tolist(), counts.tolist())))
-    return ObjectClasses(members, of_object, home)
 
 
 def hint_first(cp: cp_model.CpModel, values: list[int] | None) -> None:
@@ -129,55 +35,6 @@ def hint_first(cp: cp_model.CpModel, values: list[int] | None) -> None:
         cp.proto.solution_hint.vars.extend(range(len(values)))
         cp.proto.solution_hint.values.extend(values)
 
-
-def item_groups(scope: Scope) -> np.ndarray:
-    """Item per container, with the out-of-scope containers as one more pseudo item."""
-    return np.where(scope.container_item == OUT_OF_SCOPE, len(scope.items), scope.container_item)
-
-
-def laminar_chain(problem: Problem) -> list[Scope] | None:
-    """The custom scopes from finest to coarsest if each one's items lie inside the next
-    one's (out-of-scope containers counting as one pseudo item); None if two scopes cross."""
-    custom = [s for name, s in problem.scopes.items() if name != problem.container_name]
-    custom.sort(key=lambda s: -len(np.unique(item_groups(s))))
-    for finer, coarser in zip(custom, custom[1:]):
-        fine, coarse = item_groups(finer), item_groups(coarser)
-        for group in np.unique(fine):
-            if len(np.unique(coarse[fine == group])) > 1:
-                return None
-    return custom
-
-
-def integral_scale(values: np.ndarray) -> tuple[int, float]:
-    """Smallest power of ten making ``values`` integral, and the rounding error per object."""
-    top = float(np.max(np.abs(values))) if len(values) else 0.0
-    for digits in range(DIGITS_TRIED + 1):
-        scale = 10**digits
-        scaled = values * scale
-        if top * scale > 2**50:
-            break
-        # integral up to floating-point noise (0.1 * 10 = 1.0000000000000002), not more
-        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-7 + 1e-12 * np.abs(scaled)):
-            return scale, 0.0
-    digits = max(0, min(DIGITS_TRIED, int(math.floor(math.log10(2**50 / max(top, 1e-300))))))
-    scale = 10**digits
-    error = float(np.max(np.abs(values * scale - np.round(values * scale)))) / scale
-    return scale, error
-
-
-@dataclass
-class DimensionScale:
-    factor: int  # integer value = round(value * factor)
-    values: np.ndarray  # integer value per object (int64) in its initial container
-    error: float  # max |value - integer/factor| per object
-    table: np.ndarray | None = None  # dynamic: integer value per (object, item of its scope)
-
-    @property
-    def most(self) -> int:
-        """An upper bound on the total of the dimension, wherever objects go."""
-        if self.table is None:
-            return int(self.values.sum())
-        return int(self.table.max(axis=1).sum())
 
 
 class TargetProbe(NamedTuple):
@@ -193,19 +50,20 @@ class TargetProbe(NamedTuple):
     pairs: list[tuple[object, object]]  # (literal in reduced, count variable in the model)
 
 
-class ModelBuilder:
+
+class CpBuilder(IntegerForms):
     """Owns the CpModel, the count variables and every shared expression specs compile to."""
 
     def __init__(self, problem: Problem, fixed: frozenset[int] = frozenset(),
                  non_accepting: frozenset[int] = frozenset(), named: set[int] | None = None,
-                 aggregate: bool = True, dims: frozenset[str] | None = None):
+                 aggregate: bool = True, dims: frozenset[str] | None = None, *,
+                 accelerate: bool = True, seconds: float | None = None):
+        super().__init__()
         self.problem = problem
         # the dimensions objects are classed by (None: all; the count dimension always, as
         # the symmetry breaking's default key); only theirs have class values
         self.class_dims = None if dims is None else dims | {problem.count_dimension}
         self.cp = cp_model.CpModel()
-        self.atoms: list[Atom] = []
-        self.errors: dict[str, float] = {}
         chain = laminar_chain(problem) if aggregate else None
         self.scope_chain = chain or []  # custom scopes, finest first, for decoding
         self.classes = object_classes(problem, set(named or ()) | set(fixed),
@@ -214,11 +72,10 @@ class ModelBuilder:
         self._scales: dict[str, DimensionScale] = {}
         self._utils: dict[tuple[str, str], tuple[list[int], list[int] | None, np.ndarray]] = {}
         self._stays: dict[str, dict[tuple[int, int], tuple[object, int]]] = {}
-        self._gates: dict[tuple, object] = {}
         self._group_utils: dict[tuple, list[Lin]] = {}
         self.guard: object | None = None  # when set, hard rules hold only if it is true
         # valid redundant constraints (bounds, symmetry breaking) that speed up proofs
-        self.accelerate = True
+        self.accelerate = accelerate
         # assignments a spec's compiler proposes as the start (checked by the evaluator)
         self.suggested_starts: list[np.ndarray] = []
         # levels of a goal from its relaxation's bound up, each a search held there (see
@@ -226,7 +83,7 @@ class ModelBuilder:
         self.target_probes: list[TargetProbe] = []
         # the solve's time limit: it sizes the work of searches run while compiling (a
         # count, so the same limit always builds the same model); None: no limit
-        self.seconds: float | None = None
+        self.seconds = seconds
         self.container_classes: list[np.ndarray] = []
         self.symmetry: object | None = None  # literal enforcing the container order
         self._class_rank = np.zeros(0, dtype=np.int64)  # cache of class_rank()
@@ -330,6 +187,16 @@ class ModelBuilder:
             t = position.get(int(c))
             if t is not None and t >= reach[k]:
                 self.cp.add(self.count_vars[j] == 0).only_enforce_if(self.symmetry)
+
+    @contextmanager
+    def guarded(self, literal: object) -> Iterator[None]:
+        """Hard rules required meanwhile hold only when ``literal`` is true (to explain an
+        infeasibility by the rules CP-SAT needs)."""
+        self.guard = literal
+        try:
+            yield
+        finally:
+            self.guard = None
 
     def fix(self, literal: object, value: int | None) -> None:
         """Fix a literal that switches constraints on or off, or free it (None): its domain
@@ -482,16 +349,6 @@ class ModelBuilder:
             if error:
                 self.errors[f"dimension {dim} rounding (per object)"] = error
         return self._scales[dim]
-
-    def new_atom(self, expr: object, lo: int, hi: int, initial: int | None = None,
-                 bounding: bool = False) -> int:
-        self.atoms.append(Atom(expr, int(lo), int(hi), initial, bounding))
-        return len(self.atoms) - 1
-
-    def minimization_only(self, lin: Lin) -> bool:
-        """Whether ``lin`` involves a variable that only bounds its value from above (excess,
-        step, chords): minimizing it is exact, maximizing it is not."""
-        return any(self.atoms[a].bounding for a, c in lin.terms.items() if c != 0)
 
     # ---- utilizations ----
     def _class_values(self, dim: str) -> np.ndarray:
@@ -665,190 +522,6 @@ class ModelBuilder:
         atom = self.new_atom(arrived - stayed, -total, total, 0)
         return Lin.atom(atom, Fraction(1, self.scale(dim).factor))
 
-    # ---- evaluating forms ----
-    def bounds(self, lin: Lin) -> tuple[Fraction, Fraction]:
-        lo = hi = lin.const
-        for a, c in lin.terms.items():
-            atom = self.atoms[a]
-            lo += min(c * atom.lo, c * atom.hi)
-            hi += max(c * atom.lo, c * atom.hi)
-        return lo, hi
-
-    def initial_value(self, lin: Lin) -> Fraction:
-        """Exact value of a form built from problem atoms at the initial assignment."""
-        total = lin.const
-        for a, c in lin.terms.items():
-            initial = self.atoms[a].initial
-            if initial is None:
-                raise ValueError("form depends on a variable without an initial value")
-            total += c * initial
-        return total
-
-    def integerize(self, lin: Lin, limit: int = INT_LIMIT) -> Integerized:
-        return self.integerize_all([lin], limit)[0]
-
-    def integerize_all(self, lins: list[Lin], limit: int = INT_LIMIT) -> list[Integerized]:
-        """``K·lin`` for each form with one integer factor K: the least common denominator
-        when magnitudes allow (exact, up to ``limit``), else a power of ten with the
-        rounding error stated."""
-        factor = 1
-        magnitude = Fraction(0)
-        for lin in lins:
-            factor = math.lcm(factor, lin.const.denominator,
-                              *(c.denominator for c in lin.terms.values()))
-            magnitude = max(magnitude, abs(lin.const) + sum(
-                abs(c) * max(abs(self.atoms[a].lo), abs(self.atoms[a].hi))
-                for a, c in lin.terms.items()))
-        if magnitude * factor > limit:
-            if magnitude >= INT_LIMIT:
-                raise InputError("", "numbers too large to model in CP-SAT's 64-bit integers",
-                                 float(magnitude))
-            factor = 10 ** max(0, int(math.floor(math.log10(limit / max(magnitude, 1)))))
-        return [self._scaled(lin, factor) for lin in lins]
-
-    def _scaled(self, lin: Lin, factor: int) -> Integerized:
-        atoms, coefs = [], []
-        error = Fraction(0)
-        lo = hi = 0
-        for a, c in lin.terms.items():
-            if c == 0:
-                continue
-            atom = self.atoms[a]
-            exact = c * factor
-            coef = round(exact)
-            error += abs(exact - coef) * max(abs(atom.lo), abs(atom.hi))
-            if coef:
-                atoms.append(atom.expr)
-                coefs.append(coef)
-                lo += min(coef * atom.lo, coef * atom.hi)
-                hi += max(coef * atom.lo, coef * atom.hi)
-        exact_const = lin.const * factor
-        const = round(exact_const)
-        error += abs(exact_const - const)
-        expr = cp_model.LinearExpr.weighted_sum(atoms, coefs) + const if atoms else const
-        return Integerized(expr, Fraction(factor), lo + const, hi + const, float(error / factor))
-
-    def note_error(self, what: str, error: float) -> None:
-        if error > 0:
-            self.errors[what] = self.errors.get(what, 0.0) + error
-
-    @contextmanager
-    def errors_scaled(self, factor: float) -> Iterator[None]:
-        """Errors noted meanwhile belong to terms the caller then scales by ``factor`` (a
-        balance's mean over its items): they are kept at that scale. Stated n times too
-        large, a SQUARES balance's error (5e-7 at 10000x500 for 1e-9) widened its freeze
-        enough for the movement bucket to trade 1e-6 of balance, worse than local search."""
-        before = dict(self.errors)
-        yield
-        for what, value in list(self.errors.items()):
-            earlier = before.get(what, 0.0)
-            self.errors[what] = earlier + (value - earlier) * factor
-
-    # ---- building blocks specs compile to ----
-    def gate(self, lin: Lin) -> object:
-        """Literal true exactly when ``lin`` > 0 (lin integer-valued once integerized)."""
-        key = (tuple(sorted(lin.terms.items())), lin.const)
-        if key not in self._gates:
-            form = self.integerize(lin)
-            literal = self.cp.new_bool_var("gate")
-            self.cp.add(form.expr >= 1).only_enforce_if(literal)
-            self.cp.add(form.expr <= 0).only_enforce_if(literal.Not())
-            self._gates[key] = literal
-        return self._gates[key]
-
-    def positive_part(self, lin: Lin, gate: Lin | None = None, what: str = "") -> Lin:
-        """max(0, lin) as a form (a new integer variable), zero unless ``gate`` > 0."""
-        form = self.integerize(lin, VARIABLE_LIMIT)
-        self.note_error(what or "rounding", form.error)
-        if form.hi <= 0:
-            return Lin()
-        if form.lo >= 0 and gate is None:
-            return lin
-        kink = self._kink(lin, form.factor) if gate is None else None
-        if kink is not None and kink[0] > WELL_SCALED:
-            return self._excess_in_steps(*kink, form.factor)
-        z = self.cp.new_int_var(0, form.hi, "pos")
-        constraint = self.cp.add(z >= form.expr)
-        if gate is not None:
-            constraint.only_enforce_if(self.gate(gate))
-        elif kink is not None and self.accelerate:
-            # the chord below a kink between integers f and f + 1: z >= s·(U - f), with s
-            # the excess at f + 1, holds at every integer U (0 up to f, below the slope a
-            # beyond) and makes the LP exact at the integers
-            a, b, u, f, _ = kink
-            if b % a:
-                self.cp.add(z >= (a * (f + 1) + b) * (u - f))
-        return Lin.atom(self.new_atom(z, 0, form.hi, bounding=True), 1 / form.factor)
-
-    def _kink(self, lin: Lin, factor: Fraction) -> tuple[int, int, object, int, int] | None:
-        """A one-atom form K·lin = a·U + b (K = ``factor``, rounded as ``_scaled`` rounds it)
-        written with a > 0 over U = ±atom, whose kink -b/a lies in U's range, as
-        (a, b, U, f = floor(-b/a), U's largest value); None for a form over several atoms."""
-        live = [(a, c) for a, c in lin.terms.items() if c != 0]
-        if len(live) != 1:
-            return None
-        atom = self.atoms[live[0][0]]
-        a, b = round(live[0][1] * factor), round(lin.const * factor)
-        sign = 1 if a > 0 else -1
-        f = (-b) // abs(a)
-        lo, hi = sorted((sign * atom.lo, sign * atom.hi))
-        return (abs(a), b, atom.expr * sign, f, hi) if lo <= f < hi else None
-
-    def _excess_in_steps(self, a: int, b: int, u: object, f: int, hi: int,
-                         factor: Fraction) -> Lin:
-        """max(0, a·U + b) over integers U as s·y + a·w, with y + w >= U - f, y in {0, 1},
-        w >= 0 and s = a·(f + 1) + b, the excess at f + 1 (y is left out where the kink is
-        at f itself: s = a). Exact under minimization, and its LP is the hull at the
-        integers, in a row of unit coefficients: a rack balance's z >= a·U + b, with a
-        near 10^9 against z's 1, left GLOP ABNORMAL at 3000x300."""
-        s = a * (f + 1) + b
-        w = self.cp.new_int_var(0, hi - f, "steps")
-        excess = Lin.atom(self.new_atom(w, 0, hi - f, bounding=True), a / factor)
-        if s == a:
-            self.cp.add(w >= u - f)
-            return excess
-        y = self.cp.new_bool_var("first_step")
-        self.cp.add(y + w >= u - f)
-        return excess + Lin.atom(self.new_atom(y, 0, 1, bounding=True), s / factor)
-
-    @staticmethod
-    def tolerance_units(form: Integerized) -> int:
-        """Rebalancer's 1e-10 comparison tolerance in the integer units of ``form``: a rule
-        e <= 0 holds, and step(e) is 0, up to e = 1e-10 (zero unless the units are finer)."""
-        return math.floor(form.factor * TOLERANCE)
-
-    def step(self, lin: Lin, gate: Lin | None = None) -> Lin:
-        """1 when lin > 0 (and gate > 0), else 0: Rebalancer's step(e)."""
-        form = self.integerize(lin)
-        if form.hi <= 0:
-            return Lin()
-        s = self.cp.new_bool_var("step")
-        constraint = self.cp.add(form.expr <= self.tolerance_units(form)).only_enforce_if(s.Not())
-        if gate is not None:
-            constraint.only_enforce_if([s.Not(), self.gate(gate)])
-        if form.lo > self.tolerance_units(form) and gate is None:
-            self.cp.add(s == 1)
-        return Lin.atom(self.new_atom(s, 0, 1, bounding=True))
-
-    def used(self, load: Lin) -> Lin:
-        """step(load) for a load that cannot be negative: 1 when the item holds anything.
-        Beyond step's rule, the load is at most its largest feasible value times the
-        literal: the linking an LP relaxation needs to bound the number of used items."""
-        s = self.step(load)
-        form = self.integerize(load)
-        if not s.is_constant and form.lo >= 0 and self.tolerance_units(form) == 0:
-            self.cp.add(form.expr <= form.hi * self.literal(s))
-        return s
-
-    def literal(self, lin: Lin) -> object:
-        """The CP-SAT expression behind a one-atom form with coefficient 1 (a step's literal)."""
-        live = [(a, c) for a, c in lin.terms.items() if c != 0]
-        if not live:
-            return int(lin.const)
-        ((atom, coef),) = live
-        assert coef == 1 and lin.const == 0, "a literal form is one atom with coefficient 1"
-        return self.atoms[atom].expr
-
     def loads(self, scope: Scope, dim: str) -> list[object]:
         """The AFTER load expression per item (integer units of ``dim``)."""
         after, _, _ = self._util_atoms(scope, dim, stayed=False)
@@ -876,73 +549,6 @@ class ModelBuilder:
         if built is None:
             return None
         return np.asarray([self.atoms[a].hi for a in built[0]], dtype=np.int64)
-
-    def require(self, lin: Lin, rhs: Fraction = Fraction(0), gate: Lin | None = None) -> None:
-        """Hard rule lin <= rhs (only when gate > 0, if a gate is given)."""
-        form = self.integerize(lin - rhs)
-        slack = math.ceil(form.error * form.factor) + self.tolerance_units(form)
-        if form.lo <= slack and form.hi <= slack:
-            return
-        literals = [self.gate(gate)] if gate is not None else []
-        if self.guard is not None:
-            literals.append(self.guard)
-        elif gate is None and not form.error and not self.tolerance_units(form):
-            self._tighten(lin - rhs)
-        constraint = self.cp.add(form.expr <= slack)
-        if literals:
-            constraint.only_enforce_if(literals)
-
-    def _tighten(self, lin: Lin) -> None:
-        """An exact, unconditional hard rule c·atom + d <= 0 on one atom bounds that atom, so
-        that everything built on it later (piecewise-linear ranges, domains) is tighter."""
-        live = [(a, c) for a, c in lin.terms.items() if c != 0]
-        if len(live) != 1:
-            return
-        coef, atom = live[0][1], self.atoms[live[0][0]]
-        limit = -lin.const / coef
-        if coef > 0:
-            atom.hi = max(atom.lo, min(atom.hi, math.floor(limit)))
-        else:
-            atom.lo = min(atom.hi, max(atom.lo, math.ceil(limit)))
-
-    def as_atom(self, lin: Lin) -> Lin:
-        """The same form over a single atom (a new variable when it spans several), so that a
-        function of it can be tabulated."""
-        live = [a for a, c in lin.terms.items() if c != 0]
-        if len(live) <= 1:
-            return lin
-        form = self.integerize(lin, VARIABLE_LIMIT)
-        self.note_error("rounding", form.error)
-        v = self.cp.new_int_var(form.lo, form.hi, "aux")
-        self.cp.add(v == form.expr)
-        initial = None
-        if all(self.atoms[a].initial is not None for a in live):
-            initial = round(self.initial_value(lin) * form.factor)
-        return Lin.atom(self.new_atom(v, form.lo, form.hi, initial), 1 / form.factor)
-
-    def exact_max(self, lins: list[Lin], what: str = "rounding") -> Lin:
-        """A form equal to the max of ``lins`` (not only bounding it), for thresholds."""
-        if all(lin.is_constant for lin in lins):
-            return Lin(const=max(lin.const for lin in lins))
-        forms = self.integerize_all(lins, VARIABLE_LIMIT)
-        lo, hi = max(f.lo for f in forms), max(f.hi for f in forms)
-        t = self.cp.new_int_var(lo, hi, "exact_max")
-        self.cp.add_max_equality(t, [f.expr for f in forms])
-        for f in forms:
-            self.note_error(what, f.error)
-        return Lin.atom(self.new_atom(t, lo, hi), 1 / forms[0].factor)
-
-    def maximum(self, lins: list[Lin], what: str = "rounding") -> Lin:
-        """A form at least every one of ``lins`` (equal to their max under minimization)."""
-        if len(lins) == 1:
-            return lins[0]
-        forms = self.integerize_all(lins, VARIABLE_LIMIT)
-        lo, hi = max(f.lo for f in forms), max(f.hi for f in forms)
-        t = self.cp.new_int_var(lo, hi, "max")
-        for f in forms:
-            self.cp.add(t >= f.expr)
-            self.note_error(what, f.error)
-        return Lin.atom(self.new_atom(t, lo, hi, bounding=True), 1 / forms[0].factor)
 
     # ---- partition groups ----
     def group_classes(self, members: np.ndarray) -> list[int]:
@@ -1003,3 +609,4 @@ class ModelBuilder:
                                "DURING": a + init - s}[metric])
             self._group_utils[key] = result
         return self._group_utils[key]
+

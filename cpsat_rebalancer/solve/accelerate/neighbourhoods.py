@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
-from .model import ModelBuilder, hint_first
+from ...cpsat.builder import CpBuilder, hint_first
 
 if TYPE_CHECKING:
-    from .driver import Chain
+    from ..session import Session
 
 FIRST_SIZE = 8  # containers freed per neighbourhood at first
 LARGEST_SIZE = 64  # never more (a neighbourhood's solve must stay far cheaper than the whole)
@@ -30,8 +30,8 @@ GROW_AFTER = 20  # neighbourhoods in a row proven without a gain before freeing 
 RANDOM_SHARE = 0.25  # of the containers freed, picked at random rather than along flows
 
 
-def descend(builder: ModelBuilder, objective: object, values: list[int], incumbent: int,
-            deadline: float, chain: Chain, floor: int | None = None) -> tuple[list[int], int]:
+def descend(builder: CpBuilder, objective: object, values: list[int], incumbent: int,
+            deadline: float, chain: Session, floor: int | None = None) -> tuple[list[int], int]:
     """Improve ``values`` (a full solution, ``incumbent`` its objective) until ``deadline``
     (monotonic clock: a wall-clock search, never part of a deterministic run) or down to
     ``floor`` (a proven bound on the objective). One
@@ -111,7 +111,7 @@ class _Lane:
             self.hinted = values
 
 
-def _neighbourhood(builder: ModelBuilder, change: np.ndarray, containers: list[int],
+def _neighbourhood(builder: CpBuilder, change: np.ndarray, containers: list[int],
                    size: int, rng: random.Random) -> set[int]:
     """``size`` containers linked by the incumbent's flows: from a container whose counts
     changed, add one that changed the other way in a class already in the set (where an

@@ -31,8 +31,10 @@ import numpy as np
 from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model, cp_model_helper
 
+from ...cpsat.builder import CpBuilder, hint_first
+from ...cpsat.classes import item_groups
+from ...cpsat.forms import Integerized
 from .lp_bound import LinearRelaxation, snapshot, solve_lp
-from .model import Integerized, ModelBuilder, hint_first, item_groups
 
 POLISH_SECONDS = 0.5  # the search for target loads near the start: at least this long
 POLISH_WORK = 0.2  # (deterministic seconds, in a repeatable run)
@@ -74,7 +76,7 @@ def _references(constraint: cp_model_pb2.ConstraintProto) -> set[int] | None:
     return used
 
 
-def load_relaxation(builder: ModelBuilder, form: Integerized, seconds: float,
+def load_relaxation(builder: CpBuilder, form: Integerized, seconds: float,
                     workers: int, seed: int,
                     run: Callable[[cp_model.CpSolver, cp_model.CpModel], int] | None = None,
                     work: float | None = None,
@@ -172,7 +174,7 @@ def load_relaxation(builder: ModelBuilder, form: Integerized, seconds: float,
          for dim in targets})
 
 
-def split_constraints(builder: ModelBuilder
+def split_constraints(builder: CpBuilder
                        ) -> tuple[list[tuple[int, set[int]]], set[int], set[int]]:
     """The model's constraints that read no count variable, as (index, variables read); the
     variables the others read; the count variables' indices."""
@@ -188,7 +190,7 @@ def split_constraints(builder: ModelBuilder
     return kept, dropped, counts
 
 
-def loads_model(builder: ModelBuilder, kept: list[tuple[int, set[int]]],
+def loads_model(builder: CpBuilder, kept: list[tuple[int, set[int]]],
                  loads: dict[str, list[object]], targets: list[str]) -> cp_model.CpModel:
     """The same variables (same indices) with the constraints ``kept``, plus what every
     assignment keeps for the ``targets`` dimensions: loads summing to their total, scope
@@ -207,7 +209,7 @@ def loads_model(builder: ModelBuilder, kept: list[tuple[int, set[int]]],
     return cp
 
 
-def moves_floor(builder: ModelBuilder, seconds: float, workers: int, seed: int,
+def moves_floor(builder: CpBuilder, seconds: float, workers: int, seed: int,
                 run: Callable[[cp_model.CpSolver, cp_model.CpModel], int] | None = None,
                 work: float | None = None) -> int | None:
     """A lower bound on the number of objects moved, over the loads the model's load rules
@@ -325,7 +327,7 @@ def _reached(reached: set[int], reads: list[set[int]]) -> set[int]:
     return reached
 
 
-def _scope_load_indices(builder: ModelBuilder, dim: str) -> set[int]:
+def _scope_load_indices(builder: CpBuilder, dim: str) -> set[int]:
     """The load variables of ``dim`` per item of every custom scope (racks): an objective
     on them reads the containers' loads through the links ``_link_scopes`` adds."""
     indices = set()
@@ -335,7 +337,7 @@ def _scope_load_indices(builder: ModelBuilder, dim: str) -> set[int]:
     return indices
 
 
-def _link_scopes(builder: ModelBuilder, cp: cp_model.CpModel, dim: str,
+def _link_scopes(builder: CpBuilder, cp: cp_model.CpModel, dim: str,
                  container_loads: list[object]) -> None:
     """A custom scope's item load is the sum of its containers' loads (the count variables
     that tied them together are gone)."""
@@ -351,7 +353,7 @@ def _link_scopes(builder: ModelBuilder, cp: cp_model.CpModel, dim: str,
             cp.add(load == sum(container_loads[c] for c in members.tolist()))
 
 
-def _couple_dimensions(builder: ModelBuilder, cp: cp_model.CpModel,
+def _couple_dimensions(builder: CpBuilder, cp: cp_model.CpModel,
                        loads: dict[str, list[object]], targets: list[str],
                        constrained: set[int]) -> None:
     """Per container, a target dimension's load within the extreme ratios of the objects'

@@ -40,8 +40,8 @@ import numpy as np
 from ortools.linear_solver import linear_solver_pb2, pywraplp
 from ortools.sat.python import cp_model
 
+from ...cpsat.builder import CpBuilder
 from .lp_bound import LinearRows, glop, linear_rows, snapshot
-from .model import ModelBuilder
 from .relaxation import loads_model, split_constraints
 from .repair import presolved_bounds
 
@@ -91,7 +91,7 @@ class ConfigurationBound:
         return self.master.load_domains(moves - 1 - self.unassigned - self.priced)
 
 
-def configuration_bound(builder: ModelBuilder, held: list[int], seconds: float,
+def configuration_bound(builder: CpBuilder, held: list[int], seconds: float,
                         run: Callable[[cp_model.CpSolver, cp_model.CpModel], int]
                         | None = None, work: float | None = None,
                         target: int | None = None,
@@ -135,7 +135,7 @@ def configuration_bound(builder: ModelBuilder, held: list[int], seconds: float,
     return ConfigurationBound(bound, contents, master, priced, unassigned)
 
 
-def configuration_master(builder: ModelBuilder, held: list[int], seconds: float,
+def configuration_master(builder: CpBuilder, held: list[int], seconds: float,
                          run: Callable[[cp_model.CpSolver, cp_model.CpModel], int]
                          | None = None, work: float | None = None
                          ) -> tuple[ConfigurationLP, int] | None:
@@ -173,7 +173,7 @@ def configuration_master(builder: ModelBuilder, held: list[int], seconds: float,
     return master, unassigned
 
 
-def _priced_dimension(builder: ModelBuilder, loads: dict[str, list[object]],
+def _priced_dimension(builder: CpBuilder, loads: dict[str, list[object]],
                       lows: np.ndarray, highs: np.ndarray) -> tuple[str, int] | None:
     """The dimension whose load windows are narrowest against its total (the one whose
     integrality the pricing must see), with its sizes' common divisor; None when its
@@ -197,7 +197,7 @@ def _priced_dimension(builder: ModelBuilder, loads: dict[str, list[object]],
     return dim, divisor
 
 
-def _containers(builder: ModelBuilder, loads: dict[str, list[object]], dim: str,
+def _containers(builder: CpBuilder, loads: dict[str, list[object]], dim: str,
                 divisor: int, lows: np.ndarray, highs: np.ndarray) -> list[_Container]:
     count_index = np.asarray([v.Index() for v in builder.count_vars], dtype=np.int64)
     initial = np.asarray(builder.initial_counts(), dtype=np.int64)
@@ -356,7 +356,7 @@ class ConfigurationLP:
     equal its contents' (per dimension), one content per container (convexity), each
     class's objects all placed. Its objective is the objects leaving their container."""
 
-    def __init__(self, builder: ModelBuilder, loads: dict[str, list[object]],
+    def __init__(self, builder: CpBuilder, loads: dict[str, list[object]],
                  containers: list[_Container], priced: str, divisor: int, rows: LinearRows,
                  used: list[int], lows: np.ndarray, highs: np.ndarray,
                  held: list[int]) -> None:

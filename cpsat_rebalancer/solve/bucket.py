@@ -1,0 +1,255 @@
+"""One bucket (tuple position): minimize its objective, then freeze it for the buckets after."""
+
+from __future__ import annotations
+
+import math
+import time
+from fractions import Fraction
+
+from ortools.sat.python import cp_model
+
+from ..cpsat.builder import TargetProbe
+from ..cpsat.forms import INT_LIMIT, Integerized
+from ..cpsat.linear import lin_sum
+from ..result import BucketReport
+from .accelerate import bucket_start, configurations_floor
+from .accelerate.neighbourhoods import descend
+from .accelerate.relaxation import moves_floor
+from .accelerate.repair import PRESOLVE_SECONDS, add_move_cuts
+from .moves import implied_floor, moved_objects
+from .positions import Bucket
+from .probes import probe, target_probes
+from .session import Session, bucket_report, bucket_values
+
+
+def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> BucketReport:
+    shares = session.budget
+    builder = session.builder
+    form = builder.integerize(lin_sum(bucket.terms))
+    builder.note_error(f"position {bucket.position} objective rounding", form.error)
+    error = bucket.error + form.error
+    if not bucket.terms and session.values is not None:  # nothing to minimize: keep what we hold
+        value = float(Fraction(int(form.expr)) / form.factor)
+        return bucket_report(bucket.position, cp_model.OPTIMAL, value, value, error)
+    t0 = time.monotonic()
+    # the assignment held may already sit at the floor the move cuts prove (at 1M objects
+    # the repair before the first bucket reaches it, and this bucket's presolves alone took
+    # 26 s); if not, a movement bucket first raises that floor over the loads
+    floor = implied_floor(builder, form, session.moved_floor)
+    moves_here = builder.accelerate and session.moves_at(bucket.position)
+    held = (session.held_value(bucket.position, form.factor, error)
+            if session.values is not None and (floor > form.lo or moves_here) else None)
+    if (moves_here and (held is None or held > floor) and not session.interrupted
+            and (budget is not None or session.deterministic)):
+        # not without a time limit, where the bucket's own search proves its optimum
+        seconds = session.wall_limit(None if budget is None else shares.moves_floor_share * budget)
+        try:
+            found = moves_floor(builder, shares.moves_floor_seconds if seconds is None else seconds,
+                                session.options.workers, session.options.seed, session.run,
+                                shares.moves_floor_share * PRESOLVE_SECONDS if session.deterministic
+                                else None)
+        except KeyboardInterrupt:  # Ctrl-C outside a search: stop the session the same way
+            session.interrupted, found = True, None
+        session.moved_floor = max(session.moved_floor, found or 0)
+        floor = implied_floor(builder, form, session.moved_floor)
+        if held is not None and held > floor and session.values is not None:
+            held = configurations_floor(session, bucket, form, error, held, budget)
+            floor = implied_floor(builder, form, session.moved_floor)
+    if held is not None and form.lo < floor and held <= floor:
+        return freeze(session, bucket, form, cp_model.OPTIMAL, held,
+                       float(Fraction(held) / form.factor),
+                       float(Fraction(floor) / form.factor), error)
+    repaired, relaxed_floor = None, form.lo
+    if builder.accelerate and bucket.terms:
+        try:
+            repaired, relaxed_floor = bucket_start(
+                session, bucket, form, None if budget is None else shares.repair_share * budget)
+        except KeyboardInterrupt:  # Ctrl-C outside a search: stop the session the same way
+            session.interrupted = True
+    floor = max(relaxed_floor, implied_floor(builder, form, session.moved_floor))
+    # as low as the form can go: optimal. A rounded form (a rack balance's 69 capacities
+    # have no common denominator below 2^50) is proven within its stated error only, and
+    # the gap left adds to it: GLOP's duals leave the floor a unit short of the repair
+    # there, and CP-SAT then spent 30 s (at 50000x1000) on 1e-15 inside an error of 2e-8
+    if repaired is not None and repaired <= floor + math.floor(error * form.factor):
+        return freeze(session, bucket, form, cp_model.OPTIMAL, repaired,
+                       float(Fraction(repaired) / form.factor),
+                       float(Fraction(floor) / form.factor),
+                       error + float(Fraction(max(repaired - floor, 0)) / form.factor))
+    most = builder.problem.num_objects
+    weight = most + 1
+    blend_fits = (form.hi - form.lo + 1) * weight < INT_LIMIT
+    incumbent = objective = bound = None
+    if builder.accelerate and blend_fits and session.moves_later(bucket.position):
+        # A later goal counts moves: search on weight·objective + moves from the start, so
+        # that the solutions found stay near the initial assignment (a search on the
+        # objective alone drifts far from it, and the movement bucket cannot walk back).
+        status, solver, incumbent, bound = blended(
+            session, form, None,
+            None if budget is None else shares.blend_share * (budget - (time.monotonic() - t0)))
+        if incumbent is not None:
+            objective = float(Fraction(incumbent) / form.factor)
+        if status == cp_model.FEASIBLE and budget is not None:
+            # then the objective alone, for its bound (and maybe a better value)
+            left = shares.pure_share * (budget - (time.monotonic() - t0))
+            builder.cp.add(form.expr <= incumbent)
+            blended_values = session.values
+            again, solver_b = session.solve(form.expr, left)
+            better, _, bound_b = bucket_values(again, solver_b, form.expr, form.factor)
+            if better is not None:
+                bound = max(b for b in (bound, bound_b) if b is not None)
+                if again == cp_model.OPTIMAL:
+                    status = again
+                if better < incumbent:
+                    solver, incumbent = solver_b, better
+                    objective = float(Fraction(incumbent) / form.factor)
+                    # a better value found alone drifts: blended again for the rest
+                    left = budget - (time.monotonic() - t0)
+                    if left > 0.05:
+                        _, _, blended_better, _ = blended(session, form, incumbent, left)
+                        session.blend_floor = None  # proven only for that value, not reported
+                        if blended_better is not None:
+                            incumbent = blended_better
+                            objective = float(Fraction(incumbent) / form.factor)
+                else:  # the same value: keep the blended solution, which moves fewer
+                    session.values = blended_values
+    else:
+        status, solver, incumbent, objective, bound = pure_then_blended(
+            session, form, budget, t0, weight if blend_fits else None, bucket.probes)
+    if status != cp_model.OPTIMAL and session.values is not None:
+        # the assignment held (new, initial or an earlier bucket's) is this bucket's
+        # incumbent, at its evaluated value, with the bound CP-SAT proved
+        held = session.held_value(bucket.position, form.factor, error)
+        incumbent = held if incumbent is None else min(incumbent, held)
+        status = cp_model.FEASIBLE
+        objective = float(Fraction(incumbent) / form.factor)
+        proven = math.inf if solver is None else solver.best_objective_bound
+        if bound is None and math.isfinite(proven):
+            bound = float(Fraction(min(incumbent, math.ceil(proven))) / form.factor)
+    if incumbent is not None and floor > form.lo:
+        implied = float(Fraction(floor) / form.factor)
+        bound = implied if bound is None else max(bound, implied)
+    return freeze(session, bucket, form, status, incumbent, objective, bound, error)
+
+
+def blended(session: Session, form: Integerized, incumbent: int | None,
+             budget: float | None) -> tuple[int, cp_model.CpSolver | None, int | None,
+                                            float | None]:
+    """Minimize weight·objective + moves (weight > most moves keeps the objective first),
+    no worse than ``incumbent`` when given. Returns the status, the solver, the objective's
+    incumbent (integer units) and its bound (user's scale). When proven, the bound on the
+    whole also bounds the moves of every assignment at that objective (kept in
+    ``session.blend_floor`` for the freeze to turn into a cut)."""
+    builder = session.builder
+    most = builder.problem.num_objects
+    weight = most + 1
+    if incumbent is not None:
+        builder.cp.add(form.expr <= incumbent)
+    moved = moved_objects(builder)
+    status, solver = session.solve(form.expr * weight + moved, budget)
+    value, _, bound = bucket_values(status, solver, form.expr, form.factor, (weight, most))
+    if status == cp_model.OPTIMAL:
+        session.blend_floor = round(solver.objective_value)
+    elif value is None:
+        return status, None, incumbent, None
+    return status, solver, value if incumbent is None else min(incumbent, value), bound
+
+
+def pure_then_blended(session: Session, form: Integerized, budget: float | None, t0: float,
+                       weight: int | None, probes: list[TargetProbe]
+                       ) -> tuple[int, cp_model.CpSolver, int | None, float | None,
+                                  float | None]:
+    """The objective alone: a first search, the goals' target probes, a probe at its bound
+    (coarse objectives), the descent over containers from its incumbent (most of the share
+    left), the rest of the pure share; then, if still unproven, the rest of the share
+    blended with moves (``weight`` None when that does not fit in 64 bits)."""
+    shares = session.budget
+    builder = session.builder
+    status, solver = session.solve(form.expr,
+                                   None if budget is None else shares.first_share * budget)
+    incumbent, objective, bound = bucket_values(status, solver, form.expr, form.factor)
+    if probes and budget is not None and status in (cp_model.FEASIBLE, cp_model.UNKNOWN):
+        found = target_probes(session, form, probes,
+                               shares.target_probe_share * (budget - (time.monotonic() - t0)))
+        if found is not None and (incumbent is None or found < incumbent):
+            incumbent, objective = found, float(Fraction(found) / form.factor)
+            status = cp_model.FEASIBLE
+    probed = descended = False
+    for _ in range(2 if budget is not None else 0):
+        if status == cp_model.FEASIBLE and bound is not None and not probed:
+            probed = True
+            left = shares.probe_share * (budget - (time.monotonic() - t0))
+            found = probe(session, form, incumbent, round(bound * form.factor), left)
+            if found is not None:
+                incumbent, low = found
+                objective = float(Fraction(incumbent) / form.factor)
+                bound = float(Fraction(low) / form.factor)
+                status = cp_model.OPTIMAL if low >= incumbent else status
+        if status not in (cp_model.FEASIBLE, cp_model.UNKNOWN):
+            break
+        if (status == cp_model.FEASIBLE and not descended and session.values is not None
+                and session.accelerate):
+            descended = True
+            left = shares.neighbourhood_share * (budget - (time.monotonic() - t0))
+            session.values, better = descend(builder, form.expr, session.values, incumbent,
+                                           time.monotonic() + left, session)
+            if better < incumbent:
+                incumbent, objective = better, float(Fraction(better) / form.factor)
+        # the rest of the pure share (the first search may not even finish presolving)
+        left = shares.pure_share * budget - (time.monotonic() - t0)
+        if left <= 0.05:
+            break
+        if incumbent is not None:
+            builder.cp.add(form.expr <= incumbent)
+        again, solver_b = session.solve(form.expr, left)
+        better, _, bound_b = bucket_values(again, solver_b, form.expr, form.factor)
+        if better is not None or again == cp_model.INFEASIBLE and incumbent is None:
+            solver, status = solver_b, again
+        if better is not None:
+            incumbent, objective = better, float(Fraction(better) / form.factor)
+            bound = max(b for b in (bound, bound_b) if b is not None)
+    if status == cp_model.FEASIBLE and budget is not None and weight is not None:
+        # Stopped by time: spend the rest of the share on weight·objective + moves. An
+        # incumbent found by large neighbourhoods tends to move far more than needed; this
+        # pulls it back towards the initial assignment, for later buckets and for the user.
+        left = budget - (time.monotonic() - t0)
+        again, _, better, bound_b = blended(session, form, incumbent, left)
+        if better is not None:
+            incumbent = better
+            objective = float(Fraction(incumbent) / form.factor)
+            bound = max(b for b in (bound, bound_b) if b is not None)
+            status = cp_model.OPTIMAL if again == cp_model.OPTIMAL else cp_model.FEASIBLE
+    return status, solver, incumbent, objective, bound
+
+
+def freeze(session: Session, bucket: Bucket, form: Integerized, status: int,
+            incumbent: int | None, objective: float | None, bound: float | None,
+            error: float) -> BucketReport:
+    """Hold the bucket at its incumbent for the buckets after it, and report it."""
+    builder = session.builder
+    weight = builder.problem.num_objects + 1
+    # the form's lowest value bounds it too (a blended search's bound can fall below it, or
+    # a stopped search can give none at all while its incumbent sits there)
+    lowest = float(Fraction(form.lo) / form.factor)
+    if bound is not None or incumbent is not None and incumbent <= form.lo:
+        bound = lowest if bound is None else max(bound, lowest)
+    if incumbent is not None and bound is not None and bound >= objective:
+        status = cp_model.OPTIMAL  # the bound met the incumbent: proven, though late
+    lowest_caps, session.lowest_caps = session.lowest_caps, None
+    if incumbent is not None:
+        # freeze this bucket; where the model approximates, keep every assignment whose
+        # exact value may tie the incumbent's: compiled values at most 2·error apart (in
+        # whole units). Later buckets may pick any of them, so that slack adds to the error.
+        slack = math.floor(2 * error * form.factor)
+        builder.cp.add(form.expr <= incumbent + slack)
+        if incumbent + slack <= form.lo and lowest_caps:
+            # frozen at its lowest value: the limits read for that value hold from now on,
+            # and the moves they force bound a later bucket without another presolve
+            session.moved_floor = max(session.moved_floor, add_move_cuts(builder, lowest_caps))
+        error += float(Fraction(slack) / form.factor)
+        if session.blend_floor is not None:  # weight·objective + moves >= floor held for all
+            floor = session.blend_floor - weight * (incumbent + slack)
+            builder.cp.add(moved_objects(builder) >= floor)
+            session.moved_floor = max(session.moved_floor, floor)
+    session.blend_floor = None
+    return bucket_report(bucket.position, status, objective, bound, error)

@@ -1,0 +1,45 @@
+"""How a solve divides its time: the share each stage may take of what is left, in one value
+the stages read from their session. A ``*_share`` is a fraction of the time left to the step
+that spends it; ``*_seconds`` and ``*_work`` cap a step in wall-clock and deterministic
+seconds where no time limit gives it a share (a repeatable run, or no limit at all)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The time shares of the solve stages."""
+
+    # a bucket
+    first_share: float = 0.1  # the first search, which finds the bound to probe
+    probe_share: float = 0.5  # of what the first search left, for the probes at its bound
+    target_probe_share: float = 0.7  # the same, for a goal's target probes
+    neighbourhood_share: float = 0.8  # of what the probes left, for the descent over containers
+    pure_share: float = 0.6  # the search on the objective alone, before moves are blended in
+    blend_share: float = 0.6  # when a later goal counts moves: the blended search, first
+    repair_share: float = 0.4  # at most, for the load limits, move cuts and greedy repairs
+    relax_share: float = 0.4  # of what is left of that, at most, for the load relaxation
+    # a movement bucket
+    moves_floor_share: float = 0.03  # at most, for the floor on moves
+    moves_floor_seconds: float = 1.0
+    configuration_share: float = 0.4  # at most, for the configuration LP's floor
+    configuration_seconds: float = 10.0
+    completion_seconds: float = 5.0  # to complete the configurations' contents in the model
+    completion_work: float = 2.0
+    fewer_moves_share: float = 0.5  # of the time left, for the search within reduced costs
+    fewer_moves_work: float = 20.0
+    fewer_moves_search: float = 0.25  # of that, for CP-SAT's search; the rest for the descent
+    # after the last bucket
+    tie_break_share: float = 0.5  # of the time spent so far, for the fewest moves at the optima
+    tie_break_work: float = 0.2  # and at least this much deterministic time
+    # a leximin bucket
+    level_share: float = 0.5  # of the time left, what an unproven level may take
+    step_repair_share: float = 0.8  # of a step's share, for its relaxation and repairs
+    descent_share: float = 0.5  # of the time left after the levels, for the single-move descent
+    # an infeasible model
+    explain_seconds: float = 20.0  # at most, to name the conflicting constraints
+
+
+DEFAULT_BUDGET = Budget()

@@ -1,0 +1,65 @@
+"""Check a result independently of the compiler, and score an assignment through the
+compiled model (the agreement tests compare the two)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ..cpsat.linear import lin_sum
+from ..errors import InternalError
+from ..evaluate import Evaluation
+from ..problem import Problem
+from ..result import BucketReport
+from ..scenario import Model, SolverOptions
+from .compile import compile_model
+from .session import STATUS_NAMES, Session
+
+CHECK_TOLERANCE = 1e-7  # slack of the independent result check beyond the stated error
+
+
+def check_result(evaluation: Evaluation, reports: list[BucketReport]) -> None:
+    """Independent check: hard constraints hold in the evaluator, bounds do not exceed
+    incumbents, and the evaluator never finds more than the model claimed."""
+    if not evaluation.feasible:
+        raise InternalError("the solver's assignment breaks hard constraints: "
+                            + "; ".join(evaluation.broken_hard()))
+    for report in reports:
+        if report.leximin_levels is not None or report.compiled_objective is None:
+            continue
+        tolerance = CHECK_TOLERANCE * max(1.0, abs(report.compiled_objective))
+        if report.bound is not None and report.bound > report.compiled_objective + tolerance:
+            raise InternalError(f"bucket {report.position}: bound {report.bound} above the "
+                                f"incumbent {report.compiled_objective}")
+        if report.objective > report.compiled_objective + report.approximation_error + tolerance:
+            raise InternalError(
+                f"bucket {report.position}: the evaluator's value {report.objective!r} exceeds "
+                f"the compiled objective {report.compiled_objective!r} "
+                f"(stated error {report.approximation_error:g})")
+
+
+def compiled_values(problem: Problem, model: Model, final: np.ndarray,
+                    workers: int = 1) -> tuple[dict[int, tuple[float, float]], np.ndarray]:
+    """Score an assignment through the compiled model: per bucket, the objective CP-SAT sees
+    with the class counts fixed to those of ``final`` (auxiliaries at their best), with its
+    stated error; and the assignment those counts decode to (identical objects swapped back
+    into place), whose evaluator values the compiled ones must equal."""
+    builder, buckets = compile_model(problem, model, leximin=False)
+    session = Session(builder, model, SolverOptions(workers=workers))
+    counts = builder.counts_of(final)
+    if counts is None:
+        raise ValueError("the assignment moves an object where the restrictions forbid it")
+    for var, value in zip(builder.count_vars, counts):
+        builder.cp.add(var == value)
+    values = {}
+    for position, bucket in buckets.items():
+        form = builder.integerize(lin_sum(bucket.terms))
+        status, solver = session.solve(form.expr)
+        if status != cp_model.OPTIMAL:
+            raise ValueError(f"bucket {position}: the fixed assignment is "
+                             f"{STATUS_NAMES.get(status)}")
+        values[position] = (float(Fraction(int(solver.value(form.expr))) / form.factor),
+                            bucket.error + form.error)
+    return values, builder.decode(counts)

@@ -1,0 +1,169 @@
+"""Compile a model: the hard parts of every constraint into the CP-SAT model, and per tuple
+position the forms its goals and soft constraints add up to."""
+
+from __future__ import annotations
+
+import contextlib
+from fractions import Fraction
+
+import numpy as np
+
+from ..context import EvalContext
+from ..cpsat.builder import CpBuilder
+from ..cpsat.linear import Lin
+from ..errors import InputError, InternalError
+from ..evaluate import split_policy
+from ..primitives import Restrictions
+from ..problem import Problem
+from ..scenario import ConstraintEntry, Model
+from .accelerate.symmetry import interchangeable_containers, order_key_dimension
+from .positions import Bucket
+
+Guards = list[tuple[object, str, str]]  # (literal, spec name, what it guards)
+
+
+def named_objects(model: Model) -> set[int]:
+    named: set[int] = set()
+    for entry in [*model.goals, *model.constraints]:
+        named |= set(entry.spec.object_roles())
+    return named
+
+
+@contextlib.contextmanager
+def where(path: str):
+    """Give an InputError raised while compiling a spec (numbers out of range) its path."""
+    try:
+        yield
+    except InputError as error:
+        if error.path:
+            raise
+        raise InputError(path, error.problem, error.value) from None
+
+
+def classes_may_span_containers(model: Model) -> bool:
+    """Whether identical objects from different initial containers may share a class: only
+    when no goal or constraint could gain from swapping them (see Spec.prefers_staying)."""
+    return (all(g.spec.prefers_staying() and g.weight >= 0 for g in model.goals)
+            and all(c.spec.prefers_staying() and c.invalid_cost >= 0 and c.invalid_state >= 0
+                    for c in model.constraints))
+
+
+def compile_model(problem: Problem, model: Model, aggregate: bool = True,
+                  guards: Guards | None = None, leximin: bool = True,
+                  accelerate: bool = True, seconds: float | None = None
+                  ) -> tuple[CpBuilder, dict[int, Bucket]]:
+    """Build the CP-SAT model: hard parts of constraints, and one objective form per bucket.
+    ``aggregate=False`` keeps each initial container's objects in classes of their own;
+    ``leximin=False`` compiles IDEAL alone in its bucket to its scalar too;
+    ``accelerate=False`` leaves out the redundant bounds and the symmetry breaking (the
+    optimum is the same; tests compare both); ``seconds``, the solve's time limit, sizes
+    the searches that compiling runs (a packing dive).
+    With ``guards`` (a list to fill), every hard rule and restriction holds only under a
+    literal of its own, recorded as (literal, spec name, what), to explain infeasibility."""
+    fixed, non_accepting = model.fixed_objects, model.non_accepting
+    aggregate = aggregate and classes_may_span_containers(model)
+    named = named_objects(model) | fixed
+    # objects differing only in dimensions no spec reads share a class
+    dims = model.dimensions()
+    if guards is None:
+        builder = CpBuilder(problem, fixed, non_accepting, named, aggregate, dims,
+                            accelerate=accelerate, seconds=seconds)
+        if accelerate:
+            builder.break_symmetry(interchangeable_containers(problem, model, fixed,
+                                                              non_accepting),
+                                   order_key_dimension(problem, builder.class_dims))
+    else:  # only the hard rules matter, each under its guard: no unguarded redundant bounds
+        builder = CpBuilder(problem, frozenset(), frozenset(), named, aggregate, dims,
+                            accelerate=False)
+        for spec, restriction in model.restrictions:
+            if restriction.fixed_objects or restriction.non_accepting:
+                guard = builder.cp.new_bool_var(f"restriction {spec.name}")
+                with builder.guarded(guard):
+                    builder.forbid(restriction.fixed_objects, restriction.non_accepting)
+                guards.append((guard, spec.name, restriction_label(problem, restriction)))
+    ctx0 = EvalContext(problem, problem.initial, problem.initial)
+    buckets: dict[int, Bucket] = {}
+
+    def bucket(position: int) -> Bucket:
+        return buckets.setdefault(position, Bucket(position))
+
+    def errors_since(before: dict[str, float]) -> float:
+        return sum(v - before.get(k, 0.0) for k, v in builder.errors.items())
+
+    for index, entry in enumerate(model.constraints):
+        before = dict(builder.errors)
+        with where(f"constraints[{index}].spec.{entry.spec.arm}"):
+            soft_terms = compile_constraint(builder, entry, ctx0, guards)
+        if soft_terms is not None:
+            target = bucket(entry.position)
+            target.terms.extend(soft_terms)
+            target.error += errors_since(before) * max(entry.invalid_cost, 1.0)
+
+    soft_positions = set(buckets)
+    leximin_positions = model.leximin_positions(soft_positions) if leximin else {}
+    for index, entry in enumerate(model.goals):
+        target = bucket(entry.position)
+        if entry.position in leximin_positions:
+            with where(f"goals[{index}].spec.{entry.spec.arm}"):
+                target.leximin = entry.spec.compile_leximin(builder)
+                if accelerate and guards is None:
+                    target.scalar.append(entry.spec)
+            continue
+        before, probes = dict(builder.errors), len(builder.target_probes)
+        with where(f"goals[{index}].spec.{entry.spec.arm}"):
+            value = entry.spec.compile_goal(builder).value
+        target.probes.extend(builder.target_probes[probes:])
+        if entry.weight < 0 and builder.minimization_only(value):  # parse_model rules it out
+            raise InternalError(f"goals[{index}]: {entry.spec.arm} claims to be linear in the "
+                                "assignment but compiled to bounding variables")
+        target.terms.append(value * entry.weight)
+        target.error += errors_since(before) * abs(entry.weight)
+    return builder, dict(sorted(buckets.items()))
+
+
+def compile_constraint(builder: CpBuilder, entry: ConstraintEntry, ctx0: EvalContext,
+                        guards: Guards | None) -> list[Lin] | None:
+    """Hard rules of one constraint, and its soft terms (None when it has no soft term).
+    Policies as in Rebalancer: DEFAULT keeps initially broken parts soft and no worse than
+    they were, the others hard; SOFT all soft; HARD all hard."""
+    spec = entry.spec
+    infos = spec.compile_infos(builder)
+    initial = np.asarray(spec.infos(ctx0), dtype=float)
+    split = split_policy(entry, initial)
+    labels = spec.info_labels(builder.problem) if guards is not None else None
+    soft_terms = []
+    for k, info in enumerate(infos):
+        if split.hard[k]:
+            rhs = Fraction(0)
+            if split.soft[k]:  # initially broken (DEFAULT): no worse than initially
+                try:
+                    rhs = builder.initial_value(info.expr)
+                except ValueError:  # the form involves auxiliaries: use the evaluator's value
+                    rhs = Fraction(float(initial[k]))
+            if guards is None:
+                builder.require(info.expr, rhs, gate=info.gate)
+            else:
+                guard = builder.cp.new_bool_var(f"hard {spec.name} {k}")
+                what = labels[k] if labels else ""
+                if split.soft[k]:
+                    what = f"{what} (no worse than initially)".strip()
+                guards.append((guard, spec.name, what))
+                with builder.guarded(guard):
+                    builder.require(info.expr, rhs, gate=info.gate)
+        if split.soft[k]:
+            violation = builder.positive_part(info.expr, gate=info.gate, what=spec.name)
+            soft_terms.append(violation * entry.invalid_cost)
+            if entry.invalid_state != 0:
+                soft_terms.append(builder.step(info.expr, gate=info.gate) * entry.invalid_state)
+    return soft_terms if split.has_soft_term else None
+
+
+def restriction_label(problem: Problem, restriction: Restrictions) -> str:
+    parts = []
+    if restriction.fixed_objects:
+        parts.append("fixed " + ", ".join(problem.objects[o]
+                                          for o in sorted(restriction.fixed_objects)))
+    if restriction.non_accepting:
+        parts.append("closed " + ", ".join(problem.containers[c]
+                                           for c in sorted(restriction.non_accepting)))
+    return "; ".join(parts)

@@ -1,0 +1,150 @@
+"""The solve, as its list of stages: compile, start, the buckets in tuple order, the fewest
+moves at the optima, evaluate, check, explain."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..cpsat.builder import CpBuilder
+from ..evaluate import Evaluation, evaluate
+from ..problem import Problem
+from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport, SolveResult
+from ..scenario import Model, SolverOptions
+from .bucket import solve_bucket
+from .budget import DEFAULT_BUDGET, Budget
+from .check import check_result
+from .compile import compile_model
+from .explain import explain_infeasibility
+from .leximin import solve_leximin
+from .moves import fewest_moves
+from .positions import Bucket
+from .session import Session
+
+
+def solve_model(problem: Problem, model: Model, options: SolverOptions,
+                aggregate: bool = True, hint: np.ndarray | None = None,
+                accelerate: bool = True, budget: Budget = DEFAULT_BUDGET) -> SolveResult:
+    """Solve every bucket in tuple-position order and evaluate the result independently.
+
+    ``hint``, an assignment (a heuristic's, say), is where the search starts when it keeps the
+    hard constraints and beats the initial one: the answer is then never worse than it.
+    The time limit covers everything from here (compilation included). A session stopped
+    early (time, Ctrl-C) returns its best assignment as FEASIBLE with the bounds reached;
+    with no assignment at all, the initial one with status NO_SOLUTION; when the hard
+    constraints cannot all hold, INFEASIBLE with the constraints that conflict."""
+    started = time.monotonic()
+    model.check_solvable()
+    builder, buckets = compile_model(problem, model, aggregate, accelerate=accelerate,
+                                     seconds=options.time_limit)
+    session = Session(builder, model, options, started, budget)
+    initial = evaluate(problem, model, problem.initial)
+    start(session, initial, hint)
+    reports, stop = solve_buckets(session, buckets or {0: Bucket(0)})
+    if stop is None and session.values is not None:
+        fewest_moves(session, started)
+    infeasible = stop == "infeasible"
+    final = problem.initial.copy() if infeasible else session.decode()
+    holding_initial = session.values is None and initial.feasible and not infeasible
+    final_eval = initial if holding_initial else evaluate(problem, model, final)
+    status = overall_status(reports, stop, infeasible, session.values is None and
+                            not holding_initial)
+    for report in reports:
+        report.objective = final_eval.positions.get(report.position, 0.0)
+        if report.position in final_eval.leximin:
+            report.leximin = list(final_eval.leximin[report.position])
+    if status in (OPTIMAL, FEASIBLE):
+        check_result(final_eval, reports)
+    conflict = explain(session, problem, model, options) if infeasible else []
+    termination = stop or ("optimal" if status == OPTIMAL else "time_limit")
+    return SolveResult(problem, status, termination, final, initial, final_eval, reports,
+                       time.monotonic() - started, dict(builder.errors), conflict,
+                       classes=len(builder.classes.members))
+
+
+def start(session: Session, initial: Evaluation, hint: np.ndarray | None) -> None:
+    """Hold the best start: the hint or a spec's suggestion where it beats the initial
+    assignment, else the initial assignment when it keeps the hard constraints."""
+    builder = session.builder
+    counts = better_start(builder, session.model, initial,
+                          ([] if hint is None else [hint]) + builder.suggested_starts)
+    if counts is not None:
+        session.start_from(counts)
+    elif initial.feasible:
+        session.start_from()
+
+
+def better_start(builder: CpBuilder, model: Model, initial: Evaluation,
+                 candidates: list[np.ndarray]) -> list[int] | None:
+    """The counts of the best candidate (the user's hint, a spec's suggestion) that keeps the
+    hard constraints and beats the initial assignment (lexicographically); None to start
+    from the initial assignment."""
+    best: tuple[tuple, list[int]] | None = None
+    for candidate in candidates:
+        proposed = evaluate(builder.problem, model, candidate)
+        counts = builder.counts_of(candidate)
+        if not proposed.feasible or counts is None:
+            continue
+        if initial.feasible and proposed.tuple() >= initial.tuple():
+            continue
+        if best is None or proposed.tuple() < best[0]:
+            best = (proposed.tuple(), counts)
+    return None if best is None else best[1]
+
+
+def solve_buckets(session: Session, buckets: dict[int, Bucket]
+                  ) -> tuple[list[BucketReport], str | None]:
+    """Each bucket in tuple order, frozen before the next. Returns their reports and why the
+    chain stopped early (infeasible, time_limit, interrupted), None when it did not."""
+    reports: list[BucketReport] = []
+    stop: str | None = None
+    for index, (position, bucket) in enumerate(buckets.items()):
+        t0 = time.monotonic()
+        remaining = session.remaining()
+        if stop is None and remaining is not None and remaining <= 0:
+            stop = "time_limit"
+        if stop is not None:
+            reports.append(BucketReport(position, "NOT_SOLVED", stop, 0.0, None, None, None,
+                                        None, bucket.error, 0.0))
+            continue
+        # under a time limit, a bucket gets an equal share of what is left, so a hard first
+        # bucket cannot starve the later ones; time it does not use flows on. Not in a
+        # deterministic run, whose steps depend on no clock (see Session.wall_limit)
+        share = (None if remaining is None or session.deterministic
+                 else remaining / (len(buckets) - index))
+        solve = solve_leximin if bucket.leximin else solve_bucket
+        report = solve(session, bucket, share)
+        report.seconds = time.monotonic() - t0
+        reports.append(report)
+        if report.status == INFEASIBLE:
+            stop = "infeasible"
+        elif report.status == NO_SOLUTION:
+            # nothing better found in time; an earlier bucket's assignment (if any) stands
+            stop = "time_limit"
+            if session.values is not None:
+                report.status = FEASIBLE
+        if session.interrupted:
+            stop = "interrupted"
+            report.termination = "interrupted"
+    return reports, stop
+
+
+def overall_status(reports: list[BucketReport], stop: str | None, infeasible: bool,
+                   nothing_held: bool) -> str:
+    if infeasible:
+        return INFEASIBLE
+    if nothing_held:
+        return NO_SOLUTION
+    if stop is None and all(r.status == OPTIMAL for r in reports):
+        return OPTIMAL
+    return FEASIBLE
+
+
+def explain(session: Session, problem: Problem, model: Model,
+            options: SolverOptions) -> list[str]:
+    """The conflicting constraints, in the time left (at most the budget's share)."""
+    remaining = session.remaining()
+    seconds = session.budget.explain_seconds
+    return explain_infeasibility(problem, model, options,
+                                 seconds if remaining is None else min(seconds, remaining))

@@ -1,0 +1,362 @@
+"""One solve session: every CP-SAT solve of a compiled model under one deadline, one stop
+flag (Ctrl-C) and one Budget; it holds the last solution for hints and decoding."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from fractions import Fraction
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ..cpsat.builder import CpBuilder, hint_first
+from ..cpsat_parameters import apply_cpsat_parameters
+from ..errors import InputError, InternalError
+from ..evaluate import evaluate
+from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport
+from ..scenario import Model, SolverOptions
+from .budget import DEFAULT_BUDGET, Budget
+
+
+def run_solver(solver: cp_model.CpSolver, cp: cp_model.CpModel) -> tuple[int, bool]:
+    """Solve in a worker thread so that Ctrl-C in the main thread stops the search
+    (``stop_search``) as a time limit would; returns the status and whether it was stopped.
+    CP-SAT's own SIGINT handling is turned off: it could end the whole process."""
+    statuses, interrupted = run_solvers([(solver, cp)])
+    return statuses[0], interrupted
+
+
+def run_solvers(solves: list[tuple[cp_model.CpSolver, cp_model.CpModel]]
+                ) -> tuple[list[int], bool]:
+    """Several solves at once, one thread each, as ``run_solver`` (Ctrl-C stops them all)."""
+    outcome: dict[int, int] = {}
+    failures: list[BaseException] = []
+    finished = [threading.Event() for _ in solves]
+    interrupted = False
+
+    def run(index: int, solver: cp_model.CpSolver, cp: cp_model.CpModel) -> None:
+        solver.parameters.catch_sigint_signal = False
+        try:
+            outcome[index] = solver.solve(cp)
+        except BaseException as failure:  # raised again in the caller's thread
+            failures.append(failure)
+        finally:
+            finished[index].set()
+
+    for i, pair in enumerate(solves):
+        threading.Thread(target=run, args=(i, *pair), daemon=True).start()
+    for done in finished:  # timed waits, which Ctrl-C can break (a bare join may not return)
+        while not done.is_set():
+            try:
+                done.wait(0.05)
+            except KeyboardInterrupt:
+                interrupted = True
+                for solver, _ in solves:
+                    solver.stop_search()
+    if failures:
+        raise failures[0]
+    return [outcome.get(i, cp_model.UNKNOWN) for i in range(len(solves))], interrupted
+
+
+# a depth-first search's outcome, most telling first (a solution, then a proof of none)
+DECIDED_FIRST = {cp_model.OPTIMAL: 0, cp_model.FEASIBLE: 0, cp_model.INFEASIBLE: 1}
+
+
+class Session:
+    """Runs the solves of one compiled model under one global deadline; Ctrl-C (SIGINT)
+    stops the current search and the session, keeping the best solution found."""
+
+    def __init__(self, builder: CpBuilder, model: Model, options: SolverOptions,
+                 started: float | None = None, budget: Budget = DEFAULT_BUDGET):
+        self.builder = builder
+        self.model = model
+        self.options = options
+        self.budget = budget
+        self.started = time.monotonic() if started is None else started
+        self.values: list[int] | None = None  # last solution, one value per CP-SAT variable
+        self.blend_floor: int | None = None  # proven minimum of weight·objective + moves
+        self.start_value: int | None = None  # objective of the last start_from (if given)
+        self.moved_floor = 0  # a proven lower bound on the number of objects moved
+        # the load limits of the current bucket at its lowest value: they hold for every
+        # later bucket once this one is frozen there (their move cuts then apply)
+        self.lowest_caps: dict[str, np.ndarray] | None = None
+        self.work = 0.0  # CP-SAT deterministic time spent so far (repeatable, unlike seconds)
+        self.interrupted = False
+
+    @property
+    def accelerate(self) -> bool:
+        """Whether the accelerator wing runs (the builder was made with it)."""
+        return self.builder.accelerate
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether each solve has a deterministic budget (a repeatable run was asked for)."""
+        return self.options.deterministic_time is not None
+
+    def moves_at(self, position: int) -> bool:
+        """Whether a goal at ``position`` minimizes movement."""
+        return any(g.position == position and g.spec.arm == "minimizeMovementSpec"
+                   and g.weight > 0 for g in self.model.goals)
+
+    def moves_later(self, position: int) -> bool:
+        """Whether a goal after ``position`` minimizes movement (its buckets then gain from
+        solutions that stay near the initial assignment)."""
+        return any(g.position > position and g.spec.arm == "minimizeMovementSpec"
+                   and g.weight > 0 for g in self.model.goals)
+
+    def remaining(self) -> float | None:
+        if self.interrupted:
+            return 0.0
+        if self.options.time_limit is None:
+            return None
+        return self.options.time_limit - (time.monotonic() - self.started)
+
+    def wall_limit(self, *shares: float | None) -> float | None:
+        """The wall-clock limit of a step: the time left, and the given shares of it unless
+        the run is deterministic. There a step cut by the clock would depend on the machine's
+        load, so each CP-SAT solve is bounded by its deterministic budget and the whole run by
+        the user's time limit alone: repeatable whenever that limit does not bind."""
+        limits = [t for t in (self.remaining(), *([] if self.deterministic else shares))
+                  if t is not None]
+        return max(min(limits), 0.001) if limits else None
+
+    def limit(self, params: object, seconds: float | None, work: float | None = None) -> None:
+        """Set a solve's limits: ``seconds`` of wall clock (None: none), and under a
+        deterministic run its budget, or ``work`` when smaller."""
+        if seconds is not None:
+            params.max_time_in_seconds = seconds
+        if self.deterministic:
+            params.max_deterministic_time = min(self.options.deterministic_time,
+                                                math.inf if work is None else work)
+            params.interleave_search = True
+
+    def presolve(self, params: object) -> None:
+        """CP-SAT's dual presolve reductions off where the model orders interchangeable
+        containers: the two fight (on a 500-item bin packing, 52 presolve rounds and 10 s
+        in every solve of the session, 0.8 s without them); elsewhere CP-SAT's default (they
+        help the GAP instances of type d). The user's setting of it, if any, wins (also in
+        the depth-first probe, which takes no other user parameter)."""
+        params.keep_all_feasible_solutions_in_presolve = self.options.cpsat_parameters.get(
+            "keep_all_feasible_solutions_in_presolve", bool(self.builder.container_classes))
+
+    def hint(self, counts: list[int] | None = None) -> None:
+        cp = self.builder.cp
+        if self.values is None or counts is not None:
+            counts = counts if counts is not None else self.builder.initial_counts()
+            cp.clear_hints()
+            hint = cp.proto.solution_hint  # filled in bulk: add_hint per variable is slow
+            hint.vars.extend([var.Index() for var in self.builder.count_vars])
+            hint.values.extend([int(value) for value in counts])
+            return
+        hint_first(cp, self.values)
+
+    def solve(self, objective: object | None, budget: float | None = None,
+              work: float | None = None, probing: bool = False) -> tuple[int, cp_model.CpSolver]:
+        """One CP-SAT solve of at most ``budget`` seconds (and never past the deadline), or
+        under a deterministic run of at most ``work`` deterministic seconds; keeps the
+        solution (if any) for hints and decoding. ``probing``: the solve holds a target
+        probe, which the solution kept need not meet."""
+        cp = self.builder.cp
+        if objective is None:
+            cp.clear_objective()
+        else:
+            cp.minimize(objective)
+        self.hint()
+        solver = self._solver(budget, work)
+        status = self._interruptible(solver)
+        if status == cp_model.INFEASIBLE and self.values is not None and not probing:
+            # Impossible: the previous solution satisfies every constraint of this solve. Seen
+            # with CP-SAT's presolve (probing) on large coefficients; solve again without it.
+            solver.parameters.cp_model_presolve = False
+            status = self._interruptible(solver)
+        if status == cp_model.MODEL_INVALID:
+            reason = cp.validate()
+            if not reason and self.options.cpsat_parameters:
+                raise InputError("cpsatParameters", "rejected by CP-SAT on this model: "
+                                 + solver.response_proto.solution_info,
+                                 self.options.cpsat_parameters)
+            raise InternalError(f"CP-SAT rejected the model: {reason}")
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            self.values = list(solver.response_proto.solution)
+        return status, solver
+
+    def _solver(self, budget: float | None, work: float | None = None,
+                engine: dict[str, object] | None = None) -> cp_model.CpSolver:
+        """A CP-SAT solver with the session's settings, limits and ``engine`` parameters, and
+        the user's CP-SAT parameters last (they were checked not to touch the settings)."""
+        solver = cp_model.CpSolver()
+        params = solver.parameters
+        params.num_workers = self.options.workers
+        params.random_seed = self.options.seed
+        params.absolute_gap_limit = 0.0
+        params.relative_gap_limit = 0.0
+        params.log_search_progress = self.options.log
+        self.presolve(params)
+        self.limit(params, self.wall_limit(budget), work)
+        for parameters in (engine or {}, self.options.cpsat_parameters):
+            if not apply_cpsat_parameters(params, parameters):
+                raise InternalError(f"CP-SAT cannot read {parameters}")
+        return solver
+
+    def solve_apart(self, cp: cp_model.CpModel, budget: float,
+                    engine: dict[str, object] | None = None) -> tuple[int, cp_model.CpSolver]:
+        """One CP-SAT solve of a model other than the session's (a target probe's reduced
+        assignment), under the session's settings and time."""
+        solver = self._solver(budget, engine=engine)
+        return self.run(solver, cp), solver
+
+    def depth_first(self, budget: float | None) -> int:
+        """A feasibility search of the current model, depth first, in two variable orders
+        at once (one thread each, the first to decide stops the other): object classes
+        largest first, each into the first container that takes it (first-fit decreasing),
+        and containers one at a time, each filled with the largest classes first (bin
+        completion). Keeps the solution found; INFEASIBLE here is a proof. Under a
+        deterministic time budget the two run one after the other, so that the same seed
+        gives the same answer."""
+        self.builder.cp.clear_objective()
+        searches = []
+        for order in (self.builder.first_fit_order(by_container=False),
+                      self.builder.first_fit_order(by_container=True)):
+            model = self.builder.cp.clone()
+            model.clear_hints()
+            model.add_decision_strategy(order, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+            solver = cp_model.CpSolver()
+            params = solver.parameters
+            params.num_workers = 1
+            params.search_branching = cp_model.FIXED_SEARCH
+            params.random_seed = self.options.seed
+            params.catch_sigint_signal = False
+            self.presolve(params)
+            self.limit(params, self.wall_limit(budget))
+            params.interleave_search = False  # one worker, a fixed order: nothing to interleave
+            searches.append((solver, model))
+        outcomes: list[tuple[int, cp_model.CpSolver]] = []
+        decided = threading.Event()
+
+        def run(solver: cp_model.CpSolver, model: cp_model.CpModel) -> None:
+            status = solver.solve(model)
+            outcomes.append((status, solver))
+            if status in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE):
+                decided.set()
+                for other, _ in searches:
+                    other.stop_search()
+
+        together = not self.deterministic
+        for batch in ([searches] if together else [[s] for s in searches]):
+            if decided.is_set() or self.interrupted:
+                break
+            threads = [threading.Thread(target=run, args=s, daemon=True) for s in batch]
+            for thread in threads:
+                thread.start()
+            while any(t.is_alive() for t in threads):
+                try:
+                    decided.wait(0.05)
+                except KeyboardInterrupt:
+                    self.interrupted = True
+                    for solver, _ in searches:
+                        solver.stop_search()
+            for thread in threads:
+                thread.join()
+        status = min((s for s, _ in outcomes), key=lambda s: DECIDED_FIRST.get(s, 3))
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            winner = next(solver for s, solver in outcomes if s == status)
+            self.values = list(winner.response_proto.solution)
+        return status
+
+    def _interruptible(self, solver: cp_model.CpSolver) -> int:
+        return self.run(solver, self.builder.cp)
+
+    def run(self, solver: cp_model.CpSolver, cp: cp_model.CpModel) -> int:
+        """Solve ``cp`` so that Ctrl-C stops it and the session (see run_solver)."""
+        return self.run_all([(solver, cp)])[0]
+
+    def run_all(self, solves: list[tuple[cp_model.CpSolver, cp_model.CpModel]]) -> list[int]:
+        """Several solves at once (see run_solvers); their work adds up."""
+        statuses, interrupted = run_solvers(solves)
+        self.interrupted |= interrupted
+        self.work += sum(solver.response_proto.deterministic_time for solver, _ in solves)
+        return statuses
+
+    def start_from(self, counts: list[int] | None = None, objective: object | None = None,
+                   budget: float | None = None) -> bool:
+        """Complete an assignment (the initial one by default) into values for every variable
+        (a solve with the counts fixed, auxiliaries at their best for ``objective``), so the
+        first search starts from a full, feasible hint: CP-SAT may otherwise spend its whole
+        time share repairing a partial one. Returns whether the counts are feasible."""
+        cp = self.builder.cp
+        if objective is None:
+            cp.clear_objective()
+        else:
+            cp.minimize(objective)
+        self.hint(counts)
+        solver = cp_model.CpSolver()
+        solver.parameters.fix_variables_to_their_hinted_value = True
+        solver.parameters.num_workers = self.options.workers
+        solver.parameters.random_seed = self.options.seed
+        remaining = self.remaining()
+        self.limit(solver.parameters,
+                   self.wall_limit(budget, None if remaining is None else remaining / 4))
+        if self._interruptible(solver) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            self.values = list(solver.response_proto.solution)
+            if objective is not None:
+                self.start_value = round(solver.objective_value)
+            return True
+        return False
+
+    def held_value(self, position: int, factor: Fraction, error: float) -> int:
+        """A freeze level for a bucket at the assignment held, from the evaluator: the
+        compiled value of that assignment is within ``error`` of it (the agreement the tests
+        check), whereas a FEASIBLE solution's own objective may carry loose auxiliaries and
+        let later buckets worsen this one."""
+        value = evaluate(self.builder.problem, self.model, self.decode()).positions.get(
+            position, 0.0)
+        level = float(factor) * (value + error)
+        nearest = round(level)
+        return nearest if abs(level - nearest) <= 1e-9 * max(1.0, abs(level)) else math.ceil(level)
+
+    def decode(self) -> np.ndarray:
+        """The assignment of the last solution (the initial one when there is none)."""
+        if self.values is None:
+            return self.builder.problem.initial.copy()
+        return self.builder.decode(self.values[: len(self.builder.count_vars)])
+
+    def moves(self) -> int:
+        """Objects the last solution moves."""
+        return int((self.decode() != self.builder.problem.initial).sum())
+
+
+STATUS_NAMES = {cp_model.OPTIMAL: OPTIMAL, cp_model.FEASIBLE: FEASIBLE,
+                cp_model.INFEASIBLE: INFEASIBLE, cp_model.UNKNOWN: NO_SOLUTION}
+
+
+def bucket_values(status: int, solver: cp_model.CpSolver, objective_expr: object,
+                   factor: Fraction, blend: tuple[int, int] = (1, 0),
+                   ) -> tuple[int | None, float | None, float | None]:
+    """The incumbent as an exact integer (for freezing) and objective / bound on the user's
+    scale. CP-SAT reports objectives as doubles, which are inexact beyond 2^53. With
+    ``blend`` = (weight, most moves), CP-SAT minimized weight·objective + moves."""
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None, None, None
+    incumbent = int(solver.value(objective_expr))
+    weight, most = blend
+    proven = solver.best_objective_bound
+    bound = incumbent if status == cp_model.OPTIMAL else (
+        min(incumbent, math.ceil((proven - most) / weight)) if math.isfinite(proven)
+        else None)
+    return (incumbent, float(Fraction(incumbent) / factor),
+            None if bound is None else float(Fraction(bound) / factor))
+
+
+def bucket_report(position: int, status: int, objective: float | None, bound: float | None,
+            error: float) -> BucketReport:
+    name = STATUS_NAMES.get(status, NO_SOLUTION)
+    termination = {OPTIMAL: "optimal", FEASIBLE: "time_limit", INFEASIBLE: "infeasible"}.get(
+        name, "time_limit")
+    gap = relative = None
+    if objective is not None and bound is not None:
+        gap = max(0.0, objective - bound)
+        relative = gap / abs(objective) if objective else 0.0
+    return BucketReport(position, name, termination, 0.0, objective, bound, gap, relative,
+                        error, 0.0)
