@@ -1,4 +1,6 @@
-"""``ProblemSolver``: the Rebalancer Python binding's surface, recording into a scenario dict.
+"""The one front door: ``solve_problem`` (and ``solve_scenario``) take a parsed scenario and
+options and return a ``SolveResult``; ``ProblemSolver``, the Rebalancer Python binding's
+surface, records into a scenario dict and solves through the same door.
 
 Swap ``from rebalancer import ProblemSolver`` for ``from cpsat_rebalancer import
 ProblemSolver`` and the same calls give the proven optimum. Every call only records; all
@@ -14,8 +16,10 @@ from typing import Any
 import numpy as np
 
 from .evaluate import Evaluation, evaluate
+from .problem import Problem
 from .result import SolveResult
-from .scenario import Scenario, SolverOptions, parse_scenario
+from .scenario import Model, Scenario, SolverOptions, parse_scenario
+from .solve.budget import DEFAULT_BUDGET, Budget
 from .solve.pipeline import solve_model
 
 
@@ -133,7 +137,7 @@ class ProblemSolver:
         options = SolverOptions.checked(time_limit, workers, seed, deterministic_time, log,
                                         path="solve")
         start = None if hint is None else scenario.problem.assignment_array(hint, "hint")
-        return solve_model(scenario.problem, scenario.model, options, hint=start)
+        return solve_scenario(scenario, options, hint=start)
 
     def evaluate(self, assignment: dict[str, list[str]]) -> Evaluation:
         """Rebalancer-scale values of every goal and constraint for moving to ``assignment``."""
@@ -142,7 +146,20 @@ class ProblemSolver:
         return evaluate(scenario.problem, scenario.model, final)
 
 
+def solve_problem(problem: Problem, model: Model, options: SolverOptions | None = None, *,
+                  hint: np.ndarray | None = None, aggregate: bool = True,
+                  accelerate: bool = True, budget: Budget = DEFAULT_BUDGET) -> SolveResult:
+    """Solve ``model`` on ``problem``: every tuple position in order, each proven optimal or
+    reported with its bound. ``hint``, an assignment (a heuristic's, say), is where the
+    search starts when it keeps the hard constraints and beats the initial one.
+    ``aggregate=False`` keeps identical objects apart and ``accelerate=False`` skips the
+    accelerator wing (both: the same optimum, for tests and measurements)."""
+    return solve_model(problem, model, options or SolverOptions(), aggregate=aggregate,
+                       hint=hint, accelerate=accelerate, budget=budget)
+
+
 def solve_scenario(scenario: Scenario, options: SolverOptions | None = None,
-                   hint: np.ndarray | None = None) -> SolveResult:
-    return solve_model(scenario.problem, scenario.model, options or scenario.options,
-                       hint=hint)
+                   hint: np.ndarray | None = None, *, accelerate: bool = True) -> SolveResult:
+    """``solve_problem`` on a parsed scenario, with its own solver options by default."""
+    return solve_problem(scenario.problem, scenario.model, options or scenario.options,
+                         hint=hint, accelerate=accelerate)

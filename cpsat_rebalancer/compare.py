@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .api import solve_problem
 from .errors import InputError
 from .evaluate import Evaluation, evaluate
 from .heuristics import (
@@ -43,7 +44,6 @@ from .heuristics import (
 )
 from .result import INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport, SolveResult
 from .scenario import SolverOptions
-from .solve.pipeline import solve_model
 
 TOLERANCE = 1e-9
 
@@ -343,7 +343,7 @@ def compare(data: dict, heuristics: Sequence[str | Heuristic] = (),
     given = {name: as_array(instance.problem, a, what=name)
              for name, a in (assignments or {}).items()}
     if ours is None:
-        ours = solve_model(instance.problem, instance.model, options or SolverOptions())
+        ours = solve_problem(instance.problem, instance.model, options or SolverOptions())
     entries = [run_heuristic(instance, h, ours) for h in built]
     entries += [compare_assignment(instance, ours, name, "assignment", final)
                 for name, final in given.items()]

@@ -134,7 +134,7 @@ def test_cli_compare_end_to_end(tmp_path, capsys) -> None:
 
 
 def test_cli_compare_exits_1_on_a_soundness_violation(tmp_path, monkeypatch, capsys) -> None:
-    real = compare_module.solve_model
+    real = compare_module.solve_problem
 
     def wrong_optimum(problem, model, options):  # claims OPTIMAL but keeps the start
         result = real(problem, model, options)
@@ -144,7 +144,7 @@ def test_cli_compare_exits_1_on_a_soundness_violation(tmp_path, monkeypatch, cap
 
     data = seed_data()
     del data["constraints"]  # the initial assignment is feasible then
-    monkeypatch.setattr(compare_module, "solve_model", wrong_optimum)
+    monkeypatch.setattr(compare_module, "solve_problem", wrong_optimum)
     scenario = tmp_path / "s.json"
     scenario.write_text(json.dumps(data))
     code, out, err = run_cli(["compare", str(scenario), "--heuristic", "greedy-balance"],

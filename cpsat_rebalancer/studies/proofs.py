@@ -44,10 +44,10 @@ from typing import Any
 
 import numpy as np
 
+from ..api import solve_problem
 from ..evaluate import evaluate
 from ..result import SolveResult
 from ..scenario import Scenario, SolverOptions, parse_scenario
-from ..solve.pipeline import solve_model
 from .hints import first_fit, first_fit_into
 from .patterns import class_groups, pattern_relaxation
 from .search import (
@@ -139,7 +139,7 @@ def decide(data: dict, scenario: Scenario, scope: str, item: str, count: int,
     if restricted:
         sub = _restricted_scenario(data, scope, item, restricted)
         sub_scenario = parse_scenario(sub)
-        result = solve_model(sub_scenario.problem, sub_scenario.model, options)
+        result = solve_problem(sub_scenario.problem, sub_scenario.model, options)
         from .variant_run import verdict  # the same verdict rule as a full probe
 
         sub_verdict = verdict(result, position, at_most)

@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from ..api import solve_problem
 from ..errors import InputError
 from ..evaluate import evaluate
 from ..problem import Problem
 from ..result import INFEASIBLE, OPTIMAL, SolveResult
 from ..scenario import SolverOptions, parse_scenario
-from ..solve.pipeline import solve_model
 from .hints import first_fit
 from .proofs import Decision, applicable, decide
 from .store import write_row
@@ -191,7 +191,7 @@ def run_variant(task: Task) -> dict[str, Any]:
             if placed is not None:
                 start = scenario.problem.assignment_array(placed, "hint")
             row["hint"] = placed is not None
-        result = solve_model(scenario.problem, scenario.model, options, hint=start)
+        result = solve_problem(scenario.problem, scenario.model, options, hint=start)
         if result.termination == "interrupted":  # Ctrl-C: in flight, so not stored
             raise KeyboardInterrupt
         row.update(result_row(result))

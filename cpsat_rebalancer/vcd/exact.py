@@ -47,13 +47,13 @@ from typing import Any
 
 import numpy as np
 
+from ..api import solve_problem
 from ..compare import Entry, compare_assignment
 from ..errors import InputError
 from ..heuristics import Instance
 from ..heuristics.vcd import Decision, place
 from ..result import OPTIMAL, SolveResult
 from ..scenario import SolverOptions
-from ..solve.pipeline import solve_model
 from ..specs.common import REGISTRY
 from .inputs import VcdScenario, cluster_reason, datastore_reason, vm_reason
 
@@ -327,7 +327,7 @@ def solve_exact(s: VcdScenario, options: SolverOptions, hint: dict | None = None
     data = build_model(s)
     instance = Instance.from_dict(data)
     start = None if hint is None else instance.problem.assignment_array(hint, "hint")
-    return data, instance, solve_model(instance.problem, instance.model, options, hint=start)
+    return data, instance, solve_problem(instance.problem, instance.model, options, hint=start)
 
 
 def compare_vcd(s: VcdScenario, options: SolverOptions) -> VcdComparison:
