@@ -61,6 +61,7 @@ from typing import Any
 
 from ..enums import enum_value, parse_enum
 from ..errors import InputError
+from ..specs import REGISTRY
 
 ENV_VAR = "CPSAT_REBALANCER_PEER_PYTHON"
 PEER_VENV_PYTHON = "~/.cache/cpsat-rebalancer/peer-venv/bin/python"
@@ -74,24 +75,15 @@ INSTALL_HINT = (
 )
 
 DEFAULT, HARD, SOFT = (enum_value("ConstraintPolicy", n) for n in ("DEFAULT", "HARD", "SOFT"))
-# Constraints for which the binding ignores per-constraint policy and parameters (§1).
-SINGLE_PARAMETER_ARMS = frozenset({"avoidMovingSpec", "moveGroupSpec", "movesInProgressSpec"})
+# Constraints for which the binding ignores per-constraint policy and parameters: ours that
+# say so, and two the project does not model yet (passed through to the wheel as they are).
+SINGLE_PARAMETER_ARMS = frozenset(
+    {arm for arm, spec in REGISTRY.items() if spec.single_parameter}
+    | {"moveGroupSpec", "movesInProgressSpec"})
 FORCE_COST, FORCE_STATE = 100.0, 10000.0
 
-ARM_ENUMS: dict[str, dict[str, str]] = {
-    "balanceSpec": {
-        "formula": "BalanceSpecFormula",
-        "boundType": "BalanceSpecBoundType",
-        "definition": "BalanceSpecDefinition",
-        "balanceMetric": "BalanceSpecMetric",
-    },
-    "toFreeSpec": {"formula": "ToFreeSpecFormula"},
-    "capacitySpec": {"definition": "CapacitySpecDefinition", "bound": "CapacitySpecBound"},
-    "groupCountSpec": {"definition": "GroupCountSpecDefinition", "bound": "GroupCountSpecBound",
-                       "limitRelativeTo": "GroupCountSpecLimitRelativeTo"},
-    "colocateGroupsSpec": {"bound": "ColocateGroupsSpecBound"},
-    "minimizeContainersSpec": {"formula": "MinimizeContainerSpecFormula"},
-}
+ARM_ENUMS: dict[str, dict[str, str]] = {arm: spec.enum_fields for arm, spec in REGISTRY.items()
+                                        if spec.enum_fields}
 # Keys whose value is a nested Limit / Filter struct, whose "type" field is an enum.
 NESTED_ENUMS: dict[str, str] = {
     **dict.fromkeys(
@@ -193,11 +185,9 @@ def to_wheel_spec(spec: dict, default_name: str) -> dict:
 
 def needs_mip_flavour(wheel_spec: dict) -> bool:
     """Goals that are evaluated in the wheel's MIP ("discrete") flavour by this bridge."""
-    if "minimizeContainersSpec" in wheel_spec or "colocateGroupsSpec" in wheel_spec:
-        return True
-    body = wheel_spec.get("toFreeSpec")
-    return body is not None and body.get("formula") == enum_value(
-        "ToFreeSpecFormula", "MINIMIZE_OCCUPIED_CONTAINERS")
+    ((arm, body),) = wheel_spec.items()
+    spec = REGISTRY.get(arm)
+    return spec is not None and spec.wheel_evaluates_as_mip(body)
 
 
 # --------------------------------------------------------------------------- scenario model

@@ -97,13 +97,13 @@ class Session:
 
     def moves_at(self, position: int) -> bool:
         """Whether a goal at ``position`` minimizes movement."""
-        return any(g.position == position and g.spec.arm == "minimizeMovementSpec"
+        return any(g.position == position and g.spec.counts_moves
                    and g.weight > 0 for g in self.model.goals)
 
     def moves_later(self, position: int) -> bool:
         """Whether a goal after ``position`` minimizes movement (its buckets then gain from
         solutions that stay near the initial assignment)."""
-        return any(g.position > position and g.spec.arm == "minimizeMovementSpec"
+        return any(g.position > position and g.spec.counts_moves
                    and g.weight > 0 for g in self.model.goals)
 
     def remaining(self) -> float | None:

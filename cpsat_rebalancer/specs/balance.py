@@ -43,6 +43,12 @@ def power(x: float) -> float:
 @dataclass(frozen=True, eq=False)
 class BalanceSpec(Spec):
     arm = "balanceSpec"
+    enum_fields = {
+        "definition": "BalanceSpecDefinition",
+        "boundType": "BalanceSpecBoundType",
+        "formula": "BalanceSpecFormula",
+        "balanceMetric": "BalanceSpecMetric",
+    }
     constraint_allowed = False
 
     name: str
@@ -64,20 +70,20 @@ class BalanceSpec(Spec):
         f = Fields(data, path)
         name = spec_name(f, cls.arm)
         scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
-        definition = f.enum("definition", "BalanceSpecDefinition", "AFTER")
+        definition = cls.enum(f, "definition", "AFTER")
         dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
                                       metrics=(definition,))
         upper = f.number("upperBound", 1.0)
         soft = f.number("softUpperBound")
-        bound_type = f.enum("boundType", "BalanceSpecBoundType", "RELATIVE")
-        formula = f.enum("formula", "BalanceSpecFormula", "LINEAR")
+        bound_type = cls.enum(f, "boundType", "RELATIVE")
+        formula = cls.enum(f, "formula", "LINEAR")
         mask = parse_filter(f.raw("filter"), f.at("filter"), scope)
         fix = f.flag("fixAverageToInitial")
         include = resolve_items(scope, f.names("includeInInitialAverage"),
                                 f.at("includeInInitialAverage"))
         legacy = f.flag("useLegacyAverage")
         ignore = f.flag("ignoreUpperBoundForIdealWithAbsOrRelBoundTypes", True)
-        metric = f.enum("balanceMetric", "BalanceSpecMetric", "RELATIVE_UTIL")
+        metric = cls.enum(f, "balanceMetric", "RELATIVE_UTIL")
         if f.raw("capacityPerItemCountDimension") is not None or metric != "RELATIVE_UTIL":
             raise InputError(f.at("balanceMetric"), "only RELATIVE_UTIL balance is supported",
                              metric)

@@ -42,6 +42,7 @@ METRICS = {
 @dataclass(frozen=True, eq=False)
 class CapacitySpec(Spec):
     arm = "capacitySpec"
+    enum_fields = {"definition": "CapacitySpecDefinition", "bound": "CapacitySpecBound"}
 
     name: str
     scope: Scope
@@ -62,10 +63,10 @@ class CapacitySpec(Spec):
         f = Fields(data, path)
         name = spec_name(f, cls.arm)
         scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
-        definition = f.enum("definition", "CapacitySpecDefinition", "AFTER")
+        definition = cls.enum(f, "definition", "AFTER")
         dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
                                       metrics=tuple(METRICS[definition]))
-        bound = f.enum("bound", "CapacitySpecBound", "MAX")
+        bound = cls.enum(f, "bound", "MAX")
         limit = Limit.parse(f.raw("limit"), f.at("limit"), scope)
         items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))
         zero_allowed = f.flag("zeroAllowed")

@@ -50,6 +50,11 @@ def _power(x: float) -> float:
 @dataclass(frozen=True, eq=False)
 class ColocateGroupsSpec(Spec):
     arm = "colocateGroupsSpec"
+    enum_fields = {"bound": "ColocateGroupsSpecBound"}
+
+    @classmethod
+    def wheel_evaluates_as_mip(cls, body: dict) -> bool:
+        return True  # its local search and optimal solver value it differently
 
     name: str
     scope: Scope
@@ -73,7 +78,7 @@ class ColocateGroupsSpec(Spec):
         partition = resolve_partition(problem, f.text("partitionName"), f.at("partitionName"))
         dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
                                       default=problem.count_dimension)
-        bound = f.enum("bound", "ColocateGroupsSpecBound", "MAX")
+        bound = cls.enum(f, "bound", "MAX")
         limit = GroupLimit.parse(f.raw("limits"), f.at("limits"), scope, partition, "ABSOLUTE")
         if limit.kind != "ABSOLUTE":
             raise InputError(f"{f.at('limits')}.type", "ColocateGroups limits are ABSOLUTE "

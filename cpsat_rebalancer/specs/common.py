@@ -48,7 +48,23 @@ class Spec:
     goal_allowed: ClassVar[bool] = True
     constraint_allowed: ClassVar[bool] = True
     single_parameter: ClassVar[bool] = False  # policy args ignored (Rebalancer §1)
+    # the fields whose values are Thrift enums, by the enum's name (the wheel takes them as
+    # integers; scenario files take either)
+    enum_fields: ClassVar[dict[str, str]] = {}
+    counts_moves: ClassVar[bool] = False  # a positive weight minimizes the objects moved
     name: str
+
+    @classmethod
+    def enum(cls, fields: Fields, key: str, default: str) -> str:
+        """The enum-valued field ``key``, by name (see ``enum_fields``)."""
+        return fields.enum(key, cls.enum_fields[key], default)
+
+    @classmethod
+    def wheel_evaluates_as_mip(cls, body: dict) -> bool:
+        """Whether the wheel must evaluate this spec (``body`` in its wire shape, enums as
+        integers) in its optimal solver's flavour to get the value the evaluator gives:
+        where its local search and optimal solver value the spec differently."""
+        return False
 
     @classmethod
     def from_dict(cls, data: Any, path: str, problem: Problem, *, as_goal: bool) -> Spec:

@@ -64,6 +64,11 @@ class Part:
 @dataclass(frozen=True, eq=False)
 class GroupCountSpec(Spec):
     arm = "groupCountSpec"
+    enum_fields = {
+        "definition": "GroupCountSpecDefinition",
+        "bound": "GroupCountSpecBound",
+        "limitRelativeTo": "GroupCountSpecLimitRelativeTo",
+    }
 
     name: str
     scope: Scope
@@ -94,12 +99,12 @@ class GroupCountSpec(Spec):
         partition = resolve_partition(problem, f.text("partitionName"), f.at("partitionName"))
         dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
                                       default=problem.count_dimension)
-        definition = f.enum("definition", "GroupCountSpecDefinition", "AFTER")
-        bound = f.enum("bound", "GroupCountSpecBound", "MAX")
+        definition = cls.enum(f, "definition", "AFTER")
+        bound = cls.enum(f, "bound", "MAX")
         limit = GroupLimit.parse(f.raw("limit"), f.at("limit"), scope, partition, "ABSOLUTE")
         squares = f.flag("squares")
         zero_allowed = f.flag("zeroAllowed")
-        relative_to = f.enum("limitRelativeTo", "GroupCountSpecLimitRelativeTo", "GROUP_SIZE")
+        relative_to = cls.enum(f, "limitRelativeTo", "GROUP_SIZE")
         minimum = f.number("minimumLimit", 0.0)
         items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))
         if f.raw("routingConfigForLimit") is not None:

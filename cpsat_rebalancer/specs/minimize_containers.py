@@ -42,6 +42,11 @@ from .common import (
 @dataclass(frozen=True, eq=False)
 class MinimizeContainersSpec(Spec):
     arm = "minimizeContainersSpec"
+    enum_fields = {"formula": "MinimizeContainerSpecFormula"}
+
+    @classmethod
+    def wheel_evaluates_as_mip(cls, body: dict) -> bool:
+        return True  # its local search and optimal solver value it differently
     constraint_allowed = False
 
     name: str
@@ -62,7 +67,7 @@ class MinimizeContainersSpec(Spec):
         costs_given = f.mapping("containerCosts")
         max_free = f.raw("maxFreeLimit")
         items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))
-        f.enum("formula", "MinimizeContainerSpecFormula", "NEW")  # same optimal-solver value
+        cls.enum(f, "formula", "NEW")  # same optimal-solver value
         f.done(cls.arm)
         costs = np.ones(len(scope.items))
         for item, value in costs_given.items():

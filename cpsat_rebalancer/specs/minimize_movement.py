@@ -21,6 +21,7 @@ MAGIC_SCALING = 0.001
 @dataclass(frozen=True, eq=False)
 class MinimizeMovementSpec(Spec):
     arm = "minimizeMovementSpec"
+    counts_moves = True
 
     name: str
     scope: Scope

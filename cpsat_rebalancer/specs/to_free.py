@@ -12,6 +12,7 @@ from ..context import EvalContext, step
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Info
 from ..cpsat.linear import lin_sum
+from ..enums import enum_value
 from ..errors import InputError
 from ..fields import Fields
 from ..primitives import Restrictions
@@ -23,6 +24,14 @@ from .common import GoalForm, Spec, register, resolve_dimension, resolve_items, 
 @dataclass(frozen=True, eq=False)
 class ToFreeSpec(Spec):
     arm = "toFreeSpec"
+    enum_fields = {"formula": "ToFreeSpecFormula"}
+
+    @classmethod
+    def wheel_evaluates_as_mip(cls, body: dict) -> bool:
+        """Occupied containers: the local search counts them differently (see the semantics
+        page)."""
+        return body.get("formula") == enum_value("ToFreeSpecFormula",
+                                                 "MINIMIZE_OCCUPIED_CONTAINERS")
 
     name: str
     containers: np.ndarray  # container indices (= items of the container scope)
@@ -41,7 +50,7 @@ class ToFreeSpec(Spec):
             raise InputError(f.at("dimension"), "expected a string", dim)
         if dim:
             resolve_dimension(problem, dim, f.at("dimension"), metrics=("NEW",))
-        formula = f.enum("formula", "ToFreeSpecFormula", "MINIMIZE_TOTAL_UTILIZATION")
+        formula = cls.enum(f, "formula", "MINIMIZE_TOTAL_UTILIZATION")
         f.done(cls.arm)
         if not as_goal and formula != "MINIMIZE_TOTAL_UTILIZATION":
             raise InputError(f.at("formula"), "as a constraint only MINIMIZE_TOTAL_UTILIZATION "
