@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from cpsat_rebalancer.api import solve_scenario
-from cpsat_rebalancer.cli import collect_cpsat_params, cpsat_param
+from cpsat_rebalancer.cli.common import collect_cpsat_params, cpsat_param
 from cpsat_rebalancer.cpsat.packing_bounds import gilmore_gomory, martello_toth_l2
 from cpsat_rebalancer.importers import IMPORTERS, read_binpacking
 from cpsat_rebalancer.scenario import SolverOptions, parse_scenario

@@ -43,7 +43,7 @@ if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
 from benchmarks.peer import cell, values  # noqa: E402
 from benchmarks.scale import machine, per_position, status_text, verdict  # noqa: E402
 from cpsat_rebalancer import parse_scenario  # noqa: E402
-from cpsat_rebalancer.cli import write_output  # noqa: E402
+from cpsat_rebalancer.cli.common import write_output  # noqa: E402
 from cpsat_rebalancer.errors import InputError  # noqa: E402
 from cpsat_rebalancer.generators import SCALE_FAMILIES, scale_instance  # noqa: E402
 from cpsat_rebalancer.scenario import SolverOptions  # noqa: E402

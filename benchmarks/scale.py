@@ -48,7 +48,7 @@ if __package__ in (None, ""):  # run as a script: make ``benchmarks.peer`` impor
 
 from benchmarks.peer import cell, values  # noqa: E402
 from cpsat_rebalancer import evaluate, parse_scenario, solve_scenario  # noqa: E402
-from cpsat_rebalancer.cli import write_output  # noqa: E402
+from cpsat_rebalancer.cli.common import write_output  # noqa: E402
 from cpsat_rebalancer.errors import InputError  # noqa: E402
 from cpsat_rebalancer.evaluate import Evaluation  # noqa: E402
 from cpsat_rebalancer.generators import SCALE_FAMILIES, scale_instance  # noqa: E402

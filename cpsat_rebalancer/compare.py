@@ -1,5 +1,5 @@
-"""Validate heuristics against the proven optimum (``compare``) and hand a scenario to
-Rebalancer (``export``).
+"""Validate heuristics against the proven optimum (the library behind ``cpsat-rebalancer
+compare``, whose command line is :mod:`cpsat_rebalancer.cli.compare`).
 
 ``compare`` solves the scenario exactly, runs each named heuristic and reads each given
 assignment, evaluates every one with the same evaluator, and reports per tuple position
@@ -16,13 +16,9 @@ bug in the solver or the evaluator; ``compare`` says so and exits with status 1.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,8 +28,6 @@ from .api import solve_problem
 from .errors import InputError
 from .evaluate import Evaluation, evaluate
 from .heuristics import (
-    BUILT_IN,
-    NEEDS_PEER,
     Heuristic,
     HeuristicOptions,
     Instance,
@@ -184,16 +178,6 @@ def _result_text(c: BucketComparison) -> str:
     return word
 
 
-def _our_verdict(result: SolveResult) -> str:
-    if result.status == OPTIMAL:
-        return "proven optimal at every position"
-    open_ = [b for b in result.buckets if b.status != OPTIMAL]
-    if result.status in (INFEASIBLE, NO_SOLUTION):
-        return result.status
-    return f"{result.status}: not proven at position(s) " + ", ".join(
-        str(b.position) for b in open_)
-
-
 # --------------------------------------------------------------------------- comparing
 
 
@@ -256,7 +240,7 @@ def judge(entry: Entry, ours: SolveResult, tolerance: float = TOLERANCE) -> None
     c = deciding
     where = f"at position {c.position}"
     if c.leximin is not None:
-        amount = f"{_leximin_difference(c.leximin, c.ours_leximin)}; scalar {c.value:.6g} vs " \
+        amount = f"{leximin_difference(c.leximin, c.ours_leximin)}; scalar {c.value:.6g} vs " \
                  f"{c.ours:.6g}"
     else:
         amount = f"{c.value:.6g} vs {c.ours:.6g}" + (
@@ -394,41 +378,11 @@ def plot_utilization(comparison: Comparison, path: str) -> None:
     plt.close(fig)
 
 
-# --------------------------------------------------------------------------- CLI
+# --------------------------------------------------------------------------- text
 
 
-def print_comparison(comparison: Comparison, source: str) -> None:
-    from .cli import print_table
-
-    problem = comparison.instance.problem
-    ours = comparison.ours
-    positions = ", ".join(str(b.position) for b in ours.buckets)
-    print(f"Scenario {source}: {problem.num_objects} objects, {problem.num_containers} "
-          f"containers, tuple positions {positions or '-'}")
-    moves = len(ours.moves)
-    print(f"Ours (CP-SAT, exact): {ours.status} ({ours.termination}) in {ours.seconds:.2f} s, "
-          f"{moves} move{'' if moves == 1 else 's'}")
-    print("\nPer tuple position (values on Rebalancer's scale, from our evaluator; abs gap = "
-          "value - ours).\nPositions compare lexicographically: a heuristic's value is "
-          "comparable with ours only\nwhile every earlier position ties; the first position "
-          "where they differ decides, and later\nones are shown but not comparable.")
-    # out= explicitly: print_table's default stream is bound when cli is imported
-    print_table(comparison.bucket_table(), out=sys.stdout)
-    leximin = [(e.name, c) for e in comparison.entries for c in e.buckets if c.leximin]
-    for name, c in leximin:
-        print(f"  {name} position {c.position} (IDEAL alone: compared in leximin order, "
-              f"utilizations from the largest): {_leximin_difference(c.leximin, c.ours_leximin)}")
-    print("\nSummary (seconds: wall time of each solver; ours beside it):")
-    print_table(comparison.summary_table(), out=sys.stdout)
-    print("\nVerdicts:")
-    print(f"  ours (CP-SAT): {_our_verdict(ours)}")
-    for e in comparison.entries:
-        extra = _details_text(e.details)
-        print(f"  {e.name}: {e.verdict}" + (f"\n    ({extra})" if extra else ""))
-
-
-def _leximin_difference(a: list[float], b: list[float] | None,
-                        tolerance: float = TOLERANCE) -> str:
+def leximin_difference(a: list[float], b: list[float] | None,
+                       tolerance: float = TOLERANCE) -> str:
     """Where two descending leximin vectors first differ."""
     for rank, (x, y) in enumerate(zip(a, b or [])):
         if abs(x - y) > tolerance * max(1.0, abs(x), abs(y)):
@@ -436,162 +390,6 @@ def _leximin_difference(a: list[float], b: list[float] | None,
     return "leximin order: equal"
 
 
-def _details_text(details: dict) -> str:
-    parts = []
-    if "endReason" in details:
-        parts.append(f"Rebalancer ended {details['endReason']}")
-    if details.get("proven") is not None:
-        parts.append("HiGHS proved optimality" if details["proven"] else "HiGHS did not prove "
-                     "optimality" + (" (found no solution)" if details.get("noFeasibleSolution")
-                                     else ""))
-    if details.get("positions"):
-        values = ", ".join(f"{p}: {v:.6g}" for p, v in details["positions"].items())
-        parts.append(f"its own values {{{values}}}"
-                     + (" (continuous surrogates)" if details.get("surrogate") else ""))
-    if details.get("solveSeconds") is not None:
-        parts.append(f"solve() {details['solveSeconds']:.2f} s")
-    if "stopped" in details:
-        steps = details["steps"]
-        parts.append(f"{steps} step{'' if steps == 1 else 's'}, stopped: {details['stopped']}")
-    return "; ".join(parts)
-
-
-def command_compare(args: argparse.Namespace) -> int:
-    from .cli import (
-        EXIT_INFEASIBLE,
-        EXIT_INTERNAL,
-        EXIT_NO_SOLUTION,
-        load,
-        read_assignment,
-        write_atomically,
-    )
-    from .peer import PeerUnavailable, require_peer_python
-    from .scenario import parse_scenario
-
-    if not args.heuristic and not args.assignment:
-        raise InputError("compare", "name at least one --heuristic or --assignment")
-    data = load(args.scenario, args.model)
-    scenario = parse_scenario(data)
-    base = scenario.options
-    options = SolverOptions.checked(
-        args.time_limit if args.time_limit is not None else base.time_limit,
-        args.workers if args.workers is not None else base.workers,
-        args.seed if args.seed is not None else base.seed, path="options")
-    peer_python = args.peer_python
-    if any(name in NEEDS_PEER for name in args.heuristic):
-        try:
-            peer_python = require_peer_python(args.peer_python)
-        except PeerUnavailable as exc:
-            raise InputError("--heuristic", str(exc)) from None
-    move_types = tuple(args.peer_move_types.split(",")) if args.peer_move_types else None
-    heuristic_options = HeuristicOptions(options.time_limit, options.seed, peer_python,
-                                         move_types, args.max_moves)
-    heuristics = [make_heuristic(name, heuristic_options) for name in args.heuristic]
-    given = {path: read_assignment(scenario.problem, path) for path in args.assignment}
-    comparison = compare(data, heuristics, given, options)
-    if args.json:
-        write_atomically(args.json, json.dumps(comparison.to_dict(), indent=2,
-                                               default=_jsonable))
-    if args.plot:
-        plot_utilization(comparison, args.plot)
-    print_comparison(comparison, args.scenario)
-    written = [path for path in (args.json, args.plot) if path]
-    if written:
-        print("\nWrote " + ", ".join(written))
-    if comparison.contradictions:
-        print("\nSOUNDNESS VIOLATION (a bug in our solver or evaluator; please report):\n  "
-              + "\n  ".join(comparison.contradictions), file=sys.stderr)
-        return EXIT_INTERNAL
-    status = comparison.ours.status
-    return {INFEASIBLE: EXIT_INFEASIBLE, NO_SOLUTION: EXIT_NO_SOLUTION}.get(status, 0)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"cannot serialise {type(value).__name__}")
-
-
-def command_export(args: argparse.Namespace) -> int:
-    from .cli import load, write_atomically
-    from .peer import export_rebalancer_python
-    from .scenario import parse_scenario
-
-    data = load(args.scenario, args.model)
-    parse_scenario(data)  # validate completely first: errors name the field
-    move_types = args.move_types.split(",") if args.move_types else None
-    text = export_rebalancer_python(data, solver=args.solver, time_limit=args.time_limit,
-                                    move_types=move_types, seed=args.seed or 0,
-                                    source=args.scenario, script=args.out)
-    compile(text, args.out, "exec")  # never write a script that does not parse
-    write_atomically(args.out, text)
-    Path(args.out).chmod(0o755)
-    print(f"Wrote {args.out}: builds {args.scenario} with Rebalancer and solves it with "
-          f"{args.solver}; run it with python3.12 {args.out} (needs rebalancer==1.0.4)")
-    return 0
-
-
-def _nonnegative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be >= 0")
-    return value
-
-
-def add_commands(sub: argparse._SubParsersAction) -> None:
-    """Register the ``compare`` and ``export`` subcommands."""
-    cmp = sub.add_parser(
-        "compare", help="compare heuristics (and given assignments) with the proven optimum",
-        description="Solve SCENARIO exactly, run each heuristic, read each assignment, and "
-        "report per tuple position each one's value beside the optimum (or incumbent and "
-        "bound), the gap, feasibility, moves and wall time.")
-    cmp.add_argument("scenario", help="scenario file (JSON or YAML)")
-    cmp.add_argument("--heuristic", action="append", default=[], metavar="NAME",
-                     help="a heuristic to run (repeatable): " + ", ".join(BUILT_IN)
-                     + ", or module:attribute for your own")
-    cmp.add_argument("--assignment", action="append", default=[], metavar="FILE",
-                     help="an assignment to compare (repeatable): {container: [objects]}, "
-                     "{object: container}, or a result file from solve --json")
-    cmp.add_argument("--model", help="take goals and constraints from this model file")
-    cmp.add_argument("--time-limit", type=float,
-                     help="seconds for our solve chain, and for each Rebalancer solver")
-    cmp.add_argument("--workers", type=int, help="CP-SAT workers (default 2)")
-    cmp.add_argument("--seed", type=int, help="random seed for CP-SAT and Rebalancer")
-    cmp.add_argument("--peer-python", metavar="PATH",
-                     help="Python 3.12 with rebalancer, for the rebalancer-* heuristics "
-                     "(default: $CPSAT_REBALANCER_PEER_PYTHON, then the peer venv)")
-    cmp.add_argument("--peer-move-types", metavar="LIST",
-                     help="Rebalancer local search move types, comma separated "
-                     "(default single,swap; e.g. single,swap,tripleLoop)")
-    cmp.add_argument("--max-moves", type=_nonnegative_int,
-                     help="greedy-balance: stop after this many moves")
-    cmp.add_argument("--json", help="write the whole comparison as JSON to this file")
-    cmp.add_argument("--plot", metavar="OUT.png",
-                     help="draw the utilization each solver leaves per scope item "
-                     "(needs matplotlib)")
-    cmp.set_defaults(run=command_compare)
-
-    exp = sub.add_parser(
-        "export", help="write a script that builds the scenario with Rebalancer",
-        description="Write a standalone Python 3.12 script that builds SCENARIO with Meta's "
-        "rebalancer wheel and solves it, to reproduce a case in Rebalancer itself.")
-    exp.add_argument("scenario", help="scenario file (JSON or YAML)")
-    exp.add_argument("--to", required=True, choices=["rebalancer-python"],
-                     help="what to write (rebalancer-python: a script for the wheel)")
-    exp.add_argument("out", metavar="OUT.py", help="where to write the script")
-    exp.add_argument("--model", help="take goals and constraints from this model file")
-    exp.add_argument("--solver", default="local-search",
-                     choices=["local-search", "optimal-highs"],
-                     help="Rebalancer's solver in the script (default local-search)")
-    exp.add_argument("--time-limit", type=float, help="the solver's time limit in seconds")
-    exp.add_argument("--move-types", metavar="LIST",
-                     help="local search move types, comma separated (default single,swap)")
-    exp.add_argument("--seed", type=int, help="local search random seed")
-    exp.set_defaults(run=command_export)
-
-
 __all__ = ["BucketComparison", "Comparison", "Entry", "compare", "compare_assignment",
-           "compare_evaluation", "judge", "plot_utilization", "run_heuristic",
-           "add_commands"]
+           "compare_evaluation", "judge", "leximin_difference", "plot_utilization",
+           "run_heuristic"]

@@ -14,8 +14,6 @@ specs), so the result is solved by the same code path as any user's scenario:
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -157,26 +155,3 @@ def binpacking_scenario(path: str | Path) -> dict[str, Any]:
 
 
 IMPORTERS = {"gap": gap_scenario, "binpacking": binpacking_scenario}
-
-
-def command_import(args: argparse.Namespace) -> int:
-    from .cli import write_output
-
-    scenario = IMPORTERS[args.format](args.file)
-    write_output(args.out, json.dumps(scenario, indent=1) + "\n")
-    print(f"wrote {args.out}: {len(scenario['assignment'])} {scenario['containerName']}s, "
-          f"{sum(len(v) for v in scenario['assignment'].values())} "
-          f"{scenario['objectName']}s")
-    return 0
-
-
-def add_commands(sub: argparse._SubParsersAction) -> None:
-    """Register ``import gap|binpacking FILE OUT``."""
-    imp = sub.add_parser("import", help="turn a published benchmark instance into a scenario",
-                         description="Write an ordinary scenario file (solve it with "
-                         "`cpsat-rebalancer solve OUT`) from a GAP instance (OR-Library "
-                         "format) or a bin-packing instance (BPPLIB format).")
-    imp.add_argument("format", choices=sorted(IMPORTERS))
-    imp.add_argument("file", help="the instance file")
-    imp.add_argument("out", help="the scenario file to write (JSON)")
-    imp.set_defaults(run=command_import)

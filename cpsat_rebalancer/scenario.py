@@ -29,6 +29,8 @@ TOP_LEVEL_KEYS = {
     "dynamicObjectDimensions", "goals",
     "constraints", "constraintPolicy", "defaultConstraintParams", "solver",
 }
+# what a model file holds: it replaces these fields of a scenario (see load_data_with_model)
+MODEL_KEYS = ("goals", "constraints", "constraintPolicy", "defaultConstraintParams")
 
 
 @dataclass(frozen=True)
@@ -518,3 +520,22 @@ def _read_yaml(text: str, path: Path) -> Any:
 
 def load_scenario(path: str | Path) -> Scenario:
     return parse_scenario(read_data_file(path))
+
+
+def load_data_with_model(path: str | Path, model: str | Path | None) -> dict[str, Any]:
+    """The scenario dict of ``path``, with goals and constraints taken from ``model`` when
+    given (its :data:`MODEL_KEYS` replace the scenario's)."""
+    data = read_data_file(path)
+    if not isinstance(data, dict):
+        raise InputError(str(path), "a scenario must be a mapping at the top level")
+    if model:
+        model_data = read_data_file(model)
+        if not isinstance(model_data, dict):
+            raise InputError(str(model), "a model must be a mapping at the top level")
+        unknown = sorted(set(model_data) - set(MODEL_KEYS) - {"name", "description"})
+        if unknown:
+            raise InputError(f"{model}: {unknown[0]}", "unknown model field (a model holds "
+                             + ", ".join(MODEL_KEYS) + ")")
+        data = {k: v for k, v in data.items() if k not in MODEL_KEYS}
+        data.update({k: v for k, v in model_data.items() if k in MODEL_KEYS})
+    return data

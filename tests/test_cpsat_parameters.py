@@ -15,6 +15,8 @@ from ortools.sat.python import cp_model
 from randomized import brute_force, random_scenario
 
 from cpsat_rebalancer import InputError, cli, parse_scenario
+from cpsat_rebalancer.cli import common
+from cpsat_rebalancer.cli import solve as solve_command
 from cpsat_rebalancer.cpsat_parameters import (
     ENGINE_PARAMETERS,
     apply_cpsat_parameters,
@@ -58,15 +60,15 @@ def test_scenario_solver_block_round_trips() -> None:
 
 
 def test_cli_flag_parses_values_by_their_look() -> None:
-    assert cli.cpsat_param("linearization_level=2") == ("linearization_level", 2)
-    assert cli.cpsat_param("cp_model_presolve=False") == ("cp_model_presolve", False)
-    assert cli.cpsat_param("clause_activity_decay=0.5") == ("clause_activity_decay", 0.5)
-    assert cli.cpsat_param(" search_branching = FIXED_SEARCH") == (
+    assert common.cpsat_param("linearization_level=2") == ("linearization_level", 2)
+    assert common.cpsat_param("cp_model_presolve=False") == ("cp_model_presolve", False)
+    assert common.cpsat_param("clause_activity_decay=0.5") == ("clause_activity_decay", 0.5)
+    assert common.cpsat_param(" search_branching = FIXED_SEARCH") == (
         "search_branching", "FIXED_SEARCH")
-    assert cli.collect_cpsat_params([("a", 1), ("b", "x"), ("a", 2), ("a", 3)]) == {
+    assert common.collect_cpsat_params([("a", 1), ("b", "x"), ("a", 2), ("a", 3)]) == {
         "a": [1, 2, 3], "b": "x"}
     with pytest.raises(Exception, match="NAME=VALUE"):
-        cli.cpsat_param("linearization_level")
+        common.cpsat_param("linearization_level")
 
 
 def test_cli_flag_reaches_the_options_over_the_scenario(tmp_path, monkeypatch) -> None:
@@ -75,13 +77,13 @@ def test_cli_flag_reaches_the_options_over_the_scenario(tmp_path, monkeypatch) -
     path = tmp_path / "s.json"
     path.write_text(json.dumps(data))
     seen: list[SolverOptions] = []
-    real = cli.solve_scenario
+    real = solve_command.solve_scenario
 
     def spy(scenario, options, hint=None):
         seen.append(options)
         return real(scenario, options, hint)
 
-    monkeypatch.setattr(cli, "solve_scenario", spy)
+    monkeypatch.setattr(solve_command, "solve_scenario", spy)
     code = cli.main(["solve", str(path), "--cpsat-param", "linearization_level=2",
                      "--cpsat-param", "search_branching=FIXED_SEARCH"])
     assert code == 0

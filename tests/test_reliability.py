@@ -170,7 +170,7 @@ def test_values_too_large_for_64_bit_integers_fail_clearly() -> None:
 
 
 def test_outputs_are_written_whole_or_not_at_all(tmp_path: Path) -> None:
-    from cpsat_rebalancer.cli import write_atomically
+    from cpsat_rebalancer.cli.common import write_atomically
 
     target = tmp_path / "out.json"
     target.write_text("old")

@@ -46,7 +46,7 @@ import numpy as np
 
 from ..api import solve_problem
 from ..evaluate import evaluate
-from ..result import SolveResult
+from ..result import INFEASIBLE, OPTIMAL, SolveResult
 from ..scenario import Scenario, SolverOptions, parse_scenario
 from .hints import first_fit, first_fit_into
 from .patterns import class_groups, pattern_relaxation
@@ -140,7 +140,6 @@ def decide(data: dict, scenario: Scenario, scope: str, item: str, count: int,
         sub = _restricted_scenario(data, scope, item, restricted)
         sub_scenario = parse_scenario(sub)
         result = solve_problem(sub_scenario.problem, sub_scenario.model, options)
-        from .variant_run import verdict  # the same verdict rule as a full probe
 
         sub_verdict = verdict(result, position, at_most)
         if sub_verdict == "infeasible":
@@ -301,3 +300,24 @@ def _restricted_scenario(data: dict, scope: str, item: str, restricted: set[str]
             entries.append(entry)
         sub[kind] = entries
     return sub
+
+
+def verdict(result: SolveResult, position: int | None, at_most: float) -> str:
+    """feasible (a solution shows it), infeasible (a proof: CP-SAT's INFEASIBLE, or a proven
+    bound above ``at_most`` at ``position``), or unknown."""
+    if result.status == INFEASIBLE:
+        return "infeasible"
+    if not result.final_evaluation.feasible:
+        return "unknown"
+    if position is None:
+        return "feasible"
+    bucket = next((b for b in result.buckets if b.position == position), None)
+    value = result.final_evaluation.positions.get(position, 0.0)
+    if value <= at_most + TOLERANCE:
+        return "feasible"
+    if bucket is not None and bucket.leximin_levels is None:
+        if bucket.status == OPTIMAL or (
+                bucket.bound is not None
+                and bucket.bound - bucket.approximation_error > at_most + TOLERANCE):
+            return "infeasible"
+    return "unknown"

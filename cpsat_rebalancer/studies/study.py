@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cli import MODEL_KEYS, load
 from ..errors import InputError
 from ..heuristics import BUILT_IN
-from ..scenario import SolverOptions, read_data_file
+from ..scenario import MODEL_KEYS, SolverOptions, load_data_with_model, read_data_file
 from .variants import check_parameter
 
 STUDY_KEYS = {"name", "description", "base", "model", "solver", "grid", "variants",
@@ -79,7 +78,8 @@ class Study:
     def base_scenario(self) -> dict[str, Any]:
         """The base scenario dict with the model applied (a fresh copy each call)."""
         if "scenario" in self.base:
-            data = load(str(self.base["scenario"]), str(self.model) if self.model else None)
+            data = load_data_with_model(str(self.base["scenario"]),
+                                        str(self.model) if self.model else None)
         else:
             data = generator_function(self.base["generator"])(**self.base.get("args", {}))
             if self.model:  # as ``--model`` does: the model's goals and constraints replace

@@ -18,17 +18,16 @@ from ..api import solve_problem
 from ..errors import InputError
 from ..evaluate import evaluate
 from ..problem import Problem
-from ..result import INFEASIBLE, OPTIMAL, SolveResult
+from ..result import SolveResult
 from ..scenario import SolverOptions, parse_scenario
 from .hints import first_fit
-from .proofs import Decision, applicable, decide
+from .proofs import Decision, applicable, decide, verdict
 from .store import write_row
 from .study import Study, parse_study
 from .variants import apply
 
 ERROR = "ERROR"
 QUANTILES = (0, 25, 50, 75, 100)
-TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -68,27 +67,6 @@ def _base(task: Task) -> dict[str, Any]:
         _BASES.clear()
         _BASES[task.fingerprint] = _study(task).base_scenario()
     return _BASES[task.fingerprint]
-
-
-def verdict(result: SolveResult, position: int | None, at_most: float) -> str:
-    """feasible (a solution shows it), infeasible (a proof: CP-SAT's INFEASIBLE, or a proven
-    bound above ``at_most`` at ``position``), or unknown."""
-    if result.status == INFEASIBLE:
-        return "infeasible"
-    if not result.final_evaluation.feasible:
-        return "unknown"
-    if position is None:
-        return "feasible"
-    bucket = next((b for b in result.buckets if b.position == position), None)
-    value = result.final_evaluation.positions.get(position, 0.0)
-    if value <= at_most + TOLERANCE:
-        return "feasible"
-    if bucket is not None and bucket.leximin_levels is None:
-        if bucket.status == OPTIMAL or (
-                bucket.bound is not None
-                and bucket.bound - bucket.approximation_error > at_most + TOLERANCE):
-            return "infeasible"
-    return "unknown"
 
 
 def utilization(result: SolveResult) -> dict[str, float]:

@@ -1,3 +1,3 @@
 """VMware Cloud Director placement: the input format (:mod:`.inputs`), the exact model
-(:mod:`.exact`), the generator (:mod:`.generate`) and the ``vcd`` CLI (:mod:`.cli`). The
-engine itself is :mod:`cpsat_rebalancer.heuristics.vcd`."""
+(:mod:`.exact`) and the generator (:mod:`.generate`); the ``vcd`` command line is
+:mod:`cpsat_rebalancer.cli.vcd`. The engine itself is :mod:`cpsat_rebalancer.heuristics.vcd`."""

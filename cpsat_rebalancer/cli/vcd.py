@@ -14,9 +14,10 @@ from ..errors import InputError
 from ..heuristics.vcd import Decision, place
 from ..result import INFEASIBLE, NO_SOLUTION
 from ..scenario import SolverOptions, read_data_file
-from .exact import POSITIONS, VcdComparison, compare_vcd, placement_of, solve_exact
-from .generate import generate
-from .inputs import VcdScenario, parse_vcd, vm_reason
+from ..vcd.exact import POSITIONS, VcdComparison, compare_vcd, placement_of, solve_exact
+from ..vcd.generate import generate
+from ..vcd.inputs import VcdScenario, parse_vcd, vm_reason
+from .common import EXIT_INTERNAL, print_table, quiet_pipe, write_output
 
 
 def load_vcd(path: str) -> VcdScenario:
@@ -35,8 +36,6 @@ def _decision_rows(decisions: list[Decision]) -> pd.DataFrame:
 
 
 def _explain(decision: Decision) -> None:
-    from ..cli import print_table
-
     print(f"\n{decision.vm} ({decision.operation}): {decision.outcome}"
           + (f" on {decision.cluster} / {decision.datastore}" if decision.placed else ""))
     if decision.ranking:
@@ -72,8 +71,6 @@ def _exact_rows(s: VcdScenario, result) -> pd.DataFrame:
 
 
 def command_place(args: argparse.Namespace) -> int:
-    from ..cli import print_table, quiet_pipe, write_output
-
     s = load_vcd(args.scenario)
     if args.exact:
         _, _, result = solve_exact(s, _options(args))
@@ -125,8 +122,6 @@ def _jsonable(value: Any) -> Any:
 
 
 def print_vcd_comparison(c: VcdComparison, source: str) -> None:
-    from ..cli import print_table
-
     proven = "proven optimum" if c.placed_proven else "best found, not proven"
     print(f"\n== {source}: {len(c.scenario.vms)} VMs, {len(c.scenario.clusters)} clusters")
     print(f"VMs placed: engine {c.engine_placed}, exact {c.exact_placed} ({proven}); "
@@ -136,8 +131,6 @@ def print_vcd_comparison(c: VcdComparison, source: str) -> None:
 
 
 def command_compare(args: argparse.Namespace) -> int:
-    from ..cli import EXIT_INTERNAL, quiet_pipe, write_output
-
     comparisons = [(path, compare_vcd(load_vcd(path), _options(args)))
                    for path in args.scenarios]
     if args.json:
@@ -148,8 +141,6 @@ def command_compare(args: argparse.Namespace) -> int:
                                                            for k, v in POSITIONS.items()))
         for path, c in comparisons:
             print_vcd_comparison(c, path)
-        from ..cli import print_table
-
         print("\nSummary:")
         print_table(pd.DataFrame([{
             "scenario": path, "VMs": len(c.scenario.vms), "engine placed": c.engine_placed,
@@ -168,8 +159,6 @@ def command_compare(args: argparse.Namespace) -> int:
 
 
 def command_generate(args: argparse.Namespace) -> int:
-    from ..cli import write_output
-
     data = generate(args.vms, args.clusters, args.seed or 0, args.load, args.anti_every,
                     args.iops)
     parse_vcd(data)  # never write a scenario the loader rejects

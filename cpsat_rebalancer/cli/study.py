@@ -19,8 +19,8 @@ def _positive(text: str) -> int:
 
 
 def command_run(args: argparse.Namespace) -> int:
-    from .runner import run_study
-    from .study import load_study
+    from ..studies.runner import run_study
+    from ..studies.study import load_study
 
     study = load_study(args.study)
     out = Path(args.out) if args.out else Path(args.study).with_suffix("")
@@ -38,7 +38,7 @@ def command_run(args: argparse.Namespace) -> int:
 
 
 def command_plot(args: argparse.Namespace) -> int:
-    from .plots import plot_study
+    from ..studies.plots import plot_study
 
     for path in plot_study(args.folder):
         print(f"wrote {path}")

@@ -1,0 +1,173 @@
+"""What every subcommand shares: exit codes, writing output files, printing tables, and
+reading ``--cpsat-param`` values and assignment files."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..evaluate import Evaluation
+from ..problem import Problem
+from ..result import SolveResult, value_table
+from ..scenario import read_data_file
+
+EXIT_INPUT, EXIT_INTERNAL, EXIT_INFEASIBLE, EXIT_NO_SOLUTION = 2, 1, 3, 4
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write the whole file or nothing: a temporary file beside it, then a rename."""
+    target = Path(path)
+    handle, temporary = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.")
+    try:
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_output(path: str, text: str) -> None:
+    try:
+        write_atomically(path, text)
+    except OSError as exc:
+        raise InputError(path, f"cannot write the output file: {exc.strerror}") from None
+
+
+@contextlib.contextmanager
+def quiet_pipe():
+    """Output piped into ``head`` and closed early is not an error (the exit code stands)."""
+    try:
+        yield
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def format_number(value: Any) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def print_table(frame: pd.DataFrame, out=None) -> None:
+    out = out or sys.stdout
+    if frame.empty:
+        print("  (none)", file=out)
+        return
+    shown = frame.map(format_number) if hasattr(frame, "map") else frame.applymap(format_number)
+    print(shown.to_string(index=False), file=out)
+
+
+def print_values(initial: Evaluation, final: Evaluation) -> None:
+    table = value_table(initial, final)
+    print("\nGoals and constraints (Rebalancer's scale; constraints show their violation):")
+    if not table.empty:
+        table = table[["kind", "name", "position", "weight", "initial", "final"]]
+    print_table(table)
+    positions = sorted(set(initial.positions) | set(final.positions))
+    if positions:
+        print("\nObjective per tuple position (weighted goals + soft constraint terms):")
+        print_table(pd.DataFrame({
+            "position": positions,
+            "initial": [initial.positions.get(p, 0.0) for p in positions],
+            "final": [final.positions.get(p, 0.0) for p in positions],
+        }))
+    broken = final.broken_hard()
+    print("\nHard constraints: " + ("all hold" if not broken else "BROKEN: " + "; ".join(broken)))
+
+
+def print_result(result: SolveResult) -> None:
+    print(f"Status: {result.status} ({result.termination}) in {result.seconds:.2f} s, "
+          f"{result.problem.num_objects} objects in {result.classes} classes, "
+          f"{result.problem.num_containers} containers")
+    print("\nBuckets (tuple positions, solved in order):")
+    rows = []
+    for b in result.buckets:
+        note = ""
+        if b.leximin_levels is not None:
+            note = (f"leximin: all {b.leximin_items} relative utilizations proven"
+                    if b.leximin_levels == b.leximin_items else
+                    f"leximin: the {b.leximin_levels} largest of {b.leximin_items} relative "
+                    "utilizations proven")
+            if b.leximin_level_value is not None:
+                note += f"; the next is {b.leximin_level_value:.6g}"
+                if b.leximin_level_bound is not None:
+                    note += f" (bound {b.leximin_level_bound:.6g})"
+        rows.append({"position": b.position, "status": b.status, "value": b.objective,
+                     "bound": b.bound, "gap": b.gap, "error bound": b.approximation_error,
+                     "seconds": b.seconds, "note": note})
+    print_table(pd.DataFrame(rows))
+    if result.conflict:
+        print("\nThese hard constraints cannot all hold (a small conflicting set):")
+        for line in result.conflict:
+            print(f"  - {line}")
+    if result.termination == "interrupted":
+        print("\nInterrupted: the best assignment found so far is reported.")
+    moves = result.moves
+    print(f"\nMoves: {len(moves)}")
+    print_table(moves.head(50))
+    if len(moves) > 50:
+        print(f"  ... and {len(moves) - 50} more (see --json)")
+    print_values(result.initial_evaluation, result.final_evaluation)
+    if result.approximation:
+        print("\nApproximations (bound on |model - exact|): " + ", ".join(
+            f"{k}: {v:.3g}" for k, v in result.approximation.items()))
+
+
+def cpsat_param(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` of ``--cpsat-param``: VALUE as an integer, a number, true/false, or
+    else the text itself (an enum name, say); the field's type is checked later."""
+    name, sep, raw = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    raw = raw.strip()
+    value: Any = raw
+    if raw.lower() in ("true", "false"):
+        value = raw.lower() == "true"
+    else:
+        for kind in (int, float):
+            try:
+                value = kind(raw)
+                break
+            except ValueError:
+                continue
+    return name.strip(), value
+
+
+def collect_cpsat_params(pairs: list[tuple[str, Any]] | None) -> dict[str, Any]:
+    """``--cpsat-param`` pairs as a dict; a name given again adds a value (a list, for
+    CP-SAT's repeated fields such as ``ignore_subsolvers``)."""
+    collected: dict[str, Any] = {}
+    for name, value in pairs or []:
+        if name in collected:
+            before = collected[name]
+            collected[name] = [*(before if isinstance(before, list) else [before]), value]
+        else:
+            collected[name] = value
+    return collected
+
+
+def read_assignment(problem: Problem, path: str) -> np.ndarray:
+    """``{container: [objects]}``, Rebalancer's ``{object: container}``, or a result file
+    written by ``solve --json`` (its ``assignment``)."""
+    data = read_data_file(path)
+    if isinstance(data, dict) and isinstance(data.get("assignment"), dict):
+        data = data["assignment"]
+    if isinstance(data, dict) and data and all(isinstance(v, str) for v in data.values()):
+        by_container: dict[str, list[str]] = {}
+        for obj, cont in data.items():
+            by_container.setdefault(cont, []).append(obj)
+        data = by_container
+    return problem.assignment_array(data, path=str(path))
