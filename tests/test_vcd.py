@@ -15,14 +15,14 @@ from cpsat_rebalancer.cli import main
 from cpsat_rebalancer.errors import InputError
 from cpsat_rebalancer.evaluate import evaluate
 from cpsat_rebalancer.heuristics import Instance
-from cpsat_rebalancer.heuristics.vcd import (
+from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.vcd.engine import (
     Ranked,
     VcdEngine,
     place,
     resource_score,
     storage_score,
 )
-from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.vcd.exact import build_model, compare_vcd, engine_assignment
 from cpsat_rebalancer.vcd.generate import generate
 from cpsat_rebalancer.vcd.inputs import parse_vcd

@@ -11,9 +11,9 @@ from typing import Any
 import pandas as pd
 
 from ..errors import InputError
-from ..heuristics.vcd import Decision, place
 from ..result import INFEASIBLE, NO_SOLUTION
 from ..scenario import SolverOptions, read_data_file
+from ..vcd.engine import Decision, place
 from ..vcd.exact import POSITIONS, VcdComparison, compare_vcd, placement_of, solve_exact
 from ..vcd.generate import generate
 from ..vcd.inputs import VcdScenario, parse_vcd, vm_reason

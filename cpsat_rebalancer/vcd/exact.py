@@ -51,10 +51,10 @@ from ..api import solve_problem
 from ..compare import Entry, compare_assignment
 from ..errors import InputError
 from ..heuristics import Instance
-from ..heuristics.vcd import Decision, place
 from ..result import OPTIMAL, SolveResult
 from ..scenario import SolverOptions
 from ..specs.common import REGISTRY
+from .engine import Decision, place
 from .inputs import VcdScenario, cluster_reason, datastore_reason, vm_reason
 
 UNPLACED = "unplaced"

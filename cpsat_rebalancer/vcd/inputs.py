@@ -30,7 +30,7 @@ The cluster and datastore figures describe everything *except* the listed VMs: t
 VMs (being created, powered on or imported) take their reservation, storage and IOPS from
 these figures wherever they end up, staying VMs included. ``unreserved`` defaults to
 ``capacity``; ``burst`` and ``undeployed`` may be omitted (the engine then scores with the
-reservation score, see :mod:`cpsat_rebalancer.heuristics.vcd`). ``operation`` defaults to
+reservation score, see :mod:`cpsat_rebalancer.vcd.engine`). ``operation`` defaults to
 ``create`` for a VM without a placement and ``powerOn`` for one with a placement;
 ``import`` must be asked for. VM-VM affinity and anti-affinity groups are required rules;
 VM-host rules have a ``type``: ``must``, ``mustNot`` (required), ``should`` and ``shouldNot``

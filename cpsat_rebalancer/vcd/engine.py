@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..vcd.inputs import (
+from .inputs import (
     Cluster,
     Datastore,
     Resource,
