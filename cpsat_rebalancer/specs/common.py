@@ -20,9 +20,9 @@ from ..primitives import Restrictions
 from ..problem import OUT_OF_SCOPE, Problem, Scope
 
 if TYPE_CHECKING:
+    from ..context import EvalContext
     from ..cpsat.builder import CpBuilder
     from ..cpsat.forms import Info
-    from ..evaluate import EvalContext
 
 
 REGISTRY: dict[str, type[Spec]] = {}
