@@ -48,7 +48,8 @@ class EvalContext:
         return self._base[key]
 
     def util(self, scope: Scope, dim: str, metric: str) -> np.ndarray:
-        """Absolute utilization per item of ``scope`` under a definition (§0)."""
+        """Absolute utilization per item of ``scope`` under a definition
+        (docs/semantics.md#scopes-dimensions-and-utilization)."""
         after, initial, stayed = self._after_initial_stayed(scope, dim)
         if metric == "AFTER":
             return after
@@ -67,7 +68,8 @@ class EvalContext:
         raise ValueError(f"unknown utilization metric {metric}")
 
     def out_of_scope_new(self, scope: Scope, dim: str) -> float:
-        """Size of objects finally out of ``scope`` that were initially in it (§6)."""
+        """Size of objects finally out of ``scope`` that were initially in it
+        (docs/semantics.md#minimizemovement)."""
         values = self.problem.values_at(dim, self.initial)
         item_initial = scope.container_item[self.initial]
         item_final = scope.container_item[self.final]

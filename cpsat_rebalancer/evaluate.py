@@ -2,7 +2,7 @@
 
 Independent of the compiler (no CP-SAT here): each spec's ``evaluate``/``infos`` is plain
 numpy on an (initial, final) pair, and constraint policies are applied as Rebalancer does
-(semantics reference §1).
+(docs/semantics.md#constraint-policies).
 """
 
 from __future__ import annotations
@@ -72,8 +72,9 @@ class PolicySplit:
 
 
 def split_policy(entry: ConstraintEntry, initial_infos: np.ndarray) -> PolicySplit:
-    """Apply a constraint policy (§1): SOFT all soft; HARD all hard; DEFAULT soft where
-    initially broken, with the hard rule "do not exceed the initial value" on those."""
+    """Apply a constraint policy (docs/semantics.md#constraint-policies): SOFT all soft;
+    HARD all hard; DEFAULT soft where initially broken, with the hard rule "do not exceed
+    the initial value" on those."""
     n = len(initial_infos)
     if entry.policy == "SOFT":
         return PolicySplit(np.ones(n, bool), np.zeros(n), np.zeros(n, bool), True)

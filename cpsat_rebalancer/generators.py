@@ -354,7 +354,7 @@ MILLION_FLAVOURS = np.asarray([(cpu, cpu * ratio) for cpu in range(1, 21)
 
 
 def scale_instance(family: str, objects: int, containers: int, seed: int = 0) -> dict[str, Any]:
-    """One instance of a scale benchmark family (issue #8), deterministic in ``seed``:
+    """One instance of a scale benchmark family, deterministic in ``seed``:
 
     * ``linear``, ``squares``, ``max``, ``ideal``: :func:`balance_instance` with that formula;
     * ``drain``: about 5% of the loaded hosts (at least one) to empty, a ToFree goal (objects

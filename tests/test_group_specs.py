@@ -1,4 +1,4 @@
-"""GroupCountSpec and ColocateGroupsSpec (semantics reference §10, §11).
+"""GroupCountSpec and ColocateGroupsSpec (docs/semantics.md#groupcount, #colocategroups).
 
 Hand-computed values for each option, the solver's optimum against enumeration, compiled
 objective against the evaluator, validation errors, and (optional, with the wheel) parity
@@ -374,7 +374,8 @@ def wheel_mismatches(data: dict, final: np.ndarray) -> list[str]:
         for goal in wheel[label]["goals"]:
             theirs, mine = goal["value"], ours.goals[goal["index"]].value
             if np.isnan(theirs) and mine == 0:
-                continue  # ColocateGroups squares inside its bound: 1.0.4's NaN (§11)
+                continue  # ColocateGroups squares inside its bound: 1.0.4's NaN
+                # (docs/semantics.md#colocategroups)
             if abs(mine - theirs) > 1e-9 * max(1.0, abs(theirs)):
                 problems.append(f"{label} goal {goal['index']}: ours {mine} wheel {theirs}")
         for constraint in wheel[label]["constraints"]:

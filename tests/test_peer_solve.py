@@ -153,7 +153,8 @@ def soundness_with_the_wheel(seed: int) -> list[str]:
         if entry.feasible:
             try:
                 ok, broken = wheel_feasible(data, entry.final, comparison.instance.problem)
-            except PeerError as exc:  # the wheel cannot evaluate some cases (reference §15)
+            except PeerError as exc:  # the wheel cannot evaluate some cases
+                # (docs/semantics.md#wheel-quirks)
                 if "cannot be larger than last points" in str(exc):
                     continue
                 raise

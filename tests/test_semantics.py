@@ -1,12 +1,12 @@
 """Evaluator values against hand computations of Rebalancer's scale.
 
-Every expected number below is derived by hand from the formulas of the semantics reference
-(``/work/shared/reference/rebalancer-semantics.md``, section numbers in the docstrings),
-written out explicitly in the test; nothing calls the library's evaluation internals. Only the
-public ``ProblemSolver.evaluate`` is exercised.
+Every expected number below is derived by hand from the formulas of ``docs/semantics.md``
+(the section headers below name its anchors), written out explicitly in the test; nothing
+calls the library's evaluation internals. Only the public ``ProblemSolver.evaluate`` is
+exercised.
 
-Notation as in the reference: ``A`` final util, ``I`` initial util, ``S`` stayed util of a
-scope item; DURING = A + I - S, NEW = A - S, OLD = I - S, MOVED = A + I - 2S.
+Notation as in docs/semantics.md#notation: ``A`` final util, ``I`` initial util, ``S``
+stayed util of a scope item; DURING = A + I - S, NEW = A - S, OLD = I - S, MOVED = A + I - 2S.
 """
 
 from __future__ import annotations
@@ -44,10 +44,11 @@ def goal_value(ps: ProblemSolver, spec: dict, final: dict) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# §2 BalanceSpec
+# BalanceSpec (docs/semantics.md#balance)
 # ---------------------------------------------------------------------------------------------
 
-# Three hosts of capacity 10 with utils 0.1, 0.6, 0.8 (the reference's check values).
+# Three hosts of capacity 10 with utils 0.1, 0.6, 0.8 (the worked example in
+# docs/semantics.md#balance).
 CHECK = {"h0": ["t0"], "h1": ["t1"], "h2": ["t2"]}
 
 
@@ -74,7 +75,8 @@ def test_balance_check_values(formula, expected):
 
 
 def test_balance_check_literals():
-    """The literal numbers quoted in §2 (the wheel's values)."""
+    """The literal numbers of the worked example in docs/semantics.md#balance (the wheel's
+    values)."""
     assert goal_value(check_solver(), balance(formula="SQUARES"), CHECK) == pytest.approx(
         0.1398111177, rel=1e-9)
     assert goal_value(check_solver(), balance(formula="IDEAL"), CHECK) == approx(1.01)
@@ -315,7 +317,7 @@ def test_balance_include_in_initial_average():
 
 
 # ---------------------------------------------------------------------------------------------
-# §3 UtilIncreaseCostSpec
+# UtilIncreaseCostSpec (docs/semantics.md#utilincreasecost)
 # ---------------------------------------------------------------------------------------------
 # caps 10, initial A = (5, 4, 1), u_init = (0.5, 0.4, 0.1).
 # final F: t2 h1 -> h2, t0 h0 -> h2: A = (3, 0, 7), u = (0.3, 0, 0.7)
@@ -355,7 +357,7 @@ def test_util_increase_cost_filter():
 
 
 # ---------------------------------------------------------------------------------------------
-# §4 ToFreeSpec
+# ToFreeSpec (docs/semantics.md#tofree)
 # ---------------------------------------------------------------------------------------------
 # Objects a4 b5 c3 d2 (mem); h0{a, b}, h1{c}, h2{d}, h3{}; free h1 and h2.
 TF_INITIAL = {"h0": ["a", "b"], "h1": ["c"], "h2": ["d"], "h3": []}
@@ -386,7 +388,8 @@ def test_to_free_total_utilization_given_dimension():
 
 
 def test_to_free_occupied_containers():
-    """Optimal-solver flavour: number of occupied listed containers (§4 example: 2)."""
+    """Optimal-solver flavour: number of occupied listed containers (docs/semantics.md#tofree
+    example: 2)."""
     spec = to_free(formula="MINIMIZE_OCCUPIED_CONTAINERS")
     assert goal_value(tf_solver(), spec, TF_INITIAL) == approx(2.0)
     final = {"h0": ["a", "b"], "h1": [], "h2": ["c", "d"], "h3": []}  # only h2 occupied
@@ -422,7 +425,7 @@ def test_to_free_constraint_violation():
 
 
 # ---------------------------------------------------------------------------------------------
-# §5 CapacitySpec
+# CapacitySpec (docs/semantics.md#capacity)
 # ---------------------------------------------------------------------------------------------
 # caps h0 6, h1 10, h2 10 (avgcap 26/3, nc = 3/26); initial h0{t0:5, t1:4} h1{t2:3} h2{}
 CAP_INITIAL = {"h0": ["t0", "t1"], "h1": ["t2"], "h2": []}
@@ -439,7 +442,8 @@ def capacity(**fields) -> dict:
 
 
 def test_capacity_reference_example():
-    """§5: h0 util 9 > cap 6: violation 3/(26/3) = 0.346154; DEFAULT soft 10000 + 100 v."""
+    """docs/semantics.md#capacity example: h0 util 9 > cap 6: violation 3/(26/3) = 0.346154;
+    DEFAULT soft 10000 + 100 v."""
     ps = cap_solver()
     ps.add_constraint(capacity())
     ev = ps.evaluate(CAP_INITIAL)
@@ -548,7 +552,7 @@ def test_capacity_during_and_after_default_policy():
 
 
 # ---------------------------------------------------------------------------------------------
-# §1 constraint policies
+# Constraint policies (docs/semantics.md#constraint-policies)
 # ---------------------------------------------------------------------------------------------
 # cpu t0 5, t1 4, t2 8; caps (6, 10, 10), AFTER MAX, T = cap.
 #   initial A = (9, 8, 0): e = nc (3, -2, -10)  -> h0 initially broken
@@ -699,7 +703,8 @@ def test_policy_as_integer():
 
 
 def test_single_parameter_constraint_ignores_arguments():
-    """AvoidMoving uses the global policy/defaults whatever add_constraint is given (§1)."""
+    """AvoidMoving uses the global policy/defaults whatever add_constraint is given
+    (docs/semantics.md#constraint-policies)."""
     ps = pol_solver()
     ps.add_constraint({"avoidMovingSpec": {"objects": ["t1"]}}, policy="SOFT", invalid_cost=1,
                       invalid_state=1, tuple_pos_if_broken=4)
@@ -714,7 +719,7 @@ def test_single_parameter_constraint_ignores_arguments():
 
 
 # ---------------------------------------------------------------------------------------------
-# §6 MinimizeMovementSpec
+# MinimizeMovementSpec (docs/semantics.md#minimizemovement)
 # ---------------------------------------------------------------------------------------------
 # four hosts h0{t0:6, t1:2} h1{t2:3} h2{} h3{}
 MM_INITIAL = {"h0": ["t0", "t1"], "h1": ["t2"], "h2": [], "h3": []}
@@ -807,7 +812,8 @@ def test_minimize_movement_constraint():
 
 
 # ---------------------------------------------------------------------------------------------
-# §7-§9 AvoidMoving, NonAccepting, AvoidAssignments
+# AvoidMoving, NonAccepting, AvoidAssignments
+# (docs/semantics.md#avoidmoving, #nonaccepting, #avoidassignments)
 # ---------------------------------------------------------------------------------------------
 AA_INITIAL = {"h0": ["t0"], "h1": ["t1"], "h2": ["t2", "t3"]}
 
@@ -897,7 +903,7 @@ def test_avoid_assignments_rack_scope_and_default_policy():
 
 
 # ---------------------------------------------------------------------------------------------
-# §1 weights and tuple positions
+# Weights and tuple positions (docs/semantics.md#goals-and-tuple-positions)
 # ---------------------------------------------------------------------------------------------
 def test_weights_and_positions():
     ps = move_solver()
@@ -1013,7 +1019,8 @@ def test_enum_integers_for_bound_and_definition():
 
 
 # ---------------------------------------------------------------------------------------------
-# Further cases: legacy average, zero capacities, restrictions (§1 "regardless of policy")
+# Further cases: legacy average, zero capacities, restrictions that ignore the policy
+# (docs/semantics.md#constraint-policies)
 # ---------------------------------------------------------------------------------------------
 def test_balance_whitelist_of_every_item_keeps_average_fixed():
     """A whitelist naming every item removes nothing: AFTER average stays fixed."""

@@ -19,8 +19,8 @@ from .linear import Lin
 INT_LIMIT = 2**60  # keep every integerized expression's magnitude below this
 # a form that defines a new variable (an excess, a maximum) is exact only up to this scale,
 # else rounded to the finest power of ten within it: the variables' domains then stay small
-# enough that many of them (a LINEAR balance of 70 racks of distinct capacities at
-# 50000x1000, each exact only at 10^17) still sum within CP-SAT's 64 bits
+# enough that many of them (a LINEAR balance over many racks of distinct capacities, each
+# exact only at a scale near 10^17) still sum within CP-SAT's 64 bits
 VARIABLE_LIMIT = 2**50
 # an excess whose slope exceeds this many of its units per unit of its load is written in
 # steps of the load (IntegerForms._excess_in_steps): GLOP fails on rows 10^9 apart
@@ -150,8 +150,8 @@ class IntegerForms:
     def errors_scaled(self, factor: float) -> Iterator[None]:
         """Errors noted meanwhile belong to terms the caller then scales by ``factor`` (a
         balance's mean over its items): they are kept at that scale. Stated n times too
-        large, a SQUARES balance's error (5e-7 at 10000x500 for 1e-9) widened its freeze
-        enough for the movement bucket to trade 1e-6 of balance, worse than local search."""
+        large, an error widens the bucket's freeze enough for a later movement bucket to
+        trade away some of the balance, ending worse than local search."""
         before = dict(self.errors)
         yield
         for what, value in list(self.errors.items()):
@@ -214,7 +214,7 @@ class IntegerForms:
         w >= 0 and s = a·(f + 1) + b, the excess at f + 1 (y is left out where the kink is
         at f itself: s = a). Exact under minimization, and its LP is the hull at the
         integers, in a row of unit coefficients: a rack balance's z >= a·U + b, with a
-        near 10^9 against z's 1, left GLOP ABNORMAL at 3000x300."""
+        near 10^9 against z's 1, can leave GLOP ABNORMAL."""
         s = a * (f + 1) + b
         w = self.cp.new_int_var(0, hi - f, "steps")
         excess = Lin.atom(self.new_atom(w, 0, hi - f, bounding=True), a / factor)

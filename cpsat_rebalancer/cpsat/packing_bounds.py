@@ -89,7 +89,8 @@ def _best_pattern(weights: np.ndarray, demand: np.ndarray, prices: np.ndarray,
 
 PATTERN_CELLS = 100_000  # the largest capacity the pricing knapsack's table spans
 LP_CELLS = 400  # a master LP solve, counted as pricing over this much more capacity
-PATTERN_WORK = 400_000_000  # size classes x (capacity + LP_CELLS), over all rounds (~10 s)
+# size classes x (capacity + LP_CELLS), over all rounds (ten seconds' worth at WORK_PER_SECOND)
+PATTERN_WORK = 400_000_000
 
 
 def _reduced(sizes: np.ndarray, capacity: int) -> tuple[np.ndarray, int, bool]:
@@ -113,8 +114,7 @@ class _PatternLP:
     Carvalho: a slot of one size may hold the next smaller size, at no cost. Any packing
     that uses them is still a packing (the smaller item fits where the larger did), so the
     LP stays a relaxation, while the duals stay ordered by size; that cuts the column
-    generation's rounds (Hard28's root LP: 0.9-1.7 s instead of 1.3-2.8 s) and steers a
-    dive to whole patterns."""
+    generation's rounds and steers a dive to whole patterns."""
 
     def __init__(self, weights: np.ndarray, demand: np.ndarray, capacity: int) -> None:
         self.weights, self.capacity = weights, capacity  # weights ascending (np.unique)
@@ -208,7 +208,9 @@ def gilmore_gomory(sizes: np.ndarray, capacity: int, work: int = PATTERN_WORK) -
 
 DIVE_WORK = 2_000_000_000  # the dive's largest count of pricing work (no time limit)
 DIVE_DISCREPANCIES = 2  # how often one dive may take another column than the LP's choice
-WORK_PER_SECOND = 40_000_000  # measured on a 2-core machine (Hard28: 3.8-4.6·10^7)
+# a slow machine's rate of pricing work units per second (converts a time limit into a work
+# budget, so the same limit always buys the same dive)
+WORK_PER_SECOND = 40_000_000
 
 
 def dive_work(seconds: float | None) -> int:
@@ -228,7 +230,7 @@ def pattern_dive(sizes: np.ndarray, capacity: int, work: int = DIVE_WORK
     and takes the LP's second or third column instead (at most DIVE_DISCREPANCIES such
     detours per dive, with the columns passed over held off below), while ``work`` lasts or
     until a packing meets the LP's bound: then it is optimal. Where the LP has the integer
-    round-up property (most published instances, Hard28's hardest included) this finds
+    round-up property (most published instances, the hardest ones included) this finds
     packings at the bound that first-fit decreasing and CP-SAT's search miss. Returns a bin
     index per size (sizes of 0 in bin 0), or None when some size does not fit or the
     capacity is too large for exact patterns. Deterministic: counts, not time, limit it."""

@@ -97,8 +97,8 @@ def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
     u_kinks = [float((Fraction(k) - x.const) / coef) for k in kinks]
     # g >= 0 and convex: zero at both ends of a range, it is zero throughout, so such a
     # range (below an excess's threshold) needs no breakpoint inside, and the rest of the
-    # range gets one at every integer more often (50000x1000's SQUARES balance: exact,
-    # where 64 segments over whole hosts stated an error above the value itself)
+    # range gets one at every integer more often (uniform segments over a whole range can
+    # state an error above the value itself)
     flat = [p for p in (math.floor(k) for k in u_kinks) if atom.lo < p <= atom.hi]
     start = max((p for p in flat if at(p) == 0.0), default=atom.lo) if at(atom.lo) == 0.0 \
         else atom.lo

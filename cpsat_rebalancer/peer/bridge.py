@@ -5,7 +5,7 @@ Python 3.11, and a crash in its C++ code must not take our process down. Each ca
 :func:`evaluate_with_wheel` sends one JSON request to ``wheel_runner.py`` in the *peer*
 interpreter and reads one JSON response; the wheel is never imported here.
 
-How values are measured (see ``../shared/reference/rebalancer-semantics.md``, §14):
+How values are measured (see docs/semantics.md#evaluating-with-the-wheel):
 
 * Initial assignment: the user's scenario exactly as given (goals, boundaries, constraints,
   policies), plus a weight-1 copy of every goal at its own tuple position, evaluated by the
@@ -43,7 +43,7 @@ Limitations of the wheel, and the workarounds used:
   it here (``needs_mip_flavour``). A *constraint*'s soft term in the local-search flavour
   still carries ColocateGroups' continuous term P_g (its violation summary does not).
 * Errors of the wheel itself (e.g. CapacitySpec MIN+zeroAllowed "x cannot be larger than
-  last points", §15 of the reference) surface as :class:`PeerError`.
+  last points", docs/semantics.md#wheel-quirks) surface as :class:`PeerError`.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ class PeerError(RuntimeError):
 
 @functools.cache
 def _probe(path: str) -> bool:
-    """Whether ``path`` runs and imports ``rebalancer`` (cached: a probe costs ~0.3 s)."""
+    """Whether ``path`` runs and imports ``rebalancer`` (cached: a probe starts an interpreter)."""
     try:
         done = subprocess.run([path, "-c", "import rebalancer"], check=False,
                               capture_output=True, timeout=60)
@@ -374,7 +374,8 @@ def _blocks(sc: _Scenario, c: _Constraint, moves: dict[str, tuple[str, str]]) ->
     body = c.spec[c.arm]
     if c.arm == "avoidMovingSpec":
         return any(obj in moves for obj in body.get("objects", []))
-    if c.arm == "nonAcceptingSpec":  # only single-container items refuse objects (§8)
+    # only single-container items refuse objects (docs/semantics.md#nonaccepting)
+    if c.arm == "nonAcceptingSpec":
         scope = body.get("scope")
         sizes = Counter(sc.item(scope, x) for x in sc.containers)
         closed = {i for i in body.get("items", []) if sizes[i] == 1}
@@ -404,7 +405,8 @@ class _Substitute:
 
 
 def _substitute(sc: _Scenario, c: _Constraint) -> _Substitute:
-    """Exact stand-in for a blocking constraint (semantics reference §4, §7, §8, §9)."""
+    """Exact stand-in for a blocking constraint (docs/semantics.md#tofree, #avoidmoving,
+    #nonaccepting, #avoidassignments)."""
     body = c.spec[c.arm]
     tag = f"__sub{c.index}"
     if c.arm == "avoidMovingSpec":

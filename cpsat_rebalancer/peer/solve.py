@@ -15,8 +15,9 @@ spec, and the wheel's final assignment, its own objective values and its timing 
 
 Values the wheel reports are in its solver's flavour: local search reports continuous
 surrogates where a spec has them (ToFree MINIMIZE_OCCUPIED_CONTAINERS), the optimal solver
-discrete values (see the semantics reference, §1). Evaluate the returned assignment with
-:func:`cpsat_rebalancer.evaluate` (or :func:`.evaluate_with_wheel`) to compare like with like.
+discrete values (see docs/semantics.md#local-search-and-optimal-solver). Evaluate the
+returned assignment with :func:`cpsat_rebalancer.evaluate` (or :func:`.evaluate_with_wheel`)
+to compare like with like.
 """
 
 from __future__ import annotations

@@ -32,9 +32,9 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         value = float(Fraction(int(form.expr)) / form.factor)
         return bucket_report(bucket.position, cp_model.OPTIMAL, value, value, error)
     t0 = time.monotonic()
-    # the assignment held may already sit at the floor the move cuts prove (at 1M objects
-    # the repair before the first bucket reaches it, and this bucket's presolves alone took
-    # 26 s); if not, a movement bucket first raises that floor over the loads
+    # the assignment held may already sit at the floor the move cuts prove (the repair
+    # before the first bucket can reach it, and on a large model this bucket's presolves
+    # alone are costly); if not, a movement bucket first raises that floor over the loads
     floor = implied_floor(builder, form, session.moved_floor)
     moves_here = builder.accelerate and session.moves_at(bucket.position)
     held = (session.held_value(bucket.position, form.factor, error)
@@ -67,10 +67,10 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         except KeyboardInterrupt:  # Ctrl-C outside a search: stop the session the same way
             session.interrupted = True
     floor = max(relaxed_floor, implied_floor(builder, form, session.moved_floor))
-    # as low as the form can go: optimal. A rounded form (a rack balance's 69 capacities
-    # have no common denominator below 2^50) is proven within its stated error only, and
-    # the gap left adds to it: GLOP's duals leave the floor a unit short of the repair
-    # there, and CP-SAT then spent 30 s (at 50000x1000) on 1e-15 inside an error of 2e-8
+    # as low as the form can go: optimal. A rounded form (a rack balance's many distinct
+    # capacities may have no common denominator below 2^50) is proven within its stated
+    # error only, and the gap left adds to it: GLOP's duals can leave the floor a unit short
+    # of the repair, and CP-SAT would spend its time on a gap far inside the error
     if repaired is not None and repaired <= floor + math.floor(error * form.factor):
         return freeze(session, bucket, form, cp_model.OPTIMAL, repaired,
                        float(Fraction(repaired) / form.factor),

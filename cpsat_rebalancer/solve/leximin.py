@@ -20,8 +20,8 @@ def solve_leximin(session: Session, bucket: Bucket, budget: float | None) -> Buc
     """Leximin of the relative utilizations, one distinct value of the sorted vector at a
     time: the smallest value v that all items but the ``above`` already placed can stay
     under, then the fewest items at v or more; each frozen before the next. Two solves per
-    distinct value rather than one per item (the k largest summed, k = 1..n): at 10000x500
-    the vector has a handful of distinct values and 500 items."""
+    distinct value rather than one per item (the k largest summed, k = 1..n): the vector
+    usually has a handful of distinct values and far more items."""
     builder = session.builder
     forms = builder.integerize_all(bucket.leximin)
     n = len(forms)

@@ -14,9 +14,8 @@ class Bucket:
     position: int
     terms: list[Lin] = field(default_factory=list)
     leximin: list[Lin] | None = None  # set when an IDEAL goal is alone in this bucket
-    # IDEAL's scalar goals, compiled only if a polish needs them: at 10000x500 their pieces
-    # are 84,000 of the model's 90,000 constraints, and every level's search and presolve
-    # would carry them
+    # IDEAL's scalar goals, compiled only if a polish needs them: their pieces can be most
+    # of the model's constraints, and every level's search and presolve would carry them
     scalar: list[object] = field(default_factory=list)
     error: float = 0.0
     probes: list[TargetProbe] = field(default_factory=list)  # its goals' target probes

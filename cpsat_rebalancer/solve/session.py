@@ -134,9 +134,9 @@ class Session:
 
     def presolve(self, params: object) -> None:
         """CP-SAT's dual presolve reductions off where the model orders interchangeable
-        containers: the two fight (on a 500-item bin packing, 52 presolve rounds and 10 s
-        in every solve of the session, 0.8 s without them); elsewhere CP-SAT's default (they
-        help the GAP instances of type d). The user's setting of it, if any, wins (also in
+        containers: the two fight (presolve then runs round after round, in every solve of
+        the session); elsewhere CP-SAT's default (they help on hard generalized
+        assignments). The user's setting of it, if any, wins (also in
         the depth-first probe, which takes no other user parameter)."""
         params.keep_all_feasible_solutions_in_presolve = self.options.cpsat_parameters.get(
             "keep_all_feasible_solutions_in_presolve", bool(self.builder.container_classes))
@@ -167,8 +167,9 @@ class Session:
         solver = self._solver(budget, work)
         status = self._interruptible(solver)
         if status == cp_model.INFEASIBLE and self.values is not None and not probing:
-            # Impossible: the previous solution satisfies every constraint of this solve. Seen
-            # with CP-SAT's presolve (probing) on large coefficients; solve again without it.
+            # Impossible: the previous solution satisfies every constraint of this solve. It
+            # happens with CP-SAT's presolve (probing) on large coefficients; solve again
+            # without it.
             solver.parameters.cp_model_presolve = False
             status = self._interruptible(solver)
         if status == cp_model.MODEL_INVALID:

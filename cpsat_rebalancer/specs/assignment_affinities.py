@@ -1,4 +1,5 @@
-"""AssignmentAffinitiesSpec: objects prefer scope items (semantics reference §13).
+"""AssignmentAffinitiesSpec: objects prefer scope items
+(docs/semantics.md#assignmentaffinities).
 
 Value ``-Σ_o a(o, item_final(o))`` over the listed (object, item) affinities, summed when a
 pair is listed twice; an object in an item it has no affinity for (or out of scope) adds 0.
@@ -26,8 +27,8 @@ from ..problem import Problem, Scope
 from .common import GoalForm, Spec, register, resolve_scope, roles_by_item, spec_name
 
 # probe the relaxation's bound when its surviving pairs give objects at most this many
-# containers on average (GAP types a-c: 1.1 to 1.9, where the bound is the optimum; type d:
-# 2.1 to 3.1, where it is not, and a probe would only spend the time)
+# containers on average: with so few choices the bound tends to be the optimum and a probe
+# settles it; with more, the bound is often below the optimum and a probe only spends time
 PROBE_CHOICES = 2
 TARGET_LEVELS = 3  # probe the bound and the next levels up, each a search in a few pairs
 

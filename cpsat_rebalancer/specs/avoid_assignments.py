@@ -1,4 +1,5 @@
-"""AvoidAssignmentsSpec: listed objects should not end up in listed scope items (§9)."""
+"""AvoidAssignmentsSpec: listed objects should not end up in listed scope items
+(docs/semantics.md#avoidassignments)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""AvoidMovingSpec: the listed objects stay where they are (§7). Constraint only; the
-objects are fixed (unless the global policy is SOFT, which only prices their moves)."""
+"""AvoidMovingSpec: the listed objects stay where they are
+(docs/semantics.md#avoidmoving). Constraint only; the objects are fixed (unless the global
+policy is SOFT, which only prices their moves)."""
 
 from __future__ import annotations
 

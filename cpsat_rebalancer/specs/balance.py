@@ -1,4 +1,4 @@
-"""BalanceSpec: spread relative utilization over scope items (semantics reference §2).
+"""BalanceSpec: spread relative utilization over scope items (docs/semantics.md#balance).
 
 Formulas LINEAR, SQUARES, MAX, IDEAL, RELATIVE_UTIL_VARIANCE; goal only. IDEAL alone in its
 bucket is ordered leximin by the driver (``compile_leximin``); its reported

@@ -1,4 +1,5 @@
-"""CapacitySpec: MAX or MIN utilization per scope item, under a Limit (§5)."""
+"""CapacitySpec: MAX or MIN utilization per scope item, under a Limit
+(docs/semantics.md#capacity)."""
 
 from __future__ import annotations
 

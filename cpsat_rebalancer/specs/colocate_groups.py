@@ -1,4 +1,5 @@
-"""ColocateGroupsSpec: over how many scope items each partition group may spread (§11).
+"""ColocateGroupsSpec: over how many scope items each partition group may spread
+(docs/semantics.md#colocategroups).
 
 Per group g: X_g = Σ_{s in filter} w_s·step(util of g in s) - L_g (negated for MIN, x^1.1
 of its positive part with squares). The value is the optimal solver's: Rebalancer's local

@@ -47,7 +47,8 @@ class Spec:
     arm: ClassVar[str]
     goal_allowed: ClassVar[bool] = True
     constraint_allowed: ClassVar[bool] = True
-    single_parameter: ClassVar[bool] = False  # policy args ignored (Rebalancer §1)
+    # policy args ignored (docs/semantics.md#constraint-policies)
+    single_parameter: ClassVar[bool] = False
     # the fields whose values are Thrift enums, by the enum's name (the wheel takes them as
     # integers; scenario files take either)
     enum_fields: ClassVar[dict[str, str]] = {}

@@ -1,4 +1,5 @@
-"""GroupCountSpec: how much of each partition group a scope item may hold (§10).
+"""GroupCountSpec: how much of each partition group a scope item may hold
+(docs/semantics.md#groupcount).
 
 Rebalancer builds one of two shapes per (definition, bound) part, and the shape matters for
 constraint policies (what is one "info"): the *compact* one (MAX, or MIN without

@@ -1,4 +1,5 @@
-"""MinimizeContainersSpec: use as few (cheap) scope items as possible (semantics §12).
+"""MinimizeContainersSpec: use as few (cheap) scope items as possible
+(docs/semantics.md#minimizecontainers).
 
 Value, as Rebalancer's optimal solver reports it (for both formulas; the local-search
 surrogates are not counts): ``(Σ_{s∈F} cost_s·step(u_s) − |F| + mfl)⁺`` with F the filtered

@@ -1,4 +1,5 @@
-"""MinimizeMovementSpec: the (normalized) size of what moves into each scope item (§6)."""
+"""MinimizeMovementSpec: the (normalized) size of what moves into each scope item
+(docs/semantics.md#minimizemovement)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""NonAcceptingSpec: no new objects enter the listed scope items (§8). Constraint only;
-single-container items become non-accepting containers (unless the policy is SOFT)."""
+"""NonAcceptingSpec: no new objects enter the listed scope items
+(docs/semantics.md#nonaccepting). Constraint only; single-container items become
+non-accepting containers (unless the policy is SOFT)."""
 
 from __future__ import annotations
 

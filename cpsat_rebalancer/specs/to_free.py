@@ -1,5 +1,6 @@
-"""ToFreeSpec: empty the listed containers (§4). Goal: total utilization or (optimal-solver
-flavour) occupied containers; constraint: no utilization and nothing new on them."""
+"""ToFreeSpec: empty the listed containers (docs/semantics.md#tofree). Goal: total
+utilization or (optimal-solver flavour) occupied containers; constraint: no utilization and
+nothing new on them."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ class ToFreeSpec(Spec):
 
     @classmethod
     def wheel_evaluates_as_mip(cls, body: dict) -> bool:
-        """Occupied containers: the local search counts them differently (see the semantics
-        page)."""
+        """Occupied containers: the local search counts them differently
+        (docs/semantics.md#tofree)."""
         return body.get("formula") == enum_value("ToFreeSpecFormula",
                                                  "MINIMIZE_OCCUPIED_CONTAINERS")
 

@@ -1,4 +1,5 @@
-"""UtilIncreaseCostSpec: price utilization increases above max(lowerBound, initial) (§3)."""
+"""UtilIncreaseCostSpec: price utilization increases above max(lowerBound, initial)
+(docs/semantics.md#utilincreasecost)."""
 
 from __future__ import annotations
 

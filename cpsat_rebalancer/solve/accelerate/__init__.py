@@ -69,9 +69,9 @@ def bucket_start(session: Session, bucket: Bucket, form: Integerized,
             bucket.position, 0.0), int((current != initial).sum()))
     if left() <= 0.01:
         return None, floor
-    # the limits of the form's lowest value first: the repairs to them were the whole of
-    # this step before the relaxation, and on a fine objective (SQUARES' pieces) the
-    # relaxation may take its whole share without a bound
+    # the limits of the form's lowest value first: the repairs to them need no relaxation,
+    # and on a fine objective (SQUARES' pieces) the relaxation may take its whole share
+    # without a bound
     at_lowest = load_caps(builder, [(form.expr, form.lo)], left(), session.run, work)
     session.lowest_caps = at_lowest
     relax_seconds = session.wall_limit(shares.relax_share * left())
@@ -146,10 +146,10 @@ def configurations_floor(session: Session, bucket: Bucket, form: Integerized, er
                     held: int, budget: float | None) -> int:
     """Raise the floor on moves by the configuration LP (``configurations``), and search
     where its optimum points: first with the containers whose LP content is whole held to
-    it, the others free (at 2000x100, 87 of 100 held, the optimum in 0.25 s where the full
-    search took 10-20 s), then for fewer moves within the loads reduced-cost fixing
-    leaves. A solution is kept if the bucket is better there than at ``held`` (its value
-    at the assignment held); returns the value at the one kept."""
+    it, the others free (most contents are usually whole, and holding them leaves a small
+    search), then for fewer moves within the loads reduced-cost fixing leaves. A solution
+    is kept if the bucket is better there than at ``held`` (its value at the assignment
+    held); returns the value at the one kept."""
     shares = session.budget
     builder = session.builder
     moves = session.moves()
@@ -190,8 +190,8 @@ def fewer_moves_within(session: Session, bucket: Bucket, form: Integerized, erro
     (``found.loads_below``), which the assignment held satisfies: a much smaller search,
     held behind a gate freed after. CP-SAT's search first, hinted with the assignment held
     (its optimum there is the fewest anywhere), then, if unproven, the descent over
-    containers in the same region (at 50000x1000 racks, 7438 -> 7417 moves in 35 s, where
-    CP-SAT's search alone found 7435 in 48 s). Keeps a solution found if the bucket is
+    containers in the same region (it keeps finding fewer moves where CP-SAT's search
+    alone stalls). Keeps a solution found if the bucket is
     better there than at ``held``; returns the bucket's value at the one kept."""
     shares = session.budget
     builder = session.builder
@@ -331,8 +331,8 @@ def polish_leximin(session: Session, bucket: Bucket, budget: float) -> None:
     form = builder.integerize(lin_sum(spec.compile_goal(builder).value
                                       for spec in bucket.scalar))
     deadline = time.monotonic() + budget
-    # from the assignment held, with its auxiliaries at their best for the scalar: at
-    # 10000x500 a first search of the scalar found nothing in its share
+    # from the assignment held, with its auxiliaries at their best for the scalar: a first
+    # search of the scalar from nothing may find no solution in its share
     if not session.start_from(builder.counts_of(session.decode()), form.expr, budget):
         session.values = before
         return

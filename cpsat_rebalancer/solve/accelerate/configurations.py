@@ -2,8 +2,8 @@
 configuration LP, by column generation), and the searches its optimum points to.
 
 A movement bucket after a frozen balance is a packing: the balance fixes how much each
-container may hold (at 2000x100 the LINEAR thresholds leave 22 units of room for 10,330),
-and the fewest moves is an exact fill. The move cuts and the floor on moves
+container may hold (LINEAR thresholds can leave little room beyond the load itself), and
+the fewest moves is an exact fill. The move cuts and the floor on moves
 (``relaxation.moves_floor``) bound each container's loss of load by its largest objects,
 but a container's contents are integers: it may have to shed more than its excess to land
 on a load its remaining sizes can make up, and what one container sheds must be what the
@@ -24,8 +24,8 @@ exact pricing: valid for any multipliers, so GLOP's tolerances cannot make it wr
 rounded up past the last bits of its floating-point sum only. The same sum gives
 reduced-cost fixing: a solution below a target holds, in each container, a content whose
 reduced cost is within target - bound of the least, which leaves each container a few
-loads. The LP optimum's whole contents (most containers' at 2000x100) and those loads are
-what the driver searches next.
+loads. The LP optimum's whole contents (often most containers') and those loads are what
+the driver searches next.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from .relaxation import loads_model, split_constraints
 from .repair import presolved_bounds
 
 TABLE_CELLS = 20_000  # the largest load (in the dimension's units) the pricing table spans
-PRICING_WORK = 300_000_000  # table cells x knapsack items, over all rounds (~10 s)
+PRICING_WORK = 300_000_000  # table cells x knapsack items, over all rounds (seconds, not minutes)
 PRESOLVE_SHARE = 0.3  # of the time, at most, to read back the load and count limits
 PRICING_SHARE = 0.9  # of the time, at most, up to the end of the column generation
 REDUCED_COST = 1e-7  # a column enters only below this reduced cost
@@ -249,8 +249,7 @@ def _attributes(model_rows: list[list[tuple[int, int]]], lo: list[float], hi: li
         occurrences = Counter(r for r, _ in reading)
         for r, coef in reading:
             # the row's other terms, listed only when at most one: a total reads 1000s
-            # of variables, and listing it for each of them was quadratic (about 4 s of
-            # the 50000x1000 linear bound)
+            # of variables, and listing it for each of them would be quadratic
             size = len(model_rows[r]) - occurrences[r]
             others = [(u, a) for u, a in model_rows[r] if u != k] if size <= 1 else []
             if size == 1 and others[0][0] in priced_load:
@@ -482,9 +481,9 @@ class ConfigurationLP:
         """Hold at 0 the columns out of the LP optimum for IDLE_ROUNDS solves in a row and
         whose reduced cost is above RETIRE_COST (a move and more from entering): GLOP solves
         the master from scratch each time (its interface keeps no basis), so its time
-        grows with the columns (0.1 s at 3,000, 1.1 s at 11,000 at 10000x500). The optimum
-        does not use them, so it stays feasible; pricing brings back any that are needed
-        again (columns near entering stay: retiring those made the LP cycle)."""
+        grows with the columns. The optimum does not use them, so it stays feasible; pricing
+        brings back any that are needed again (columns near entering stay: retiring those
+        can make the LP cycle)."""
         for index, rounds in list(self.idle.items()):
             if self.primal[index] > WHOLE or reduced[index] <= RETIRE_COST:
                 self.idle[index] = 0

@@ -2,8 +2,8 @@
 that is proven in exact arithmetic.
 
 CP-SAT proves a model's bound through its own LP, inside a search that first presolves and
-probes: on the load relaxation of a fine objective (SQUARES' 34,000 line pieces at 10000x500)
-that takes 5-10 s, where GLOP solves the same LP in a fraction of a second. A floating-point
+probes: on the load relaxation of a fine objective (SQUARES' many line pieces) that takes
+seconds, where GLOP solves the same LP in a fraction of that time. A floating-point
 LP value is not a proof, though: the bound here is the Lagrangian bound of GLOP's duals,
 ``min over the variables' domains of (c - A'y)·x + y·b``, which holds for any multipliers
 ``y`` and is evaluated in integers (the model's data are integers; the duals are scaled by a
@@ -97,8 +97,8 @@ def linear_rows(model: cp_model_pb2.CpModelProto) -> LinearRows:
     return rows
 
 
-# GLOP settings to retry with when it ends ABNORMAL on a feasible LP: a rack balance's rows
-# (coefficients 10^9 apart) did, at 3000x300, until its scaling was off
+# GLOP settings to retry with when it ends ABNORMAL on a feasible LP, as it can on a rack
+# balance's rows (coefficients 10^9 apart) unless its scaling is off
 RETRIES = ("use_scaling: false", "solve_dual_problem: ALWAYS_DO", "use_preprocessing: false",
            "use_dual_simplex: true")
 

@@ -2,9 +2,9 @@
 every other container at the incumbent, and let CP-SAT re-optimize that small model.
 
 Why: a movement bucket whose loads an earlier bucket nearly fixed is an exact-fill packing
-(10,330 units of cpu into hosts with 22 units of room in all, at 2000x100). CP-SAT's own
-neighbourhoods are generic and its full search stalls there (398 moves after 30 s, bound
-345), where re-optimizing ten random hosts at a time reached 347 in 20 s. Every
+(nearly all the load into hosts with almost no room to spare). CP-SAT's own neighbourhoods
+are generic and its full search stalls there, far above its bound, where re-optimizing a
+few hosts at a time comes close to it. Every
 neighbourhood keeps all of the model's constraints (other containers are only fixed), so
 each accepted step is feasible and the descent never worsens the incumbent.
 """
@@ -84,7 +84,7 @@ def descend(builder: CpBuilder, objective: object, values: list[int], incumbent:
 
 class _Lane:
     """One copy of the model for one thread, with the count domains it currently has, so a
-    round edits only what changed (editing all of them cost more than the solves)."""
+    round edits only what changed (editing all of them costs more than the solves)."""
 
     def __init__(self, cp: cp_model.CpModel, count_vars: list[int], originals: list[list[int]]):
         self.cp = cp
@@ -116,7 +116,7 @@ def _neighbourhood(builder: CpBuilder, change: np.ndarray, containers: list[int]
     """``size`` containers linked by the incumbent's flows: from a container whose counts
     changed, add one that changed the other way in a class already in the set (where an
     object came from, or went), and now and then any container (one with room the
-    incumbent leaves unused). Random containers alone rarely meet at 500 of them."""
+    incumbent leaves unused). Random containers alone rarely meet among hundreds."""
     changed = np.flatnonzero(change)
     if len(changed) == 0:
         return set(rng.sample(containers, size))

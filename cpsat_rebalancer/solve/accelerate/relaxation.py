@@ -6,15 +6,15 @@ buckets that read loads), plus what every assignment keeps: each dimension's loa
 its total, a scope item's load is the sum of its containers', and one dimension's load
 lies within the extreme ratios of the objects' values to another's. Any assignment's loads
 satisfy this model, so its optimum is a valid lower bound on the bucket. The model has a
-few variables per container instead of one per (class, container), so it solves in about a
-second where the full search cannot even close its LP.
+few variables per container instead of one per (class, container), so it solves quickly
+where the full search cannot even close its LP.
 
 Its optimal loads are also targets: an assignment that packs every container to exactly
 its target load is optimal for the bucket (see ``repair.repair``), which is how a balance
 that local search reaches with single moves is reached and proven here.
 
-It is solved as an LP by GLOP first (``lp_bound``): a proven bound in under a second, and
-often loads at that bound, where CP-SAT's own search takes 5-10 s on SQUARES' pieces; CP-SAT
+It is solved as an LP by GLOP first (``lp_bound``): a proven bound in a fraction of the time
+CP-SAT's own search takes on SQUARES' pieces, and often loads at that bound; CP-SAT
 searches only when the LP's loads do not complete to integers at its bound (integral
 effects: a LINEAR or MAX balance's exact packing), starting from the LP's bound.
 """
@@ -104,7 +104,7 @@ def load_relaxation(builder: CpBuilder, form: Integerized, seconds: float,
     if terms & (dropped | counts):
         # the objective is defined through the assignment itself (moves, costs): the
         # relaxation would bound it only through the cuts on moves, which the driver
-        # reads directly (seconds of search for nothing, at 10000x500)
+        # reads directly (a search here would spend seconds for nothing)
         return None
     read = _reached(terms, reads)
     targets = [dim for dim, variables in loads.items()
@@ -249,8 +249,8 @@ def moves_floor(builder: CpBuilder, seconds: float, workers: int, seed: int,
         return None
     moved = sum(leaving)
     cp.minimize(moved)
-    # GLOP's bound first (a quarter of a second at 10000x500: 1457), then CP-SAT's search
-    # from it for the rest of the time (the integer staircases: 1513 in 5 s there)
+    # GLOP's bound first (fast, and most of the floor), then CP-SAT's search from it for the
+    # rest of the time (the integer staircases raise it further)
     started = time.monotonic()
     lp = solve_lp(cp, seconds, work)
     floor = 0 if lp is None else max(0, lp.floor)

@@ -364,7 +364,7 @@ def _make_room(builder: CpBuilder, counts: np.ndarray, upper: np.ndarray,
     cont = builder.var_cont[open_choices]
     room = caps[primary][cont] - load[primary][cont]
     # only containers whose smaller objects can make the room: after a best-fit packing of
-    # large objects first, those with the most room often hold none (50000x1000)
+    # large objects first, those with the most room often hold none
     threshold = np.full(len(by_container), -1, dtype=np.int64)
     threshold[cont] = sizes[primary][open_choices]
     lighter = (sizes[primary] < threshold[builder.var_cont]) & (counts > 0)
