@@ -1,5 +1,5 @@
-"""The effect of CP-SAT parameters (and of our own accelerations) on the scale families of
-issue #8, one instance size, one table.
+"""The effect of CP-SAT parameters (and of our own accelerations) on the scale families
+(generators.scale_instance), one instance size, one table.
 
     python benchmarks/parameters.py [--size 2000x100] [--time-limit 20]
                                     [--families linear,squares,max,drain]

@@ -1,5 +1,5 @@
 """Our solver beside Meta's Rebalancer (local search, optionally its HiGHS optimal solver) on the
-scale families of issue #8, all in one run.
+scale families (generators.scale_instance), all in one run.
 
     python benchmarks/scale.py [--families linear,squares,max,ideal,drain,racks]
                                [--sizes 2000x100,10000x500] [--time-limit 60] [--workers 2]

@@ -428,7 +428,7 @@ def parse_model(data: dict, problem: Problem) -> Model:
         for key, value in (("invalidCost", cost), ("invalidState", state)):
             if value is not None and value < 0:
                 raise InputError(f"{path}.{key}", "must not be negative", value)
-        if spec.single_parameter:  # Rebalancer ignores per-constraint arguments here (§1)
+        if spec.single_parameter:  # Rebalancer ignores per-constraint arguments here
             own_policy = cost = state = position = None
         constraints.append(ConstraintEntry(
             spec,
