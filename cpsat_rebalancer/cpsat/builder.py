@@ -339,13 +339,19 @@ class CpBuilder(IntegerForms):
                                  "CP-SAT's 64-bit integers (total of the dimension)",
                                  most / factor)
             ints = scaled.astype(np.int64)
+            # the values' common factor is divided out: a load that is a large multiple of
+            # one variable gets wrong bounds from CP-SAT's presolve (read by the
+            # accelerators), and smaller coefficients serve every solve
+            common = max(1, int(np.gcd.reduce(np.abs(ints.ravel())))) if ints.size else 1
+            ints //= common
+            unit = Fraction(factor, common)  # integer value = value * unit
             if dynamic is None:
-                self._scales[dim] = DimensionScale(factor, ints, error)
+                self._scales[dim] = DimensionScale(unit, ints, error)
             else:
                 scope = problem.scopes[dynamic.scope]
                 at_initial = np.round(dynamic.values_at(scope, problem.initial) * factor)
-                self._scales[dim] = DimensionScale(factor, at_initial.astype(np.int64), error,
-                                                   ints)
+                self._scales[dim] = DimensionScale(
+                    unit, at_initial.astype(np.int64) // common, error, ints)
             if error:
                 self.errors[f"dimension {dim} rounding (per object)"] = error
         return self._scales[dim]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -106,7 +107,7 @@ def integral_scale(values: np.ndarray) -> tuple[int, float]:
 
 @dataclass
 class DimensionScale:
-    factor: int  # integer value = round(value * factor)
+    factor: Fraction  # integer value = round(value * factor)
     values: np.ndarray  # integer value per object (int64) in its initial container
     error: float  # max |value - integer/factor| per object
     table: np.ndarray | None = None  # dynamic: integer value per (object, item of its scope)

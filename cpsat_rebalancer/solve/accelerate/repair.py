@@ -45,8 +45,14 @@ def load_caps(builder: CpBuilder, targets: Sequence[tuple[object, int]] = (),
     if bounds is None:
         return None
     uppers = iter(bounds[1].tolist())
-    return {dim: np.asarray([next(uppers) for _ in vs], dtype=np.int64)
+    caps = {dim: np.asarray([next(uppers) for _ in vs], dtype=np.int64)
             for dim, vs in loads.items()}
+    for dim, cap in caps.items():
+        # every object ends in some container: limits that cannot hold a dimension's total
+        # are not limits of this model (CP-SAT's tightened domains can be wrong), so none
+        if dim not in builder.problem.dynamic_dims and cap.sum() < builder.scale(dim).most:
+            return None
+    return caps
 
 
 def presolved_bounds(builder: CpBuilder, variables: Sequence[int],

@@ -1,0 +1,113 @@
+"""Sizes and capacities at large magnitudes (integers times 10^9 to 10^12) solve as they do
+at small ones: the optimum found by enumeration, proven, with every reported bound below it."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from randomized import brute_force
+
+from cpsat_rebalancer import parse_scenario
+from cpsat_rebalancer.api import solve_problem
+from cpsat_rebalancer.cpsat.builder import CpBuilder
+from cpsat_rebalancer.result import OPTIMAL
+from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.accelerate.repair import load_caps
+
+OPTIONS = SolverOptions(workers=1, seed=0)
+REL = 1e-9
+FORMULAS = ["LINEAR", "MAX"]
+
+
+def close(a: float, b: float) -> bool:
+    return abs(a - b) <= REL * max(abs(a), abs(b)) or a == b
+
+
+def magnitude_scenario(seed: int) -> dict:
+    """3-5 objects of integer sizes times 10^9..10^12 on 2-3 hosts of unequal capacity, a
+    LINEAR, MAX or SQUARES balance at position 0 with a DEFAULT capacity constraint, and
+    movement at position 1."""
+    rng = random.Random(seed)
+    scale = 10 ** rng.randint(9, 12)
+    n, m = rng.randint(3, 5), rng.randint(2, 3)
+    hosts = [f"h{c}" for c in range(m)]
+    sizes = {f"t{o}": rng.randint(1, 9) * scale for o in range(n)}
+    total = sum(sizes.values())
+    assignment = {h: [] for h in hosts}
+    for name in sizes:
+        assignment[hosts[0] if rng.random() < 0.6 else rng.choice(hosts)].append(name)
+    capacity = {h: rng.choice([0.5, 0.8, 1.0, 1.3]) * total for h in hosts}
+    formula = rng.choice(FORMULAS)
+    return {
+        "assignment": assignment,
+        "objectDimensions": {"cpu": sizes},
+        "containerDimensions": {"cpu": capacity},
+        "goals": [
+            {"spec": {"balanceSpec": {"name": "bal", "dimension": "cpu", "formula": formula}},
+             "tuplePos": 0},
+            {"spec": {"minimizeMovementSpec": {"name": "moves"}}, "tuplePos": 1},
+        ],
+        "constraints": [{"spec": {"capacitySpec": {"name": "cap", "dimension": "cpu"}},
+                         "policy": "DEFAULT", "tuplePosIfBroken": 0}],
+    }
+
+
+def test_large_multiples_of_one_size_balance_as_small_ones_do() -> None:
+    """Three objects of 3e11, 2e11, 5e11 on h0 (1.3e12), h1 empty (2.5e12): moving only the
+    5e11 object balances them (0 at position 0, 0.0005 at position 1)."""
+    data = {
+        "assignment": {"h0": ["a", "b", "c"], "h1": []},
+        "objectDimensions": {"cpu": {"a": 3e11, "b": 2e11, "c": 5e11}},
+        "containerDimensions": {"cpu": {"h0": 1.3e12, "h1": 2.5e12}},
+        "goals": [{"spec": {"balanceSpec": {"name": "bal", "dimension": "cpu"}}, "tuplePos": 0},
+                  {"spec": {"minimizeMovementSpec": {"name": "moves"}}, "tuplePos": 1}],
+    }
+    scenario = parse_scenario(data)
+    result = solve_problem(scenario.problem, scenario.model, OPTIONS)
+    assert result.status == OPTIMAL
+    assert result.final.tolist() == [0, 0, 1]
+    assert result.final_evaluation.tuple() == pytest.approx((0.0, 0.0005), rel=REL)
+
+
+def test_presolved_load_limits_hold_for_the_initial_assignment() -> None:
+    """The load limits CP-SAT's presolve derives are valid for every solution, the initial
+    assignment included, whatever common factor the sizes share."""
+    for exponent in range(2, 13):
+        data = {
+            "assignment": {"h0": ["a", "b", "c"], "h1": []},
+            "objectDimensions": {"cpu": {"a": 3 * 10**exponent, "b": 2 * 10**exponent,
+                                         "c": 5 * 10**exponent}},
+            "containerDimensions": {"cpu": {"h0": 13 * 10**exponent, "h1": 25 * 10**exponent}},
+            "goals": [{"spec": {"balanceSpec": {"name": "bal", "dimension": "cpu"}}}],
+        }
+        scenario = parse_scenario(data)
+        builder = CpBuilder(scenario.problem)
+        builder.util(scenario.problem.container_scope, "cpu", "AFTER")
+        caps = load_caps(builder)
+        initial = builder.initial_loads("cpu")
+        assert caps is None or (initial <= caps["cpu"]).all(), (exponent, caps, initial)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_large_magnitudes_match_enumeration(seed: int) -> None:
+    data = magnitude_scenario(seed)
+    scenario = parse_scenario(data)
+    feasible = brute_force(scenario)
+    result = solve_problem(scenario.problem, scenario.model, OPTIONS)
+    assert feasible, "the initial assignment keeps DEFAULT constraints"
+    assert result.status == OPTIMAL, f"seed {seed}: {result.status}"
+    best0 = min(ev.positions.get(0, 0.0) for _, ev in feasible)
+    ours = result.final_evaluation
+    assert close(ours.positions.get(0, 0.0), best0) or ours.positions.get(0, 0.0) <= best0, (
+        f"seed {seed}: position 0 {ours.positions.get(0, 0.0)} against {best0}\n{data}")
+    tied = [ev for _, ev in feasible if close(ev.positions.get(0, 0.0), best0)
+            or ev.positions.get(0, 0.0) <= best0]
+    best1 = min(ev.positions.get(1, 0.0) for ev in tied)
+    assert close(ours.positions.get(1, 0.0), best1), (
+        f"seed {seed}: position 1 {ours.positions.get(1, 0.0)} against {best1}\n{data}")
+    for report, best in zip(result.buckets, (best0, best1)):
+        assert report.bound is None or report.bound <= best * (1 + REL) + 1e-300, (
+            f"seed {seed}: position {report.position} bound {report.bound} above {best}")
+    assert np.isfinite(ours.tuple()).all()
