@@ -29,10 +29,12 @@ class BucketReport:
 
     position: int
     status: str  # OPTIMAL, FEASIBLE, INFEASIBLE, NO_SOLUTION, NOT_SOLVED
-    termination: str  # optimal, time_limit, infeasible, interrupted, skipped
+    # why it stopped: optimal, approximated (at the compiled model's optimum, which the
+    # stated error separates from the exact one), time_limit, infeasible, interrupted
+    termination: str
     objective: float  # evaluator value of the final assignment for this position
     compiled_objective: float | None  # what CP-SAT minimized, on the same scale
-    bound: float | None  # proven lower bound (compiled scale)
+    bound: float | None  # proven lower bound on the evaluator's value
     gap: float | None  # objective - bound (absolute)
     relative_gap: float | None
     approximation_error: float  # bound on |compiled - exact| from PWL pieces and rounding
@@ -44,6 +46,9 @@ class BucketReport:
     # bound (None: not known)
     leximin_level_value: float | None = None
     leximin_level_bound: float | None = None
+    # how far above its compiled optimum later buckets may take this one (compiled values
+    # within twice the error may tie exactly)
+    freeze_slack: float = 0.0
 
 
 @dataclass

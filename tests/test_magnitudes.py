@@ -18,7 +18,7 @@ from cpsat_rebalancer.solve.accelerate.repair import load_caps
 
 OPTIONS = SolverOptions(workers=1, seed=0)
 REL = 1e-9
-FORMULAS = ["LINEAR", "MAX"]
+FORMULAS = ["LINEAR", "MAX", "SQUARES"]
 
 
 def close(a: float, b: float) -> bool:

@@ -14,9 +14,10 @@ from cpsat_rebalancer import load_scenario, solve_scenario
 SCENARIOS = Path(__file__).parents[1] / "scenarios"
 
 
-def solve(name: str):
+def solve(name: str, exact: bool = True):
     result = solve_scenario(load_scenario(SCENARIOS / f"{name}.json"))
-    assert result.status == "OPTIMAL"
+    if exact:
+        assert result.status == "OPTIMAL"
     return result
 
 
@@ -42,8 +43,14 @@ def test_below_bound_any_split_costs_nothing() -> None:
 
 
 def test_large_capacity_bias_sends_everything_to_host1() -> None:
-    result = solve("seed_uic_large_capacity_bias")
+    """host1's capacity is 10^6 times the others': its penalties are 10^-9 where the others'
+    reach 10^-2, too far apart for one integer objective to prove the optimum to relative
+    1e-9, so the answer is marked approximated, with a bound that holds."""
+    result = solve("seed_uic_large_capacity_bias", exact=False)
     assert len(result.assignment["host1"]) == 10
+    report = result.buckets[0]
+    assert result.status == "OPTIMAL" or result.termination == "approximated"
+    assert report.bound <= report.objective
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

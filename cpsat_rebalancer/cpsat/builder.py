@@ -353,7 +353,7 @@ class CpBuilder(IntegerForms):
                 self._scales[dim] = DimensionScale(
                     unit, at_initial.astype(np.int64) // common, error, ints)
             if error:
-                self.errors[f"dimension {dim} rounding (per object)"] = error
+                self.note_error(f"dimension {dim} rounding (per object)", error)
         return self._scales[dim]
 
     # ---- utilizations ----

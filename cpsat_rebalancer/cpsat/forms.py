@@ -66,7 +66,11 @@ class IntegerForms:
 
     def __init__(self) -> None:
         self.atoms: list[Atom] = []
+        # per source, a bound on |compiled - exact| of what it compiled, and the part of that
+        # bound by which the compiled value may lie above the exact one (a bound on the
+        # exact optimum is the compiled bound less the over-estimates, not less the errors)
         self.errors: dict[str, float] = {}
+        self.overs: dict[str, float] = {}
         self._gates: dict[tuple, object] = {}
 
     def new_atom(self, expr: object, lo: int, hi: int, initial: int | None = None,
@@ -142,21 +146,25 @@ class IntegerForms:
         expr = cp_model.LinearExpr.weighted_sum(atoms, coefs) + const if atoms else const
         return Integerized(expr, Fraction(factor), lo + const, hi + const, float(error / factor))
 
-    def note_error(self, what: str, error: float) -> None:
+    def note_error(self, what: str, error: float, *, over: float | None = None) -> None:
+        """``error`` bounds |compiled - exact| of what ``what`` compiled; ``over`` (all of it
+        unless given) bounds how far the compiled value may lie above the exact one."""
         if error > 0:
             self.errors[what] = self.errors.get(what, 0.0) + error
+        over = error if over is None else over
+        if over > 0:
+            self.overs[what] = self.overs.get(what, 0.0) + over
 
     @contextmanager
     def errors_scaled(self, factor: float) -> Iterator[None]:
         """Errors noted meanwhile belong to terms the caller then scales by ``factor`` (a
-        balance's mean over its items): they are kept at that scale. Stated n times too
-        large, an error widens the bucket's freeze enough for a later movement bucket to
-        trade away some of the balance, ending worse than local search."""
-        before = dict(self.errors)
+        balance's mean over its items): they are kept at that scale."""
+        before = dict(self.errors), dict(self.overs)
         yield
-        for what, value in list(self.errors.items()):
-            earlier = before.get(what, 0.0)
-            self.errors[what] = earlier + (value - earlier) * factor
+        for noted, earlier in zip((self.errors, self.overs), before):
+            for what, value in list(noted.items()):
+                start = earlier.get(what, 0.0)
+                noted[what] = start + (value - start) * factor
 
     # ---- building blocks specs compile to ----
     def gate(self, lin: Lin) -> object:

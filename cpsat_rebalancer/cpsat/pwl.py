@@ -19,12 +19,13 @@ from .linear import Lin
 
 ALL_INTEGERS_UP_TO = 1024  # ranges this short get a breakpoint at every integer (exact)
 SEGMENTS = 64  # otherwise this many uniform segments, plus the kinks
-VALUE_DIGITS = 9  # function values are kept to about this many digits
+VALUE_DIGITS = 12  # function values are kept to this many significant digits
 
 
 def _resolution(values: Iterable[float]) -> int:
-    """Units per 1.0 of value: 10^-12 absolute for values up to 1 (so terms of one sum share
-    a scale), about 12 significant digits above."""
+    """Units per 1.0 of value: 10^-VALUE_DIGITS absolute for values up to 1, so that the
+    terms of one sum share a scale (their least common factor stays small), and
+    VALUE_DIGITS significant digits above."""
     top = max((abs(v) for v in values), default=0.0)
     if top <= 1:
         return 10**VALUE_DIGITS
@@ -80,10 +81,15 @@ def _coarsened(builder: CpBuilder, x: Lin, g: Callable[[float], float], what: st
 
 
 def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
-               kinks: Iterable[float] = (), what: str = "piecewise-linear") -> Lin:
-    """A form >= g(x), tight under minimization, for convex g >= 0 of a one-atom form ``x``.
+               kinks: Iterable[float] = (), what: str = "piecewise-linear",
+               from_below: bool = False) -> Lin:
+    """A form for convex g >= 0 of a one-atom form ``x``, tight under minimization: chords
+    between breakpoints, exact at every integer where the breakpoints are consecutive.
 
     ``kinks`` are values of x where g bends sharply (the threshold of an excess).
+    ``from_below``: where the breakpoints are consecutive, values are rounded down, so the
+    form never exceeds g at any reachable point (only for a goal's terms: a constraint's
+    expression must not be under-estimated).
     """
     if x.is_constant:
         return Lin(const=Fraction(g(float(x.const))))
@@ -107,7 +113,11 @@ def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
     if len(points) == 1:
         return Lin(const=Fraction(values[0]))
     resolution = _resolution(values)
-    hull = _lower_hull(points, [round(resolution * v) for v in values])
+    # consecutive breakpoints, or a range where g is zero at both ends (zero between)
+    exact = all(b - a == 1 or at(a) == at(b) == 0.0 for a, b in zip(points, points[1:]))
+    below = from_below and exact
+    rounding = math.floor if below else round
+    hull = _lower_hull(points, [rounding(resolution * v) for v in values])
     scaled = [value for _, value in hull]
     z = builder.cp.new_int_var(min(scaled), max(scaled), "pwl")
     error = 1.0 / resolution
@@ -119,7 +129,8 @@ def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
             # (last step - first step) * width / 4
             slope_gap = (at(b) - at(b - 1)) - (at(a + 1) - at(a))
             error = max(error, slope_gap * (b - a) / 4 + 1.0 / resolution)
-    builder.note_error(what, error)
+    # rounded down, the hull of the rounded values lies within a unit below g: never above
+    builder.note_error(what, error, over=0.0 if below else None)
     return Lin.atom(builder.new_atom(z, min(scaled), max(scaled), bounding=True),
                     Fraction(1, resolution))
 

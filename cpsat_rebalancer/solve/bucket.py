@@ -28,6 +28,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     form = builder.integerize(lin_sum(bucket.terms))
     builder.note_error(f"position {bucket.position} objective rounding", form.error)
     error = bucket.error + form.error
+    bucket.over += form.error
     if not bucket.terms and session.values is not None:  # nothing to minimize: keep what we hold
         value = float(Fraction(int(form.expr)) / form.factor)
         return bucket_report(bucket.position, cp_model.OPTIMAL, value, value, error)
@@ -246,10 +247,12 @@ def freeze(session: Session, bucket: Bucket, form: Integerized, status: int,
             # frozen at its lowest value: the limits read for that value hold from now on,
             # and the moves they force bound a later bucket without another presolve
             session.moved_floor = max(session.moved_floor, add_move_cuts(builder, lowest_caps))
-        error += float(Fraction(slack) / form.factor)
         if session.blend_floor is not None:  # weight·objective + moves >= floor held for all
             floor = session.blend_floor - weight * (incumbent + slack)
             builder.cp.add(moved_objects(builder) >= floor)
             session.moved_floor = max(session.moved_floor, floor)
     session.blend_floor = None
-    return bucket_report(bucket.position, status, objective, bound, error)
+    report = bucket_report(bucket.position, status, objective, bound, error)
+    if incumbent is not None:
+        report.freeze_slack = float(Fraction(slack) / form.factor)
+    return report

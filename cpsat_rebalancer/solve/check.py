@@ -3,6 +3,7 @@ compiled model (the agreement tests compare the two)."""
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -12,9 +13,10 @@ from ..cpsat.linear import lin_sum
 from ..errors import InternalError
 from ..evaluate import Evaluation
 from ..problem import Problem
-from ..result import BucketReport
+from ..result import FEASIBLE, OPTIMAL, BucketReport
 from ..scenario import Model, SolverOptions
 from .compile import compile_model
+from .positions import Bucket
 from .session import STATUS_NAMES, Session
 
 CHECK_TOLERANCE = 1e-7  # slack of the independent result check beyond the stated error
@@ -33,7 +35,8 @@ def check_result(evaluation: Evaluation, reports: list[BucketReport]) -> None:
         if report.bound is not None and report.bound > report.compiled_objective + tolerance:
             raise InternalError(f"bucket {report.position}: bound {report.bound} above the "
                                 f"incumbent {report.compiled_objective}")
-        if report.objective > report.compiled_objective + report.approximation_error + tolerance:
+        if report.objective > (report.compiled_objective + report.approximation_error
+                                + report.freeze_slack + tolerance):
             raise InternalError(
                 f"bucket {report.position}: the evaluator's value {report.objective!r} exceeds "
                 f"the compiled objective {report.compiled_objective!r} "
@@ -63,3 +66,29 @@ def compiled_values(problem: Problem, model: Model, final: np.ndarray,
         values[position] = (float(Fraction(int(solver.value(form.expr))) / form.factor),
                             bucket.error + form.error)
     return values, builder.decode(counts)
+
+
+EXACT = 1e-9  # OPTIMAL promises the evaluator's optimum to this relative tolerance,
+# above the noise of the evaluator's double arithmetic on values of Rebalancer's scale
+# (utilizations near 1 carry about 1e-16 each; a difference of two of them keeps it)
+FLOAT_NOISE = 2.0**-46
+
+
+def settle(report: BucketReport, bucket: Bucket) -> None:
+    """The bucket's bound and status for the evaluator's value, not the compiled model's.
+    The compiled value of any assignment lies at most ``bucket.over`` above its exact value,
+    so the compiled bound less that (and no less than ``bucket.floor``, the lowest exact
+    value there is) bounds every assignment's exact value; the bucket is OPTIMAL only when
+    its evaluated value meets that bound to relative EXACT. A leximin bucket is proven
+    level by level and keeps its report."""
+    if report.leximin_levels is not None or report.bound is None:
+        return
+    if bucket.over:
+        report.bound = max(report.bound - bucket.over, min(bucket.floor, report.bound))
+    gap = max(0.0, report.objective - report.bound)
+    report.gap = gap
+    report.relative_gap = gap / abs(report.objective) if report.objective else (
+        0.0 if gap == 0 else math.inf)
+    if report.status == OPTIMAL and gap > EXACT * abs(report.objective) + FLOAT_NOISE:
+        report.status = FEASIBLE
+        report.termination = "approximated"

@@ -87,29 +87,39 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
     def bucket(position: int) -> Bucket:
         return buckets.setdefault(position, Bucket(position))
 
-    def errors_since(before: dict[str, float]) -> float:
-        return sum(v - before.get(k, 0.0) for k, v in builder.errors.items())
+    def since(before: tuple[dict[str, float], dict[str, float]]) -> tuple[float, float]:
+        """The error and over-estimate noted since ``before``."""
+        return tuple(sum(v - earlier.get(k, 0.0) for k, v in noted.items())
+                     for noted, earlier in zip((builder.errors, builder.overs), before))
+
+    def noted() -> tuple[dict[str, float], dict[str, float]]:
+        return dict(builder.errors), dict(builder.overs)
 
     for index, entry in enumerate(model.constraints):
-        before = dict(builder.errors)
+        before = noted()
         with where(f"constraints[{index}].spec.{entry.spec.arm}"):
             soft_terms = compile_constraint(builder, entry, ctx0, guards)
         if soft_terms is not None:
             target = bucket(entry.position)
             target.terms.extend(soft_terms)
-            target.error += errors_since(before) * max(entry.invalid_cost, 1.0)
+            target.admit(min(entry.invalid_cost, entry.invalid_state), True)
+            error, _ = since(before)
+            scale = max(entry.invalid_cost, 1.0)
+            target.error += error * scale
+            target.over += error * scale  # a soft term's errors may fall either way
 
     soft_positions = set(buckets)
     leximin_positions = model.leximin_positions(soft_positions) if leximin else {}
     for index, entry in enumerate(model.goals):
         target = bucket(entry.position)
+        target.admit(entry.weight, entry.spec.nonnegative)
         if entry.position in leximin_positions:
             with where(f"goals[{index}].spec.{entry.spec.arm}"):
                 target.leximin = entry.spec.compile_leximin(builder)
                 if accelerate and guards is None:
                     target.scalar.append(entry.spec)
             continue
-        before, probes = dict(builder.errors), len(builder.target_probes)
+        before, probes = noted(), len(builder.target_probes)
         with where(f"goals[{index}].spec.{entry.spec.arm}"):
             value = entry.spec.compile_goal(builder).value
         target.probes.extend(builder.target_probes[probes:])
@@ -117,7 +127,10 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
             raise InternalError(f"goals[{index}]: {entry.spec.arm} claims to be linear in the "
                                 "assignment but compiled to bounding variables")
         target.terms.append(value * entry.weight)
-        target.error += errors_since(before) * abs(entry.weight)
+        error, over = since(before)
+        target.error += error * abs(entry.weight)
+        # a negative weight turns an under-estimate into an over-estimate
+        target.over += (over if entry.weight >= 0 else error) * abs(entry.weight)
     return builder, dict(sorted(buckets.items()))
 
 

@@ -14,7 +14,7 @@ from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport, S
 from ..scenario import Model, SolverOptions
 from .bucket import solve_bucket
 from .budget import DEFAULT_BUDGET, Budget
-from .check import check_result
+from .check import check_result, settle
 from .compile import compile_model
 from .explain import explain_infeasibility
 from .leximin import solve_leximin
@@ -41,23 +41,27 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
     session = Session(builder, model, options, started, budget)
     initial = evaluate(problem, model, problem.initial)
     start(session, initial, hint)
-    reports, stop = solve_buckets(session, buckets or {0: Bucket(0)})
+    buckets = buckets or {0: Bucket(0)}
+    reports, stop = solve_buckets(session, buckets)
     if stop is None and session.values is not None:
         fewest_moves(session, started)
     infeasible = stop == "infeasible"
     final = problem.initial.copy() if infeasible else session.decode()
     holding_initial = session.values is None and initial.feasible and not infeasible
     final_eval = initial if holding_initial else evaluate(problem, model, final)
-    status = overall_status(reports, stop, infeasible, session.values is None and
-                            not holding_initial)
     for report in reports:
         report.objective = final_eval.positions.get(report.position, 0.0)
         if report.position in final_eval.leximin:
             report.leximin = list(final_eval.leximin[report.position])
-    if status in (OPTIMAL, FEASIBLE):
+    held = session.values is not None or holding_initial
+    if held and not infeasible:
         check_result(final_eval, reports)
+        for report in reports:
+            settle(report, buckets[report.position])
+    status = overall_status(reports, stop, infeasible, not held)
     conflict = explain(session, problem, model, options) if infeasible else []
-    termination = stop or ("optimal" if status == OPTIMAL else "time_limit")
+    termination = stop or ("optimal" if status == OPTIMAL else next(
+        (r.termination for r in reports if r.termination == "approximated"), "time_limit"))
     return SolveResult(problem, status, termination, final, initial, final_eval, reports,
                        time.monotonic() - started, dict(builder.errors), conflict,
                        classes=len(builder.classes.members))

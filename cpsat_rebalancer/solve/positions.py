@@ -3,6 +3,7 @@ add up to, or a leximin vector, with the error their compiled forms state."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..cpsat.builder import TargetProbe
@@ -18,4 +19,15 @@ class Bucket:
     # of the model's constraints, and every level's search and presolve would carry them
     scalar: list[object] = field(default_factory=list)
     error: float = 0.0
+    # the part of ``error`` by which the compiled value may lie above the exact one (the
+    # objective's own rounding, in the solve, adds to both)
+    over: float = 0.0
+    # the lowest exact value any assignment can have: 0 when every term is a penalty (a
+    # goal that is never negative, with a weight that is not, or a soft constraint's cost)
+    floor: float = 0.0
     probes: list[TargetProbe] = field(default_factory=list)  # its goals' target probes
+
+    def admit(self, weight: float, nonnegative: bool) -> None:
+        """A term of this weight joins the bucket: the floor stays 0 only for penalties."""
+        if weight < 0 or not nonnegative:
+            self.floor = -math.inf

@@ -37,6 +37,7 @@ TARGET_LEVELS = 3  # probe the bound and the next levels up, each a search in a 
 @dataclass(frozen=True, eq=False)
 class AssignmentAffinitiesSpec(Spec):
     arm = "assignmentAffinitiesSpec"
+    nonnegative = False  # affinities are rewards: the value is minus their sum
     constraint_allowed = False
 
     name: str

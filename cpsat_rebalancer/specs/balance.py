@@ -233,11 +233,12 @@ class BalanceSpec(Spec):
                 with b.errors_scaled(1 / n):
                     terms = [convex_pwl(b, b.as_atom(u),
                                         lambda x, t=t: max(0.0, power(x) - t**POWER),
-                                        kinks=[t], what=what) for u in rel]
+                                        kinks=[t], what=what, from_below=True) for u in rel]
             else:
                 table = lower_table(b, threshold, power, what=what)
                 with b.errors_scaled(1 / n):
-                    terms = [b.positive_part(convex_pwl(b, b.as_atom(u), power, what=what)
+                    terms = [b.positive_part(convex_pwl(b, b.as_atom(u), power, what=what,
+                                                        from_below=True)
                                              - table, what=what) for u in rel]
             return GoalForm(lin_sum(terms) / n)
         if self.formula == "IDEAL":
@@ -256,18 +257,19 @@ class BalanceSpec(Spec):
         average_cap = sum(caps, Fraction(0)) / len(caps)
         weights = [c / average_cap for c in caps]
         if not self.bound_on_ideal:
-            return lin_sum(convex_pwl(b, b.as_atom(u), lambda x, a=float(a): a * x * x, what=what)
+            return lin_sum(convex_pwl(b, b.as_atom(u), lambda x, a=float(a): a * x * x,
+                                      what=what, from_below=True)
                            for u, a in zip(rel, weights))
         if bound.is_constant:
             level = float(bound.const) ** 2
             return lin_sum(
                 convex_pwl(b, b.as_atom(u), lambda x, a=float(a): max(0.0, a * (x * x - level)),
-                           kinks=[abs(float(bound.const))], what=what)
+                           kinks=[abs(float(bound.const))], what=what, from_below=True)
                 for u, a in zip(rel, weights))
         squared = lower_table(b, bound, lambda x: x * x, what=what)
         return lin_sum(
             b.positive_part(convex_pwl(b, b.as_atom(u), lambda x, a=float(a): a * x * x,
-                                       what=what) - squared * a, what=what)
+                                       what=what, from_below=True) - squared * a, what=what)
             for u, a in zip(rel, weights))
 
     def _variance(self, b: CpBuilder, rel: list[Lin], bound: Lin) -> Lin:

@@ -53,6 +53,7 @@ class Spec:
     # integers; scenario files take either)
     enum_fields: ClassVar[dict[str, str]] = {}
     counts_moves: ClassVar[bool] = False  # a positive weight minimizes the objects moved
+    nonnegative: ClassVar[bool] = True  # the goal value is never below 0
     name: str
 
     @classmethod

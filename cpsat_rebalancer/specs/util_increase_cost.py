@@ -91,7 +91,8 @@ class UtilIncreaseCostSpec(Spec):
                     def excess(x: float, r: float = reference) -> float:
                         return max(0.0, max(x, 0.0) ** POWER - r)
 
-                    terms.append(convex_pwl(b, u, excess, kinks=[float(level)], what=self.name))
+                    terms.append(convex_pwl(b, u, excess, kinks=[float(level)], what=self.name,
+                                            from_below=True))
                 else:
                     terms.append(b.positive_part(u - level, what=self.name))
         return GoalForm(lin_sum(terms) / len(self.items))

@@ -318,6 +318,6 @@ def verdict(result: SolveResult, position: int | None, at_most: float) -> str:
     if bucket is not None and bucket.leximin_levels is None:
         if bucket.status == OPTIMAL or (
                 bucket.bound is not None
-                and bucket.bound - bucket.approximation_error > at_most + TOLERANCE):
+                and bucket.bound > at_most + TOLERANCE):
             return "infeasible"
     return "unknown"
