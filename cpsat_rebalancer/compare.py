@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -317,13 +318,15 @@ def run_heuristic(instance: Instance, heuristic: Heuristic, ours: SolveResult) -
 def compare(data: dict, heuristics: Sequence[str | Heuristic] = (),
             assignments: dict[str, Any] | None = None, options: SolverOptions | None = None,
             heuristic_options: HeuristicOptions | None = None,
-            ours: SolveResult | None = None) -> Comparison:
+            ours: SolveResult | None = None, *, allow_code: bool = False,
+            folder: Path | None = None) -> Comparison:
     """Solve ``data`` (a scenario dict) exactly and compare each heuristic (a name, see
-    :func:`make_heuristic`, or an object) and each given assignment (name -> index array or
-    ``{container: [objects]}``) with the result. ``ours`` reuses a solve already made."""
+    :func:`make_heuristic` for ``allow_code`` and ``folder``, or an object) and each given
+    assignment (name -> index array or ``{container: [objects]}``) with the result.
+    ``ours`` reuses a solve already made."""
     instance = Instance.from_dict(data)
-    built = [make_heuristic(h, heuristic_options) if isinstance(h, str) else h
-             for h in heuristics]
+    built = [make_heuristic(h, heuristic_options, allow_code=allow_code, folder=folder)
+             if isinstance(h, str) else h for h in heuristics]
     given = {name: as_array(instance.problem, a, what=name)
              for name, a in (assignments or {}).items()}
     if ours is None:

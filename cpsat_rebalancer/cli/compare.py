@@ -14,7 +14,7 @@ import numpy as np
 
 from ..compare import Comparison, compare, leximin_difference, plot_utilization
 from ..errors import InputError
-from ..heuristics import BUILT_IN, NEEDS_PEER, HeuristicOptions, make_heuristic
+from ..heuristics import BUILT_IN, NEEDS_PEER, HeuristicOptions, check_heuristic, make_heuristic
 from ..result import INFEASIBLE, NO_SOLUTION, OPTIMAL, SolveResult
 from ..scenario import SolverOptions, load_data_with_model, parse_scenario
 from .common import (
@@ -89,6 +89,8 @@ def command_compare(args: argparse.Namespace) -> int:
 
     if not args.heuristic and not args.assignment:
         raise InputError("compare", "name at least one --heuristic or --assignment")
+    for name in args.heuristic:  # before anything is imported or solved
+        check_heuristic(name, allow_code=args.allow_code)
     data = load_data_with_model(args.scenario, args.model)
     scenario = parse_scenario(data)
     base = scenario.options
@@ -105,7 +107,8 @@ def command_compare(args: argparse.Namespace) -> int:
     move_types = tuple(args.peer_move_types.split(",")) if args.peer_move_types else None
     heuristic_options = HeuristicOptions(options.time_limit, options.seed, peer_python,
                                          move_types, args.max_moves)
-    heuristics = [make_heuristic(name, heuristic_options) for name in args.heuristic]
+    heuristics = [make_heuristic(name, heuristic_options, allow_code=args.allow_code)
+                  for name in args.heuristic]
     given = {path: read_assignment(scenario.problem, path) for path in args.assignment}
     comparison = compare(data, heuristics, given, options)
     if args.json:
@@ -167,7 +170,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     cmp.add_argument("scenario", help="scenario file (JSON or YAML)")
     cmp.add_argument("--heuristic", action="append", default=[], metavar="NAME",
                      help="a heuristic to run (repeatable): " + ", ".join(BUILT_IN)
-                     + ", or module:attribute for your own")
+                     + ", an installed plugin, or your own as FILE.py:NAME or "
+                     "module:attribute (with --allow-code)")
+    cmp.add_argument("--allow-code", action="store_true",
+                     help="run your own Python code named by --heuristic FILE.py:NAME or "
+                     "module:attribute")
     cmp.add_argument("--assignment", action="append", default=[], metavar="FILE",
                      help="an assignment to compare (repeatable): {container: [objects]}, "
                      "{object: container}, or a result file from solve --json")

@@ -87,10 +87,10 @@ def run_study(study: Study, out: str | Path, executor: str = "local", workers: i
         keys.append(key)
         if state is None:
             return Task(str(study.path), study.raw, study.fingerprint, key, params, str(out),
-                        run_id)
+                        run_id, allow_code=study.allow_code)
         return Task(str(study.path), study.raw, study.fingerprint, key, params, str(out), run_id,
                     state.search.name, state.group, state.search.position,
-                    state.search.at_most)
+                    state.search.at_most, study.allow_code)
 
     if study.searches:
         base = study.base_scenario()
