@@ -16,6 +16,7 @@ bug in the solver or the evaluator; ``compare`` says so and exits with status 1.
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ import pandas as pd
 from .api import solve_problem
 from .errors import InputError
 from .evaluate import Evaluation, evaluate
+from .files import write_atomically
 from .heuristics import (
     Heuristic,
     HeuristicOptions,
@@ -377,8 +379,10 @@ def plot_utilization(comparison: Comparison, path: str) -> None:
     ax.set_title(f"Utilization left by each solver ({target.source})")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    image = io.BytesIO()  # then written whole or not at all
+    fig.savefig(image, dpi=120, format=Path(path).suffix[1:].lower() or "png")
     plt.close(fig)
+    write_atomically(path, image.getvalue())
 
 
 # --------------------------------------------------------------------------- text
