@@ -16,9 +16,11 @@ bug in the solver or the evaluator; ``compare`` says so and exits with status 1.
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +29,7 @@ import pandas as pd
 from .api import solve_problem
 from .errors import InputError
 from .evaluate import Evaluation, evaluate
+from .files import write_atomically
 from .heuristics import (
     Heuristic,
     HeuristicOptions,
@@ -317,13 +320,15 @@ def run_heuristic(instance: Instance, heuristic: Heuristic, ours: SolveResult) -
 def compare(data: dict, heuristics: Sequence[str | Heuristic] = (),
             assignments: dict[str, Any] | None = None, options: SolverOptions | None = None,
             heuristic_options: HeuristicOptions | None = None,
-            ours: SolveResult | None = None) -> Comparison:
+            ours: SolveResult | None = None, *, allow_code: bool = False,
+            folder: Path | None = None) -> Comparison:
     """Solve ``data`` (a scenario dict) exactly and compare each heuristic (a name, see
-    :func:`make_heuristic`, or an object) and each given assignment (name -> index array or
-    ``{container: [objects]}``) with the result. ``ours`` reuses a solve already made."""
+    :func:`make_heuristic` for ``allow_code`` and ``folder``, or an object) and each given
+    assignment (name -> index array or ``{container: [objects]}``) with the result.
+    ``ours`` reuses a solve already made."""
     instance = Instance.from_dict(data)
-    built = [make_heuristic(h, heuristic_options) if isinstance(h, str) else h
-             for h in heuristics]
+    built = [make_heuristic(h, heuristic_options, allow_code=allow_code, folder=folder)
+             if isinstance(h, str) else h for h in heuristics]
     given = {name: as_array(instance.problem, a, what=name)
              for name, a in (assignments or {}).items()}
     if ours is None:
@@ -374,8 +379,10 @@ def plot_utilization(comparison: Comparison, path: str) -> None:
     ax.set_title(f"Utilization left by each solver ({target.source})")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    image = io.BytesIO()  # then written whole or not at all
+    fig.savefig(image, dpi=120, format=Path(path).suffix[1:].lower() or "png")
     plt.close(fig)
+    write_atomically(path, image.getvalue())
 
 
 # --------------------------------------------------------------------------- text

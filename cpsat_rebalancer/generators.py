@@ -4,6 +4,7 @@ heterogeneous hosts, with a skewed initial assignment (the shape of real rebalan
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -551,3 +552,10 @@ def _million_instance(objects: int, containers: int,
     ]
     data["constraints"] = _cpu_capacity()
     return data
+
+
+# the generators a study may name (``base: {generator: NAME, args: {...}}``); plugins add
+# theirs under the entry point group ``cpsat_rebalancer.generators``
+GENERATORS: dict[str, Callable[..., dict[str, Any]]] = {
+    "balance_instance": balance_instance, "drain_cluster": drain_cluster,
+    "random_scenario": random_scenario, "scale_instance": scale_instance}

@@ -161,14 +161,16 @@ def test_unknown_heuristic_names_the_choices() -> None:
     with pytest.raises(InputError, match="first-fit-decreasing"):
         make_heuristic("simulated-annealing")
     with pytest.raises(InputError, match="cannot load"):
-        make_heuristic("no_such_module_xyz:thing")
+        make_heuristic("no_such_module_xyz:thing", allow_code=True)
 
 
 def test_a_user_heuristic_as_module_attribute(tmp_path, monkeypatch) -> None:
     (tmp_path / "my_heuristics.py").write_text(
         "def stay(instance):\n    return instance.problem.initial.copy()\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    heuristic = make_heuristic("my_heuristics:stay")
+    with pytest.raises(InputError, match="--allow-code"):  # code runs only when allowed
+        make_heuristic("my_heuristics:stay")
+    heuristic = make_heuristic("my_heuristics:stay", allow_code=True)
     instance = Instance.from_dict(packing_scenario())
     assert heuristic.name == "my_heuristics:stay"
     assert (heuristic.assign(instance) == instance.problem.initial).all()

@@ -1,4 +1,5 @@
-"""What every subcommand shares: exit codes, writing output files, printing tables, and
+"""What every subcommand shares: exit codes, checking and writing output files (whole or not
+at all: :func:`write_atomically`, from :mod:`cpsat_rebalancer.files`), printing tables, and
 reading ``--cpsat-param`` values and assignment files."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ import argparse
 import contextlib
 import os
 import sys
-import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..evaluate import Evaluation
+from ..files import write_atomically
 from ..problem import Problem
 from ..result import SolveResult, value_table
 from ..scenario import read_data_file
@@ -23,24 +25,58 @@ from ..scenario import read_data_file
 EXIT_INPUT, EXIT_INTERNAL, EXIT_INFEASIBLE, EXIT_NO_SOLUTION = 2, 1, 3, 4
 
 
-def write_atomically(path: str, text: str) -> None:
-    """Write the whole file or nothing: a temporary file beside it, then a rename."""
-    target = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.")
-    try:
-        with os.fdopen(handle, "w") as stream:
-            stream.write(text)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def write_output(path: str, text: str) -> None:
     try:
         write_atomically(path, text)
     except OSError as exc:
         raise InputError(path, f"cannot write the output file: {exc.strerror}") from None
+
+
+def _same(a: Path, b: Path) -> bool:
+    """The same file: one resolved path, or one file under two names (a hard link)."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
+
+
+def check_outputs(outputs: dict[str, str | None], inputs: Iterable[Any] = (),
+                  folder: str | None = None, inside: Iterable[str] = ()) -> None:
+    """Refuse, before any work, an output path (by option: ``{"--json": path}``) that is one
+    of the ``inputs`` or another output, a folder, or in a folder that does not exist or
+    cannot be written. ``folder`` names the option whose output is a folder (created in an
+    existing folder when it is not there yet) that will hold the files named ``inside``
+    (none of which may be an input either)."""
+    given = [Path(p) for p in inputs if p]
+    seen: dict[str, Path] = {}
+    for option, text in outputs.items():
+        if not text:
+            continue
+        path = Path(text)
+        for source in given:
+            if _same(path, source):
+                raise InputError(option, f"is the input {source}: it would be overwritten; "
+                                 "write the output elsewhere", text)
+        for other, earlier in seen.items():
+            if _same(path, earlier):
+                raise InputError(option, f"is also the output of {other}", text)
+        seen[option] = path
+        is_folder = option == folder
+        for name in inside if is_folder else ():
+            clash = next((source for source in given if _same(path / name, source)), None)
+            if clash is not None:
+                raise InputError(option, f"would overwrite the input {clash} with its "
+                                 f"{name}; write the output elsewhere", text)
+        if path.exists() and path.is_dir() != is_folder:
+            raise InputError(option, "is a folder, not a file" if not is_folder
+                             else "is a file, not a folder", text)
+        parent = path if is_folder and path.exists() else path.parent
+        if not parent.is_dir():
+            raise InputError(option, f"the folder {parent} does not exist", text)
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise InputError(option, f"cannot write in the folder {parent}", text)
 
 
 @contextlib.contextmanager

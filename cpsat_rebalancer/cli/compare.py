@@ -7,20 +7,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..compare import Comparison, compare, leximin_difference, plot_utilization
 from ..errors import InputError
-from ..heuristics import BUILT_IN, NEEDS_PEER, HeuristicOptions, make_heuristic
+from ..heuristics import BUILT_IN, NEEDS_PEER, HeuristicOptions, check_heuristic, make_heuristic
+from ..plugins import code_file
 from ..result import INFEASIBLE, NO_SOLUTION, OPTIMAL, SolveResult
 from ..scenario import SolverOptions, load_data_with_model, parse_scenario
 from .common import (
     EXIT_INFEASIBLE,
     EXIT_INTERNAL,
     EXIT_NO_SOLUTION,
+    check_outputs,
     print_table,
     read_assignment,
     write_atomically,
@@ -89,6 +90,12 @@ def command_compare(args: argparse.Namespace) -> int:
 
     if not args.heuristic and not args.assignment:
         raise InputError("compare", "name at least one --heuristic or --assignment")
+    for name in args.heuristic:  # before anything is imported or solved
+        check_heuristic(name, allow_code=args.allow_code)
+    code = [f.path for f in (code_file(n, "--heuristic", allow_code=args.allow_code)
+                             for n in args.heuristic) if f is not None]
+    check_outputs({"--json": args.json, "--plot": args.plot},
+                  [args.scenario, args.model, *args.assignment, *code])
     data = load_data_with_model(args.scenario, args.model)
     scenario = parse_scenario(data)
     base = scenario.options
@@ -105,7 +112,8 @@ def command_compare(args: argparse.Namespace) -> int:
     move_types = tuple(args.peer_move_types.split(",")) if args.peer_move_types else None
     heuristic_options = HeuristicOptions(options.time_limit, options.seed, peer_python,
                                          move_types, args.max_moves)
-    heuristics = [make_heuristic(name, heuristic_options) for name in args.heuristic]
+    heuristics = [make_heuristic(name, heuristic_options, allow_code=args.allow_code)
+                  for name in args.heuristic]
     given = {path: read_assignment(scenario.problem, path) for path in args.assignment}
     comparison = compare(data, heuristics, given, options)
     if args.json:
@@ -136,6 +144,7 @@ def _jsonable(value: Any) -> Any:
 def command_export(args: argparse.Namespace) -> int:
     from ..peer import export_rebalancer_python
 
+    check_outputs({"OUT.py": args.out}, [args.scenario, args.model])
     data = load_data_with_model(args.scenario, args.model)
     parse_scenario(data)  # validate completely first: errors name the field
     move_types = args.move_types.split(",") if args.move_types else None
@@ -143,8 +152,7 @@ def command_export(args: argparse.Namespace) -> int:
                                     move_types=move_types, seed=args.seed or 0,
                                     source=args.scenario, script=args.out)
     compile(text, args.out, "exec")  # never write a script that does not parse
-    write_atomically(args.out, text)
-    Path(args.out).chmod(0o755)
+    write_atomically(args.out, text, mode=0o777)  # executable, as far as the umask allows
     print(f"Wrote {args.out}: builds {args.scenario} with Rebalancer and solves it with "
           f"{args.solver}; run it with python3.12 {args.out} (needs rebalancer==1.0.4)")
     return 0
@@ -167,7 +175,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     cmp.add_argument("scenario", help="scenario file (JSON or YAML)")
     cmp.add_argument("--heuristic", action="append", default=[], metavar="NAME",
                      help="a heuristic to run (repeatable): " + ", ".join(BUILT_IN)
-                     + ", or module:attribute for your own")
+                     + ", an installed plugin, or your own as FILE.py:NAME or "
+                     "module:attribute (with --allow-code)")
+    cmp.add_argument("--allow-code", action="store_true",
+                     help="run your own Python code named by --heuristic FILE.py:NAME or "
+                     "module:attribute")
     cmp.add_argument("--assignment", action="append", default=[], metavar="FILE",
                      help="an assignment to compare (repeatable): {container: [objects]}, "
                      "{object: container}, or a result file from solve --json")

@@ -8,10 +8,11 @@ import argparse
 import json
 
 from ..importers import IMPORTERS
-from .common import write_output
+from .common import check_outputs, write_output
 
 
 def command_import(args: argparse.Namespace) -> int:
+    check_outputs({"OUT": args.out}, [args.file])
     scenario = IMPORTERS[args.format](args.file)
     write_output(args.out, json.dumps(scenario, indent=1) + "\n")
     print(f"wrote {args.out}: {len(scenario['assignment'])} {scenario['containerName']}s, "

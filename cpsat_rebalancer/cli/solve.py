@@ -19,6 +19,7 @@ from ..scenario import SolverOptions, load_data_with_model, parse_scenario
 from .common import (
     EXIT_INFEASIBLE,
     EXIT_NO_SOLUTION,
+    check_outputs,
     collect_cpsat_params,
     cpsat_param,
     print_result,
@@ -30,6 +31,7 @@ from .common import (
 
 
 def command_solve(args: argparse.Namespace) -> int:
+    check_outputs({"--json": args.json}, [args.scenario, args.model, args.hint])
     scenario = parse_scenario(load_data_with_model(args.scenario, args.model))
     base = scenario.options
     options = SolverOptions.checked(
@@ -52,6 +54,7 @@ def command_solve(args: argparse.Namespace) -> int:
 
 
 def command_evaluate(args: argparse.Namespace) -> int:
+    check_outputs({"--json": args.json}, [args.scenario, args.model, args.assignment])
     scenario = parse_scenario(load_data_with_model(args.scenario, args.model))
     final = read_assignment(scenario.problem, args.assignment)
     initial_eval = evaluate(scenario.problem, scenario.model, scenario.problem.initial)

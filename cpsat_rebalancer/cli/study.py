@@ -1,11 +1,14 @@
-"""``cpsat-rebalancer study run STUDY [--executor local|ray] [--workers N] [--out DIR]`` and
-``cpsat-rebalancer study plot DIR``."""
+"""``cpsat-rebalancer study run STUDY [--executor local|ray] [--workers N] [--out DIR]
+[--allow-code]`` and ``cpsat-rebalancer study plot DIR``."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
+
+from .common import check_outputs
 
 
 def _positive(text: str) -> int:
@@ -18,14 +21,22 @@ def _positive(text: str) -> int:
     return value
 
 
+# the files study run writes in its folder (besides variants/KEY.json)
+WRITES = ("study.json", "results.parquet", "results.csv", "answers.parquet", "answers.csv")
+
+
 def command_run(args: argparse.Namespace) -> int:
     from ..studies.runner import run_study
     from ..studies.study import load_study
 
-    study = load_study(args.study)
     out = Path(args.out) if args.out else Path(args.study).with_suffix("")
+    check_outputs({"--out": str(out)}, [args.study], folder="--out", inside=WRITES)
+    study = load_study(args.study, allow_code=args.allow_code)
+    check_outputs({"--out": str(out)}, [study.base.get("scenario"), study.model],
+                  folder="--out", inside=WRITES)
     workers = args.workers or max(1, os.cpu_count() or 1)
-    outcome = run_study(study, out, args.executor, workers, args.address, args.csv)
+    outcome = run_study(study, out, args.executor, workers, args.address, args.csv,
+                        progress=sys.stderr)  # today's stderr, not the one at import
     print(f"{study.name}: {outcome.computed} variants computed, {outcome.skipped} already "
           f"stored, {outcome.failed} failed; {len(outcome.results)} rows in "
           f"{out / 'results.parquet'}")
@@ -60,6 +71,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--out", help="results folder (default: the study file without its "
                      "extension)")
     run.add_argument("--csv", action="store_true", help="also write the tables as CSV")
+    run.add_argument("--allow-code", action="store_true",
+                     help="run the study's own Python code: a generator or heuristic given "
+                     "as FILE.py:NAME in the study's folder")
     run.set_defaults(run=command_run)
     plot = actions.add_parser("plot", help="draw the standard figures of a results folder")
     plot.add_argument("folder", help="a folder written by study run")

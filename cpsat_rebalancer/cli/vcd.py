@@ -17,7 +17,7 @@ from ..vcd.engine import Decision, place
 from ..vcd.exact import POSITIONS, VcdComparison, compare_vcd, placement_of, solve_exact
 from ..vcd.generate import generate
 from ..vcd.inputs import VcdScenario, parse_vcd, vm_reason
-from .common import EXIT_INTERNAL, print_table, quiet_pipe, write_output
+from .common import EXIT_INTERNAL, check_outputs, print_table, quiet_pipe, write_output
 
 
 def load_vcd(path: str) -> VcdScenario:
@@ -71,6 +71,7 @@ def _exact_rows(s: VcdScenario, result) -> pd.DataFrame:
 
 
 def command_place(args: argparse.Namespace) -> int:
+    check_outputs({"--json": args.json}, [args.scenario])
     s = load_vcd(args.scenario)
     if args.exact:
         _, _, result = solve_exact(s, _options(args))
@@ -131,6 +132,7 @@ def print_vcd_comparison(c: VcdComparison, source: str) -> None:
 
 
 def command_compare(args: argparse.Namespace) -> int:
+    check_outputs({"--json": args.json}, args.scenarios)
     comparisons = [(path, compare_vcd(load_vcd(path), _options(args)))
                    for path in args.scenarios]
     if args.json:
@@ -159,6 +161,7 @@ def command_compare(args: argparse.Namespace) -> int:
 
 
 def command_generate(args: argparse.Namespace) -> int:
+    check_outputs({"OUT": args.out})
     data = generate(args.vms, args.clusters, args.seed or 0, args.load, args.anti_every,
                     args.iops)
     parse_vcd(data)  # never write a scenario the loader rejects

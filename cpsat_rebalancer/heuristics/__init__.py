@@ -4,8 +4,9 @@
 Built in: ``first-fit-decreasing``, ``best-fit-decreasing`` (packing on the balanced
 dimension), ``greedy-balance`` (hottest-to-coldest moves while the objective improves), and
 ``rebalancer-local-search`` / ``rebalancer-optimal-highs`` (Meta's Rebalancer on the same
-scenario, through the peer interpreter). Your own: any object with ``name`` and
-``assign(instance)``, or ``module:attribute`` on the command line.
+scenario, through the peer interpreter). Installed plugins: entry points of the group
+``cpsat_rebalancer.heuristics``. Your own: any object with ``name`` and
+``assign(instance)``, or with ``--allow-code`` ``FILE.py:NAME`` / ``module:attribute``.
 """
 
 from . import greedy, packing, rebalancer  # noqa: F401  (register the built-ins)
@@ -19,6 +20,7 @@ from .base import (
     as_array,
     balanced_target,
     bucket_order,
+    check_heuristic,
     make_heuristic,
     register,
     tuple_order,
@@ -44,6 +46,7 @@ __all__ = [
     "as_array",
     "balanced_target",
     "bucket_order",
+    "check_heuristic",
     "make_heuristic",
     "register",
     "tuple_order",

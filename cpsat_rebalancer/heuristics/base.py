@@ -9,15 +9,27 @@ heuristics that hand the problem to another tool, as the Rebalancer ones do).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..errors import InputError
 from ..evaluate import Evaluation
+from ..plugins import (
+    ALLOW_CODE,
+    HEURISTIC_GROUP,
+    CodeFile,
+    code_file,
+    load_code_file,
+    load_module_attribute,
+    load_plugin,
+    plugin,
+    plugin_names,
+)
 from ..problem import OUT_OF_SCOPE, Problem, Scope
 from ..scenario import Model, parse_scenario
 
@@ -79,21 +91,59 @@ class _FunctionHeuristic:
         return self.function(instance)
 
 
-def make_heuristic(name: str, options: HeuristicOptions | None = None) -> Heuristic:
-    """A built-in heuristic by name, or a user's as ``module:attribute`` (a class taking no
-    arguments, an object with ``assign``, or a function ``f(instance) -> assignment``)."""
-    options = options or HeuristicOptions()
+def check_heuristic(name: str, where: str = "--heuristic", *, allow_code: bool = False,
+                    folder: Path | None = None) -> None:
+    """Refuse (:class:`InputError` at ``where``) a heuristic name :func:`make_heuristic`
+    would refuse, without importing anything."""
+    _reference(name, where, allow_code, folder)
+
+
+def _reference(name: str, where: str, allow_code: bool, folder: Path | None) -> Any:
+    """What ``name`` refers to: a built-in's name, an entry point, a checked code file, or
+    (the command line only, with ``allow_code``) ``module:attribute``."""
     if name in REGISTRY:
-        return REGISTRY[name](options)
+        return name
+    code = code_file(name, where, allow_code=allow_code, folder=folder)
+    if code is not None:
+        return code
     if ":" not in name:
-        known = ", ".join(sorted(REGISTRY))
-        raise InputError("--heuristic", f"unknown heuristic (built in: {known}; or give your "
-                         "own as module:attribute)", name)
-    module_name, _, attribute = name.partition(":")
-    try:
-        target = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise InputError("--heuristic", f"cannot load {name}: {exc}") from None
+        entry = plugin(HEURISTIC_GROUP, name)
+        if entry is None:
+            known = ", ".join(sorted(REGISTRY))
+            installed = plugin_names(HEURISTIC_GROUP)
+            raise InputError(where, f"unknown heuristic (built in: {known}"
+                             + ("; installed plugins: " + ", ".join(installed)
+                                if installed else "")
+                             + "; or your own as FILE.py:NAME, with --allow-code)", name)
+        return entry
+    if folder is not None:
+        raise InputError(where, "a data file may name a built-in heuristic, an installed "
+                         "plugin, or FILE.py:NAME in its folder (with --allow-code), never a "
+                         "module", name)
+    if not allow_code:
+        raise InputError(where, "imports and runs a Python module: " + ALLOW_CODE, name)
+    return name
+
+
+def make_heuristic(name: str, options: HeuristicOptions | None = None, *,
+                   allow_code: bool = False, folder: Path | None = None,
+                   where: str = "--heuristic") -> Heuristic:
+    """A heuristic by name: a built-in, or an installed plugin (entry point group
+    ``cpsat_rebalancer.heuristics``). With ``allow_code``, also your own code as
+    ``FILE.py:NAME`` or ``module:attribute`` (a class taking no arguments, an object with
+    ``assign``, or a function ``f(instance) -> assignment``). ``folder``: the folder of the
+    data file (a study) naming it, which a ``FILE.py`` must lie in; a module is then refused.
+    """
+    options = options or HeuristicOptions()
+    reference = _reference(name, where, allow_code, folder)
+    if isinstance(reference, CodeFile):
+        target = load_code_file(reference, where)
+    elif isinstance(reference, EntryPoint):
+        target = load_plugin(reference, where)
+    elif reference in REGISTRY:
+        return REGISTRY[name](options)
+    else:
+        target = load_module_attribute(name, where, allow_code=allow_code)
     if isinstance(target, type):
         target = target()
     if hasattr(target, "assign"):
@@ -102,7 +152,7 @@ def make_heuristic(name: str, options: HeuristicOptions | None = None) -> Heuris
         return target
     if callable(target):
         return _FunctionHeuristic(name, target)
-    raise InputError("--heuristic", "expected a class, an object with assign(instance), or a "
+    raise InputError(where, "expected a class, an object with assign(instance), or a "
                      "function", name)
 
 

@@ -1,6 +1,11 @@
 """``export --to rebalancer-python``: a standalone script that builds a scenario with Meta's
 Rebalancer wheel and solves it, so anyone can reproduce a case in Rebalancer itself.
 
+Every piece of the scenario (its name and description, the source path, object, container
+and dimension names) enters the script as a Python literal (``repr``, through
+:mod:`pprint`), never spliced into code, a comment or the docstring: whatever a name holds,
+the script parses and runs only the calls below.
+
 The script makes exactly the binding calls the peer runner (``wheel_runner.py``) makes for
 :func:`.solve_with_wheel` — the same request drives both — written out one call per line
 with the data inline, so it can be read and edited. It needs only Python 3.12 and
@@ -10,7 +15,6 @@ with the data inline, so it can be read and edited. It needs only Python 3.12 an
 from __future__ import annotations
 
 import pprint
-import textwrap
 from typing import Any
 
 from ..enums import ENUMS
@@ -21,14 +25,11 @@ POLICY_NAMES = {number: name for name, number in ENUMS["ConstraintPolicy"].items
 WIDTH = 96
 
 SCRIPT_HEAD = '''#!/usr/bin/env python3
-"""{title}
+"""Builds a scenario with Meta's Rebalancer and solves it: written by `cpsat-rebalancer
+export`, which scenario and which solver are in ABOUT below. Needs Python 3.12 and the
+wheel: python3.12 -m pip install rebalancer==1.0.4
 
-Written by `cpsat-rebalancer export` from {source}.
-Builds the same problem with Meta's Rebalancer and solves it with
-{solver_text}.
-Needs Python 3.12 and the wheel: python3.12 -m pip install rebalancer==1.0.4
-
-    python3.12 {script} [SOLUTION.json]
+    python3.12 THIS_SCRIPT [SOLUTION.json]
 
 Prints the objective per tuple position before and after, and the moves; with a path, also
 writes Rebalancer's whole solution there as JSON. Enum fields are Rebalancer's integers.
@@ -38,6 +39,11 @@ import json
 import sys
 
 import rebalancer
+
+'''
+
+ABOUT_LINE = '''print(f"{ABOUT['scenario']} (from {ABOUT['source']}), solved by Rebalancer's "
+      f"{ABOUT['solver']}")
 
 '''
 
@@ -144,13 +150,12 @@ def export_rebalancer_python(scenario: dict, *, solver: str = "local-search",
     sc = normalise_scenario(scenario)
     spec = solver_spec(solver, time_limit, move_types, seed)
     run = scenario_run(sc, spec, tagged=False)
-    name = scenario.get("name") or "scenario"
-    title = f"{name}: {scenario['description']}" if scenario.get("description") else name
     seconds = next(iter(spec.values())).get("solveTime")
     limit = "no time limit" if seconds is None else f"a {seconds} s limit"
-    solver_text = {"local-search": "its local search", "optimal-highs": "its HiGHS optimal "
+    solver_text = {"local-search": "local search", "optimal-highs": "HiGHS optimal "
                    "solver"}[solver] + f" ({limit})"
-    title = textwrap.fill(title.replace('"""', "'").replace("\\", "/"), WIDTH - 4)
-    head = SCRIPT_HEAD.format(title=title, source=source,
-                              solver_text=solver_text, script=script)
+    about = {"scenario": str(scenario.get("name") or "scenario"),
+             "description": str(scenario.get("description") or ""),
+             "source": str(source), "script": str(script), "solver": solver_text}
+    head = SCRIPT_HEAD + f"ABOUT = {_literal(about, 0)}\n" + ABOUT_LINE
     return head + "\n".join(script_lines(run)) + "\n" + SCRIPT_TAIL

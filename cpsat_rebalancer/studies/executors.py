@@ -1,15 +1,40 @@
 """Where variants run: ``local`` (a process pool over this machine's cores) or ``ray`` (an
 existing Ray cluster, or a local one started on the spot). Both take a task, run
-:func:`run_variant` on it, and hand back rows as they finish."""
+:func:`run_variant` on it, and hand back rows as they finish; ``close`` waits for the
+tasks running, ``terminate`` ends them at once.
+
+Local workers die with the process that started them: on Linux each asks the kernel for
+SIGKILL when its parent ends (``prctl(PR_SET_PDEATHSIG)``), so even a SIGKILLed study
+leaves no worker solving and writing. A local Ray cluster shares its driver's fate by Ray's
+own means."""
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
+import signal
+import sys
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
 from ..errors import InputError
 from .variant_run import Task, run_variant
+
+PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def die_with_parent(parent: int) -> None:
+    """Worker initializer: be killed (SIGKILL) when the process ``parent`` ends, however it
+    ends. Linux only; elsewhere the parent's :meth:`LocalExecutor.terminate` remains."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl here: nothing to ask for
+            pass
+    if os.getppid() != parent:  # the parent ended before the request took effect
+        os._exit(1)
 
 
 class LocalExecutor:
@@ -17,7 +42,8 @@ class LocalExecutor:
 
     def __init__(self, workers: int):
         self.pool = ProcessPoolExecutor(max_workers=workers,
-                                        mp_context=multiprocessing.get_context("spawn"))
+                                        mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=die_with_parent, initargs=(os.getpid(),))
         self.pending: dict[Future, Task] = {}
 
     def submit(self, task: Task) -> None:
@@ -38,6 +64,15 @@ class LocalExecutor:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def terminate(self) -> None:
+        """End every worker now (the variants they were solving are not stored)."""
+        processes = list((getattr(self.pool, "_processes", None) or {}).values())
+        for process in processes:
+            process.kill()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.join(timeout=5)
 
 
 class RayExecutor:
@@ -79,6 +114,8 @@ class RayExecutor:
             self.ray.cancel(ref, force=True)
         if self.started:
             self.ray.shutdown()
+
+    terminate = close  # pending tasks are cancelled either way
 
 
 def make_executor(kind: str, workers: int, address: str | None = None):

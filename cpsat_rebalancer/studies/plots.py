@@ -4,12 +4,14 @@ variant, and for searches the answer against each swept parameter."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import InputError
+from ..files import write_atomically
 
 MAX_LINES = 12  # beyond this many combinations of the other parameters, a figure gets crowded
 MAX_BOXES = 60
@@ -40,7 +42,9 @@ def _swept(frame: pd.DataFrame) -> list[str]:
 
 def _save(fig, path: Path, written: list[Path]) -> None:
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    image = io.BytesIO()  # then written whole or not at all
+    fig.savefig(image, dpi=110, format="png")
+    write_atomically(path, image.getvalue())
     written.append(path)
 
 

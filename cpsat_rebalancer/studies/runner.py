@@ -8,8 +8,11 @@ searches ``answers.parquet`` / ``answers.csv``; ``study.json`` records what was 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +72,27 @@ def _group(point: dict[str, Any]) -> str:
     return json.dumps(point, sort_keys=True, default=str) if point else "{}"
 
 
+@contextlib.contextmanager
+def _stop_on_signals():
+    """SIGTERM and SIGHUP raise ``SystemExit`` (128 + the signal) in the main thread, so the
+    study stops as on Ctrl-C: its workers are terminated, not left solving. (Signals reach
+    only the main thread; elsewhere nothing is installed.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(number, frame):
+        raise SystemExit(128 + number)
+
+    wanted = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    previous = {number: signal.signal(number, stop) for number in wanted}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+
+
 def run_study(study: Study, out: str | Path, executor: str = "local", workers: int = 1,
               address: str | None = None, csv: bool = False,
               progress: TextIO | None = sys.stderr) -> Outcome:
@@ -87,10 +111,10 @@ def run_study(study: Study, out: str | Path, executor: str = "local", workers: i
         keys.append(key)
         if state is None:
             return Task(str(study.path), study.raw, study.fingerprint, key, params, str(out),
-                        run_id)
+                        run_id, allow_code=study.allow_code)
         return Task(str(study.path), study.raw, study.fingerprint, key, params, str(out), run_id,
                     state.search.name, state.group, state.search.position,
-                    state.search.at_most)
+                    state.search.at_most, study.allow_code)
 
     if study.searches:
         base = study.base_scenario()
@@ -129,31 +153,34 @@ def run_study(study: Study, out: str | Path, executor: str = "local", workers: i
         else:
             pending.append(item)
     runner = make_executor(executor, workers, address) if pending else None
+    ended = False
     try:
-        in_flight = 0
-        while pending or in_flight:
-            while pending and in_flight < workers:
-                runner.submit(pending.pop(0))
-                in_flight += 1
-            bar.running = in_flight
-            bar.show()
-            for finished, row in runner.finished():
-                in_flight -= 1
-                computed += 1
-                bar.done += 1
-                if row.get("status") == ERROR:
-                    failed += 1
-                    bar.failed += 1
-                state = waiting.pop(finished.key, None)
-                if state is not None:
-                    state.record(finished.params[state.search.parameter], row)
-                    probe = advance(state)
-                    if probe is not None:
-                        pending.append(probe)
-                        waiting[probe.key] = state
+        with _stop_on_signals():
+            in_flight = 0
+            while pending or in_flight:
+                while pending and in_flight < workers:
+                    runner.submit(pending.pop(0))
+                    in_flight += 1
+                bar.running = in_flight
+                bar.show()
+                for finished, row in runner.finished():
+                    in_flight -= 1
+                    computed += 1
+                    bar.done += 1
+                    if row.get("status") == ERROR:
+                        failed += 1
+                        bar.failed += 1
+                    state = waiting.pop(finished.key, None)
+                    if state is not None:
+                        state.record(finished.params[state.search.parameter], row)
+                        probe = advance(state)
+                        if probe is not None:
+                            pending.append(probe)
+                            waiting[probe.key] = state
+        ended = True
     finally:
-        if runner is not None:
-            runner.close()
+        if runner is not None:  # stopped by an error or a signal: the workers end now
+            runner.close() if ended else runner.terminate()
     bar.running = 0
     bar.show(final=True)
 

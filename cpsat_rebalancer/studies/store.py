@@ -7,16 +7,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from .. import files
+
 ROWS = "variants"
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 
 
 def variant_key(fingerprint: str, params: dict[str, Any]) -> str:
@@ -26,17 +24,9 @@ def variant_key(fingerprint: str, params: dict[str, Any]) -> str:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """The whole file or nothing: a temporary file beside it, then a rename."""
+    """The whole file or nothing (see :mod:`cpsat_rebalancer.files`), its folder made first."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.chmod(temporary, 0o666 & ~_UMASK)  # mkstemp makes it private; a result is not
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    files.write_atomically(path, data)
 
 
 def _clean(value: Any) -> Any:

@@ -8,24 +8,34 @@ answered by a binary search with a proof at each step), an optional ``hint``
 (``first-fit``, see :mod:`.hints`), and ``shortcuts`` (decide search probes by cheaper
 proofs first, see :mod:`.proofs`). Parameters are described in
 :mod:`.variants`. Every mistake raises :class:`InputError` naming the field.
+
+Generators and heuristics are names from the project's registries or installed plugins
+(:mod:`cpsat_rebalancer.plugins`); a ``FILE.py:NAME`` in the study's folder runs only with
+``allow_code=True`` (``study run --allow-code``). Nothing else is ever imported.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-import importlib
-import importlib.util
 import itertools
 import json
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..heuristics import BUILT_IN
+from ..generators import GENERATORS
+from ..heuristics import check_heuristic
+from ..plugins import (
+    GENERATOR_GROUP,
+    code_file,
+    load_code_file,
+    load_plugin,
+    plugin,
+    plugin_names,
+)
 from ..scenario import MODEL_KEYS, SolverOptions, load_data_with_model, read_data_file
 from .variants import check_parameter
 
@@ -56,7 +66,7 @@ class Search:
 class Study:
     path: Path
     name: str
-    base: dict[str, Any]  # {"scenario": path} or {"generator": "mod:fn", "args": {...}}
+    base: dict[str, Any]  # {"scenario": path} or {"generator": NAME, "args": {...}}
     model: Path | None
     solver: dict[str, Any]
     points: list[dict[str, Any]]  # one parameter dict per grid point / listed variant
@@ -70,6 +80,7 @@ class Study:
     # decide search probes by cheaper proofs first (see .proofs); "only": and leave the
     # probes they cannot decide unknown instead of solving them in full
     shortcuts: bool | str = False
+    allow_code: bool = False  # run FILE.py:NAME generators and heuristics beside the study
 
     @property
     def options(self) -> SolverOptions:
@@ -81,28 +92,37 @@ class Study:
             data = load_data_with_model(str(self.base["scenario"]),
                                         str(self.model) if self.model else None)
         else:
-            data = generator_function(self.base["generator"])(**self.base.get("args", {}))
+            function = generator_function(self.base["generator"], allow_code=self.allow_code,
+                                          folder=self.path.parent)
+            data = function(**self.base.get("args", {}))
             if self.model:  # as ``--model`` does: the model's goals and constraints replace
                 data = {k: v for k, v in data.items() if k not in MODEL_KEYS}
                 data.update(load_model(self.model))
         return data
 
 
-def generator_function(reference: str) -> Any:
-    """``module:function``, or ``/path/to/file.py:function`` (loaded as its own module)."""
-    module, _, attribute = reference.rpartition(":")
-    if module.endswith(".py"):
-        name = "cpsat_rebalancer_study_" + hashlib.sha256(module.encode()).hexdigest()[:12]
-        loaded = sys.modules.get(name)
-        if loaded is None:
-            spec = importlib.util.spec_from_file_location(name, module)
-            if spec is None or spec.loader is None:
-                raise ImportError(module)
-            loaded = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(loaded)
-            sys.modules[name] = loaded
-        return getattr(loaded, attribute)
-    return getattr(importlib.import_module(module), attribute)
+def generator_function(reference: str, *, allow_code: bool = False, folder: Path | None = None,
+                       where: str = "base.generator") -> Any:
+    """The generator ``reference`` names: a built-in (``drain_cluster``, ...), an installed
+    plugin (entry point group ``cpsat_rebalancer.generators``), or with ``allow_code`` a
+    ``FILE.py:FUNCTION`` inside ``folder`` (the study's). Anything else is refused before
+    anything is imported."""
+    if reference in GENERATORS:
+        return GENERATORS[reference]
+    code = code_file(reference, where, allow_code=allow_code, folder=folder)
+    if code is not None:
+        return load_code_file(code, where)
+    entry = plugin(GENERATOR_GROUP, reference) if ":" not in reference else None
+    if entry is not None:
+        return load_plugin(entry, where)
+    module, _, name = reference.rpartition(":")
+    hint = (f"; write the plain name {name}" if module == "cpsat_rebalancer.generators"
+            and name in GENERATORS else "")
+    installed = plugin_names(GENERATOR_GROUP)
+    raise InputError(where, "unknown generator (built in: " + ", ".join(GENERATORS)
+                     + ("; installed plugins: " + ", ".join(installed) if installed else "")
+                     + "; or FILE.py:FUNCTION in the study's folder, with --allow-code)"
+                     + hint, reference)
 
 
 def load_model(path: Path) -> dict[str, Any]:
@@ -121,7 +141,7 @@ def _relative(study_path: Path, value: Any, where: str) -> Path:
     return path
 
 
-def _parse_base(data: Any, study_path: Path) -> dict[str, Any]:
+def _parse_base(data: Any, study_path: Path, allow_code: bool) -> dict[str, Any]:
     if isinstance(data, str):
         return {"scenario": _relative(study_path, data, "base")}
     if not isinstance(data, dict):
@@ -137,15 +157,12 @@ def _parse_base(data: Any, study_path: Path) -> dict[str, Any]:
             raise InputError("base.args", "only a generator takes args")
         return {"scenario": _relative(study_path, data["scenario"], "base.scenario")}
     generator = data["generator"]
-    if not isinstance(generator, str) or ":" not in generator:
-        raise InputError("base.generator", "expected module:function", generator)
-    module, _, attribute = generator.partition(":")
-    if module.endswith(".py"):  # a generator file beside the study
-        generator = f"{_relative(study_path, module, 'base.generator')}:{attribute}"
-    try:
-        function = generator_function(generator)
-    except (ImportError, AttributeError, OSError):
-        raise InputError("base.generator", "cannot import this function", generator) from None
+    if not isinstance(generator, str) or not generator:
+        raise InputError("base.generator", "expected a generator name", generator)
+    function = generator_function(generator, allow_code=allow_code, folder=study_path.parent)
+    code = code_file(generator, "base.generator", allow_code=True, folder=study_path.parent)
+    if code is not None:  # kept as an absolute path: workers resolve it the same way
+        generator = f"{code.path}:{code.attribute}"
     if not callable(function):
         raise InputError("base.generator", "not a function", generator)
     args = data.get("args", {})
@@ -236,8 +253,9 @@ def _points(grid: Any, variants: Any) -> list[dict[str, Any]]:
     return points
 
 
-def parse_study(data: Any, path: str | Path) -> Study:
-    """Validate a study dict read from ``path`` (relative paths resolve against it)."""
+def parse_study(data: Any, path: str | Path, allow_code: bool = False) -> Study:
+    """Validate a study dict read from ``path`` (relative paths resolve against it).
+    ``allow_code``: run ``FILE.py:NAME`` generators and heuristics in the study's folder."""
     path = Path(path).resolve()
     if not isinstance(data, dict):
         raise InputError(str(path), "a study must be a mapping at the top level")
@@ -250,7 +268,7 @@ def parse_study(data: Any, path: str | Path) -> Study:
         raise InputError("name", "expected a non-empty name", name)
     if "base" not in data:
         raise InputError("base", "missing: the base scenario (a path, or a generator)")
-    base = _parse_base(data["base"], path)
+    base = _parse_base(data["base"], path, allow_code)
     model = _relative(path, data["model"], "model") if data.get("model") is not None else None
     solver = data.get("solver", {})
     SolverOptions.parse(solver, "solver")  # validate now, before any variant runs
@@ -258,9 +276,8 @@ def parse_study(data: Any, path: str | Path) -> Study:
     if not isinstance(heuristics, list) or not all(isinstance(h, str) for h in heuristics):
         raise InputError("heuristics", "expected a list of heuristic names", heuristics)
     for k, heuristic in enumerate(heuristics):
-        if heuristic not in BUILT_IN and ":" not in heuristic:
-            raise InputError(f"heuristics[{k}]", "unknown heuristic (built in: "
-                             + ", ".join(BUILT_IN) + ", or module:attribute)", heuristic)
+        check_heuristic(heuristic, f"heuristics[{k}]", allow_code=allow_code,
+                        folder=path.parent)
     metrics = data.get("metrics")
     if metrics is not None and (not isinstance(metrics, list)
                                 or not all(isinstance(m, str) for m in metrics)):
@@ -296,12 +313,13 @@ def parse_study(data: Any, path: str | Path) -> Study:
          "generator": base.get("generator", "").rpartition(":")[2],
          "base_content": _content(base), "model": _file_digest(model),
          "solver": solver, "heuristics": heuristics, "hint": hint,
-         **({"shortcuts": shortcuts} if shortcuts else {})},
+         **({"shortcuts": shortcuts} if shortcuts else {}),
+         **_code_content(heuristics, path.parent)},
         sort_keys=True, default=str).encode()).hexdigest()[:16]
     return Study(path, name, base, model, dict(solver), points, tuple(heuristics),
                  tuple(metrics) if metrics is not None else None, parsed_searches, fingerprint,
                  hint, copy.deepcopy(data), tuple(dimensions) if dimensions else None,
-                 shortcuts)
+                 shortcuts, allow_code)
 
 
 def _file_digest(path: Path | None) -> str | None:
@@ -313,9 +331,27 @@ def _content(base: dict[str, Any]) -> str | None:
     it and its variants rerun. Paths are not: the key survives a move to another machine."""
     if "scenario" in base:
         return _file_digest(base["scenario"])
-    module = base["generator"].rpartition(":")[0]
-    return _file_digest(Path(module)) if module.endswith(".py") else module
+    reference = base["generator"]
+    module = reference.rpartition(":")[0]
+    if module.endswith(".py"):
+        return _file_digest(Path(module))
+    if reference in GENERATORS:  # the module it lives in, as when it was named by module
+        return GENERATORS[reference].__module__
+    entry = plugin(GENERATOR_GROUP, reference)
+    return entry.value.partition(":")[0] if entry is not None else reference
 
 
-def load_study(path: str | Path) -> Study:
-    return parse_study(read_data_file(path), path)
+def _code_content(heuristics: list[str], folder: Path) -> dict[str, Any]:
+    """The content of the ``.py`` heuristics' files (none: nothing, so keys stay as they
+    were): edit one and its variants rerun."""
+    digests = {}
+    for name in heuristics:
+        code = code_file(name, "heuristics", allow_code=True, folder=folder)
+        if code is not None:
+            digests[name] = _file_digest(code.path)
+    return {"heuristic_content": digests} if digests else {}
+
+
+def load_study(path: str | Path, allow_code: bool = False) -> Study:
+    """Read and validate a study file (``allow_code``: see :func:`parse_study`)."""
+    return parse_study(read_data_file(path), path, allow_code)

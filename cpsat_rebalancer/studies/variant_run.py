@@ -45,6 +45,7 @@ class Task:
     group: str | None = None  # the grid point of that search
     position: int | None = None  # feasibility: this bucket's value at most at_most
     at_most: float = 0.0
+    allow_code: bool = False  # the study's FILE.py:NAME generators and heuristics may run
 
 
 _STUDIES: dict[str, Study] = {}  # per process: parsed studies by fingerprint
@@ -54,7 +55,7 @@ _BASES: dict[str, dict[str, Any]] = {}  # and their base scenarios, built once
 def _study(task: Task) -> Study:
     study = _STUDIES.get(task.fingerprint)
     if study is None:
-        study = parse_study(task.study, task.study_path)
+        study = parse_study(task.study, task.study_path, task.allow_code)
         if study.fingerprint != task.fingerprint:
             raise InputError(task.study_path, "a file the study uses changed while it ran")
         _STUDIES.clear()
@@ -112,11 +113,12 @@ def result_row(result: SolveResult) -> dict[str, Any]:
     return row
 
 
-def heuristic_rows(data: dict, heuristics: tuple[str, ...], ours: SolveResult,
+def heuristic_rows(data: dict, study: Study, ours: SolveResult,
                    options: SolverOptions) -> dict[str, Any]:
     from ..compare import compare
 
-    comparison = compare(data, heuristics, options=options, ours=ours)
+    comparison = compare(data, study.heuristics, options=options, ours=ours,
+                         allow_code=study.allow_code, folder=study.path.parent)
     row: dict[str, Any] = {}
     for entry in comparison.entries:
         prefix = f"h.{entry.name}."
@@ -176,7 +178,7 @@ def run_variant(task: Task) -> dict[str, Any]:
         if task.search is not None:
             row["verdict"] = verdict(result, task.position, task.at_most)
         if study.heuristics:
-            row.update(heuristic_rows(data, study.heuristics, result, options))
+            row.update(heuristic_rows(data, study, result, options))
         if study.metrics is not None:
             keep = ("key", "study", "run_id", "search", "group", "param.", "status", "error",
                     "verdict", "seconds")
