@@ -383,14 +383,14 @@ def wheel_mismatches(data: dict, final: np.ndarray) -> list[str]:
             if np.isnan(theirs) and mine == 0:
                 continue  # ColocateGroups squares inside its bound: 1.0.4's NaN
                 # (docs/semantics.md#colocategroups)
-            if abs(mine - theirs) > 1e-9 * max(1.0, abs(theirs)):
+            if abs(mine - theirs) > 1e-9 * max(abs(mine), abs(theirs)) + 2.0**-46:
                 problems.append(f"{label} goal {goal['index']}: ours {mine} wheel {theirs}")
         for constraint in wheel[label]["constraints"]:
             theirs = constraint["value"]
             mine = ours.constraints[constraint["index"]].violation
             if np.isnan(theirs) and mine == 0:
                 continue
-            if abs(mine - theirs) > 1e-9 * max(1.0, abs(theirs)):
+            if abs(mine - theirs) > 1e-9 * max(abs(mine), abs(theirs)) + 2.0**-46:
                 problems.append(f"{label} constraint {constraint['index']}: ours {mine} "
                                 f"wheel {theirs}")
     return problems

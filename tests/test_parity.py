@@ -23,10 +23,13 @@ pytestmark = [
                        "wheel (set CPSAT_REBALANCER_PEER_PYTHON; see README)"),
 ]
 REL = 1e-9
+NOISE = 2.0**-46  # two double computations of a value near 1 may differ by this much
 
 
 def close(ours: float, theirs: float) -> bool:
-    return abs(ours - theirs) <= REL * max(1.0, abs(ours), abs(theirs))
+    """Equal to relative 1e-9 (above the noise of double arithmetic: a value that should
+    be 0 may come out as 1e-17 in one of the two)."""
+    return abs(ours - theirs) <= REL * max(abs(ours), abs(theirs)) + NOISE
 
 
 def known_wheel_nan(spec: dict) -> bool:
