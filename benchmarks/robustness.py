@@ -55,6 +55,7 @@ from benchmarks.scale import (  # noqa: E402
 from cpsat_rebalancer import evaluate, parse_scenario, solve_scenario  # noqa: E402
 from cpsat_rebalancer.cli.common import write_output  # noqa: E402
 from cpsat_rebalancer.errors import InputError  # noqa: E402
+from cpsat_rebalancer.heuristics import tuple_order  # noqa: E402
 from cpsat_rebalancer.peer import PeerError, require_peer_python, solve_with_wheel  # noqa: E402
 from cpsat_rebalancer.result import OPTIMAL  # noqa: E402
 from cpsat_rebalancer.scenario import SolverOptions  # noqa: E402
@@ -149,8 +150,18 @@ def add_local_search(row: dict[str, Any], objects: int, containers: int, seed: i
     row.update({"LS values": values(evaluation.positions), "LS s": answer["solveSeconds"],
                 "LS wall s": answer["seconds"], "LS moves": answer["moves"],
                 "LS end": answer["endReason"], "LS feasible": evaluation.feasible})
-    row["vs LS"] = ("- (ours raised)" if ours is None
-                    else verdict(ours["evaluation"], evaluation))
+    if ours is None:
+        row["vs LS"] = "- (ours raised)"
+        return
+    row["vs LS"] = verdict(ours["evaluation"], evaluation)
+    order, position = tuple_order(ours["evaluation"], evaluation)
+    if order > 0 and position is not None:  # what our answer claimed where LS beat it
+        bucket = next((b for b in ours["buckets"] if b["position"] == position), None)
+        mine = ours["evaluation"].positions.get(position, 0.0)
+        theirs = evaluation.positions.get(position, 0.0)
+        row["worse by"] = f"{mine - theirs:.3g}" + ("" if bucket is None else (
+            f" at {position}, where ours is {bucket['status']} with gap {cell(bucket['gap'])}"
+            f" and stated error {cell(bucket['approximation_error'])}"))
 
 
 # --------------------------------------------------------------------------- output
@@ -199,19 +210,21 @@ def commit() -> str:
     return head + ("+changes" if dirty else "")
 
 
-def findings(rows: list[dict]) -> dict[str, list[dict]]:
+def findings(rows: list[dict], time_limit: float) -> dict[str, list[dict]]:
     return {
         "raised": [r for r in rows if "raised" in r],
         "not proven": [r for r in rows if "status" in r and r["status"] != OPTIMAL],
         "worse than LS": [r for r in rows if "WORSE" in r.get("vs LS", "")],
+        "over the time limit": [r for r in rows if (r.get("seconds") or 0) > time_limit + 1],
         "LS error": [r for r in rows if "LS error" in r],
     }
 
 
 def footer(rows: list[dict], args: argparse.Namespace, when: str, total: float) -> str:
-    found = findings(rows)
+    found = findings(rows, args.time_limit)
     proven = sum(r.get("status") == OPTIMAL for r in rows)
-    statuses = pd.Series([r.get("status", "raised") for r in rows]).value_counts()
+    counted = pd.Series([r.get("status", "raised") for r in rows]).value_counts()
+    statuses = ", ".join(f"{k} {v}" for k, v in counted.items())
     times = [r["seconds"] for r in rows if r.get("seconds") is not None]
     peaks = [r["peak MB"] for r in rows if r.get("peak MB") is not None]
     judged = sum("vs LS" in r and not r["vs LS"].startswith("-") for r in rows)
@@ -219,7 +232,7 @@ def footer(rows: list[dict], args: argparse.Namespace, when: str, total: float) 
         f"{len(rows)} instances: proven optimal {proven}, raised {len(found['raised'])}, "
         f"worse than LS {len(found['worse than LS'])}"
         + (f" (of {judged} compared)" if not args.no_peer else " (LS not run)")
-        + f"; statuses {', '.join(f'{k} {v}' for k, v in statuses.items())}; "
+        + f", over the time limit {len(found['over the time limit'])}; statuses {statuses}; "
         f"max time {max(times, default=0):.1f} s; max peak memory "
         f"{max(peaks, default=0):.0f} MB",
         f"{when}; machine: {machine()}; commit {commit()}",
@@ -242,7 +255,10 @@ def detail(kind: str, row: dict[str, Any]) -> str:
         return (f"{row['status']} ({row['position status']}), values {row['values']}, "
                 f"bounds {row['bounds']}")
     if kind == "worse than LS":
-        return f"{row['vs LS']}: ours {row['values']}, LS {row['LS values']}"
+        return (f"{row['vs LS']}: ours {row['values']}, LS {row['LS values']}; ours worse by "
+                f"{row.get('worse by', '-')}")
+    if kind == "over the time limit":
+        return f"{row['seconds']:.1f} s, {row.get('status', 'raised')}"
     return row[kind][:300]
 
 
@@ -303,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
                    "solverSeed": args.solver_seed, "peer": not args.no_peer, "rows": rows}
         write_output(args.json, json.dumps(payload, indent=1, default=str))
         print(f"Wrote {args.json}")
-    found = findings(rows)
+    found = findings(rows, args.time_limit)
     return 1 if args.fail_on_findings and (found["raised"] or found["worse than LS"]) else 0
 
 
