@@ -57,7 +57,7 @@ from cpsat_rebalancer.cli.common import write_output  # noqa: E402
 from cpsat_rebalancer.errors import InputError  # noqa: E402
 from cpsat_rebalancer.heuristics import tuple_order  # noqa: E402
 from cpsat_rebalancer.peer import PeerError, require_peer_python, solve_with_wheel  # noqa: E402
-from cpsat_rebalancer.result import OPTIMAL  # noqa: E402
+from cpsat_rebalancer.result import INFEASIBLE, OPTIMAL  # noqa: E402
 from cpsat_rebalancer.scenario import SolverOptions  # noqa: E402
 from cpsat_rebalancer.shapes import describe_shape, random_shape_scenario  # noqa: E402
 
@@ -213,7 +213,8 @@ def commit() -> str:
 def findings(rows: list[dict], time_limit: float) -> dict[str, list[dict]]:
     return {
         "raised": [r for r in rows if "raised" in r],
-        "not proven": [r for r in rows if "status" in r and r["status"] != OPTIMAL],
+        # INFEASIBLE is a proof too (of the hard rules' conflict), so not listed here
+        "not proven": [r for r in rows if r.get("status") not in (None, OPTIMAL, INFEASIBLE)],
         "worse than LS": [r for r in rows if "WORSE" in r.get("vs LS", "")],
         "over the time limit": [r for r in rows if (r.get("seconds") or 0) > time_limit + 1],
         "LS error": [r for r in rows if "LS error" in r],
