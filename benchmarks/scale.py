@@ -36,6 +36,7 @@ import platform
 import resource
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -95,24 +96,31 @@ def solve_ours(family: str, objects: int, containers: int, seed: int, time_limit
     }
 
 
-def _child(conn: Any, job: tuple) -> None:
+def _child(conn: Any, target: Callable[..., dict[str, Any]], job: tuple) -> None:
     try:
-        conn.send(("ok", solve_ours(*job)))
+        conn.send(("ok", target(*job)))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
 
 
-def run_child(job: tuple) -> dict[str, Any]:
-    """:func:`solve_ours` in a fresh spawned process (one per instance); its answer comes
-    back through a pipe, read before joining so that a large answer cannot block it."""
+def run_child(job: tuple, target: Callable[..., dict[str, Any]] = solve_ours,
+              timeout: float | None = None) -> dict[str, Any]:
+    """``target(*job)`` (by default :func:`solve_ours`) in a fresh spawned process (one per
+    instance); its answer comes back through a pipe, read before joining so that a large
+    answer cannot block it. ``target`` must be importable by name (a module-level function).
+    With ``timeout``, a child silent for that many seconds is killed (``TimeoutError``)."""
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(send, job))
+    process = context.Process(target=_child, args=(send, target, job))
     process.start()
     send.close()
     try:
+        if timeout is not None and not receive.poll(timeout):
+            process.kill()
+            process.join()
+            raise TimeoutError(f"the solving child gave no answer in {timeout:g} s (killed)")
         kind, payload = receive.recv()
     except EOFError:
         process.join()
@@ -281,6 +289,22 @@ def never_worse(rows: list[dict]) -> str:
 # --------------------------------------------------------------------------- command line
 
 
+def parse_sizes(text: str, option: str = "--sizes") -> list[tuple[int, int]]:
+    """``2000x100,10000x500`` as [(objects, containers), ...]."""
+    sizes = []
+    for size in filter(None, text.split(",")):
+        try:
+            objects, containers = (int(x) for x in size.lower().split("x"))
+        except ValueError:
+            raise InputError(option, "expected OBJECTSxCONTAINERS, e.g. 2000x100",
+                             size) from None
+        if objects < 1 or containers < 1:
+            raise InputError(option, "expected positive numbers of objects and containers",
+                             size)
+        sizes.append((objects, containers))
+    return sizes
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--families", default=DEFAULT_FAMILIES,
@@ -310,14 +334,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         if family not in SCALE_FAMILIES:
             raise InputError("--families", f"unknown family (expected {', '.join(SCALE_FAMILIES)})",
                              family)
-    args.instances = []
-    for size in filter(None, args.sizes.split(",")):
-        try:
-            objects, containers = (int(x) for x in size.lower().split("x"))
-        except ValueError:
-            raise InputError("--sizes", "expected OBJECTSxCONTAINERS, e.g. 2000x100",
-                             size) from None
-        args.instances.append((objects, containers))
+    args.instances = parse_sizes(args.sizes)
     args.peers = []
     if not args.no_peer:
         for name in filter(None, args.peer.split(",")):
