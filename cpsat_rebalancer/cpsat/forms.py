@@ -314,6 +314,17 @@ class IntegerForms:
             initial = round(self.initial_value(lin) * form.factor)
         return Lin.atom(self.new_atom(v, form.lo, form.hi, initial), 1 / form.factor)
 
+    def variable(self, expr: object, lo: int, hi: int, name: str) -> object:
+        """``expr`` as one CP-SAT variable (a new one equal to it when it is a sum): the
+        nonlinear constraints (division, maximum, product) then never see a weighted sum,
+        whose domain CP-SAT would compute as every sum its terms can make, with no regard
+        for the time limit."""
+        if isinstance(expr, cp_model.IntVar):
+            return expr
+        v = self.cp.new_int_var(lo, hi, name)
+        self.cp.add(v == expr)
+        return v
+
     def exact_max(self, lins: list[Lin], what: str = "rounding") -> Lin:
         """A form equal to the max of ``lins`` (not only bounding it), for thresholds."""
         if all(lin.is_constant for lin in lins):
@@ -321,7 +332,8 @@ class IntegerForms:
         forms = self.integerize_all(lins, VARIABLE_LIMIT)
         lo, hi = max(f.lo for f in forms), max(f.hi for f in forms)
         t = self.cp.new_int_var(lo, hi, "exact_max")
-        self.cp.add_max_equality(t, [f.expr for f in forms])
+        self.cp.add_max_equality(t, [self.variable(f.expr, f.lo, f.hi, "max_term")
+                                     for f in forms])
         for f in forms:
             self.note_error(what, f.error)
         return Lin.atom(self.new_atom(t, lo, hi), 1 / forms[0].factor)

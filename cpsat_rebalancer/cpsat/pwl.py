@@ -71,7 +71,8 @@ def _coarsened(builder: CpBuilder, x: Lin, g: Callable[[float], float], what: st
         return x
     divisor = -(-span // MAX_SPAN)
     coarse = builder.cp.new_int_var(0, span // divisor, "coarse")
-    builder.cp.add_division_equality(coarse, atom.expr - atom.lo, divisor)
+    shifted = builder.variable(atom.expr - atom.lo, 0, span, "shifted")
+    builder.cp.add_division_equality(coarse, shifted, divisor)
     ends = [float(coef * u + x.const) for u in (atom.lo, atom.hi)]
     steepest = max(abs(g(ends[0] + float(coef)) - g(ends[0])),
                    abs(g(ends[1]) - g(ends[1] - float(coef))))  # per unit of U, convex g

@@ -288,7 +288,7 @@ class BalanceSpec(Spec):
             b.note_error(what, form.error)
             hi = max(form.hi, 0)
             v = b.cp.new_int_var(0, hi, "excess")
-            b.cp.add_max_equality(v, [form.expr, 0])
+            b.cp.add_max_equality(v, [b.variable(form.expr, form.lo, form.hi, "deviation"), 0])
             w = v
             if divisor > 1:
                 w = b.cp.new_int_var(0, hi // divisor, "excess_coarse")
