@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
 import time
 
 from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.api import solve_scenario
+from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.shapes import random_shape_scenario
 from cpsat_rebalancer.solve.compile import compile_model
@@ -41,3 +43,50 @@ def test_the_time_limit_holds_on_that_shape() -> None:
     result = solve_scenario(scenario, SolverOptions(time_limit=3, workers=2, seed=0))
     assert time.monotonic() - started < 3 + 2.0
     assert result.final_evaluation.feasible or result.status == "INFEASIBLE"
+
+
+def drain_shape(objects: int, hosts: int, seed: int = 0) -> dict:
+    """A drain: ToFree as a DEFAULT constraint on a tenth of the loaded hosts, UtilIncreaseCost
+    of mem (lowerBound 0.5, squares) the only goal, Capacity MAX RELATIVE 1.0; integer sizes
+    1-16 on hosts of capacity C and 2C at 65%."""
+    rng = random.Random(seed)
+    names = [f"h{i}" for i in range(hosts)]
+    capacity = {h: 100 if i % 2 else 200 for i, h in enumerate(names)}
+    assignment: dict[str, list[str]] = {h: [] for h in names}
+    sizes: dict[str, int] = {}
+    load = dict.fromkeys(names, 0)
+    while len(sizes) < objects and sum(sizes.values()) < 0.65 * sum(capacity.values()):
+        size, host = rng.randint(1, 16), rng.choice(names)
+        if load[host] + size <= capacity[host]:
+            name = f"t{len(sizes)}"
+            sizes[name] = size
+            assignment[host].append(name)
+            load[host] += size
+    loaded = [h for h in names if assignment[h]]
+    return {
+        "assignment": assignment, "objectDimensions": {"mem": sizes},
+        "containerDimensions": {"mem": capacity},
+        "goals": [{"spec": {"utilIncreaseCostSpec": {"dimension": "mem", "lowerBound": 0.5,
+                                                     "squares": True}}}],
+        "constraints": [
+            {"spec": {"toFreeSpec": {"containers": rng.sample(loaded, len(loaded) // 10),
+                                     "dimension": "mem"}}, "policy": "DEFAULT"},
+            {"spec": {"capacitySpec": {"dimension": "mem", "bound": "MAX",
+                                       "limit": {"type": "RELATIVE", "globalLimit": 1.0}}}},
+        ],
+    }
+
+
+def test_a_drain_with_large_penalties_gives_a_model_cp_sat_accepts() -> None:
+    """The capacity rule bounds each load below its declared domain (the total of the
+    dimension); the objective was sized by the bounds while CP-SAT checked it against the
+    domains, and rejected it as a possible overflow."""
+    scenario = parse_scenario(drain_shape(1000, 60))
+    builder, buckets = compile_model(scenario.problem, scenario.model)
+    form = builder.integerize(lin_sum(buckets[0].terms), objective=True)
+    builder.cp.minimize(form.expr)
+    assert builder.cp.validate() == ""
+    result = solve_scenario(scenario, SolverOptions(time_limit=3, workers=2, seed=0))
+    assert result.final_evaluation.feasible
+    report = result.buckets[0]
+    assert report.bound is None or report.bound <= report.objective

@@ -102,10 +102,15 @@ class IntegerForms:
             total += c * initial
         return total
 
-    def integerize(self, lin: Lin, limit: int = INT_LIMIT) -> Integerized:
-        return self.integerize_all([lin], limit)[0]
+    def integerize(self, lin: Lin, limit: int = INT_LIMIT, *,
+                   objective: bool = False) -> Integerized:
+        """``K·lin`` as an integer form (see ``integerize_all``). ``objective``: the form
+        is only minimized (a bucket's objective), which lets a term too fine for the scale
+        be coarsened from above instead of rounded (see ``_scaled``)."""
+        return self.integerize_all([lin], limit, objective=objective)[0]
 
-    def integerize_all(self, lins: list[Lin], limit: int = INT_LIMIT) -> list[Integerized]:
+    def integerize_all(self, lins: list[Lin], limit: int = INT_LIMIT, *,
+                       objective: bool = False) -> list[Integerized]:
         """``K·lin`` for each form with one integer factor K: the least common denominator
         when magnitudes allow (exact, up to ``limit``), else a power of ten with the
         rounding error stated."""
@@ -122,9 +127,9 @@ class IntegerForms:
                 raise InputError("", "numbers too large to model in CP-SAT's 64-bit integers",
                                  float(magnitude))
             factor = 10 ** max(0, int(math.floor(math.log10(limit / max(magnitude, 1)))))
-        return [self._scaled(lin, factor) for lin in lins]
+        return [self._scaled(lin, factor, objective) for lin in lins]
 
-    def _scaled(self, lin: Lin, factor: int) -> Integerized:
+    def _scaled(self, lin: Lin, factor: int, objective: bool = False) -> Integerized:
         atoms, coefs = [], []
         error = Fraction(0)
         lo = hi = 0
@@ -134,12 +139,24 @@ class IntegerForms:
             atom = self.atoms[a]
             exact = c * factor
             coef = round(exact)
-            error += abs(exact - coef) * max(abs(atom.lo), abs(atom.hi))
+            rounding = abs(exact - coef) * max(abs(atom.lo), abs(atom.hi))
+            expr, atom_lo, atom_hi = atom.expr, atom.lo, atom.hi
+            if objective and exact > 0 and atom.bounding and atom.lo >= 0:
+                # exact = p/q: q·w >= atom with w minimized is ceil(atom / q), and p·w lies
+                # less than p units above exact·atom, where rounding exact may lose far more
+                # (a piece's fine steps in an objective whose scale is set by a large penalty)
+                p, q = exact.numerator, exact.denominator
+                if q > 1 and p < rounding:
+                    atom_lo, atom_hi = -(-atom.lo // q), -(-atom.hi // q)
+                    expr = self.cp.new_int_var(atom_lo, atom_hi, "coarse_term")
+                    self.cp.add(q * expr >= atom.expr)
+                    coef, rounding = p, Fraction(p)
+            error += rounding
             if coef:
-                atoms.append(atom.expr)
+                atoms.append(expr)
                 coefs.append(coef)
-                lo += min(coef * atom.lo, coef * atom.hi)
-                hi += max(coef * atom.lo, coef * atom.hi)
+                lo += min(coef * atom_lo, coef * atom_hi)
+                hi += max(coef * atom_lo, coef * atom_hi)
         exact_const = lin.const * factor
         const = round(exact_const)
         error += abs(exact_const - const)
@@ -298,6 +315,12 @@ class IntegerForms:
             atom.hi = max(atom.lo, min(atom.hi, math.floor(limit)))
         else:
             atom.lo = min(atom.hi, max(atom.lo, math.ceil(limit)))
+        if isinstance(atom.expr, cp_model.IntVar):
+            # the variable's own domain too: CP-SAT checks sums for 64-bit overflow on the
+            # domains it is given, and forms built on the atom are sized by its bounds
+            domain = self.cp.proto.variables[atom.expr.index].domain
+            if len(domain) == 2 and (domain[0] < atom.lo or domain[1] > atom.hi):
+                domain[0], domain[1] = max(domain[0], atom.lo), min(domain[1], atom.hi)
 
     def as_atom(self, lin: Lin) -> Lin:
         """The same form over a single atom (a new variable when it spans several), so that a

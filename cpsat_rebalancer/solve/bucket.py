@@ -25,7 +25,7 @@ from .session import Session, bucket_report, bucket_values
 def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> BucketReport:
     shares = session.budget
     builder = session.builder
-    form = builder.integerize(lin_sum(bucket.terms))
+    form = builder.integerize(lin_sum(bucket.terms), objective=True)
     builder.note_error(f"position {bucket.position} objective rounding", form.error)
     error = bucket.error + form.error
     bucket.over += form.error

@@ -58,7 +58,7 @@ def compiled_values(problem: Problem, model: Model, final: np.ndarray,
         builder.cp.add(var == value)
     values = {}
     for position, bucket in buckets.items():
-        form = builder.integerize(lin_sum(bucket.terms))
+        form = builder.integerize(lin_sum(bucket.terms), objective=True)
         status, solver = session.solve(form.expr)
         if status != cp_model.OPTIMAL:
             raise ValueError(f"bucket {position}: the fixed assignment is "
