@@ -558,7 +558,8 @@ def check_depth(data: Any, path: str = "") -> None:
         if key in heights:
             continue
         if key in open_ids:
-            raise fail("a mapping or list that contains itself (a YAML alias?)", top)
+            raise fail("a mapping or list that contains itself"
+                       + (" (a YAML alias?)" if path else ""), top)
         open_ids.add(key)
         if len(open_ids) > MAX_DEPTH:
             raise fail(f"nested too deeply (at most {MAX_DEPTH} levels)", top)
