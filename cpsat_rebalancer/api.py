@@ -15,12 +15,44 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InputError
 from .evaluate import Evaluation, evaluate
+from .fields import is_number
 from .problem import Problem
 from .result import SolveResult
-from .scenario import Model, Scenario, SolverOptions, parse_scenario
+from .scenario import Model, Scenario, SolverOptions, check_depth, parse_scenario
 from .solve.budget import DEFAULT_BUDGET, Budget
 from .solve.pipeline import solve_model
+
+
+def _recorded(value: Any) -> Any:
+    """A copy of what a call was given, so that later changes by the caller do not reach
+    the recording; a mapping-like value (a pandas Series, say) as the dict it holds. What
+    cannot be copied is recorded as given: solve() validates it and names its field."""
+    if not isinstance(value, dict) and hasattr(value, "items") and hasattr(value, "keys"):
+        try:
+            value = dict(value.items())
+        except (TypeError, ValueError):
+            return value
+    try:
+        return copy.deepcopy(value)
+    except (TypeError, ValueError, copy.Error, RecursionError):
+        return value
+
+
+def _name(value: Any, call: str, argument: str) -> Any:
+    """A name to record under: one that cannot be a key (a list, say) is refused at the call;
+    any other non-string is recorded, and solve() names it in the recorded field."""
+    try:
+        hash(value)
+    except TypeError:
+        raise InputError(f"{call}({argument})", "expected a string name", value) from None
+    return value
+
+
+def _differs(value: Any, default: float) -> bool:
+    """Whether a default given to a call needs recording: anything but the number itself."""
+    return not (is_number(value) and value == default)
 
 
 class ProblemSolver:
@@ -39,13 +71,14 @@ class ProblemSolver:
         return self
 
     def set_assignment(self, container_to_objects: dict[str, list[str]]) -> ProblemSolver:
-        self._data["assignment"] = copy.deepcopy(container_to_objects)
+        self._data["assignment"] = _recorded(container_to_objects)
         return self
 
     def add_object_dimension(self, dimension_name: str, object_to_value: dict[str, float],
                              default_value: float = 0.0) -> ProblemSolver:
-        self._data.setdefault("objectDimensions", {})[dimension_name] = dict(object_to_value)
-        if default_value != 0.0:
+        dimension_name = _name(dimension_name, "add_object_dimension", "dimension_name")
+        self._data.setdefault("objectDimensions", {})[dimension_name] = _recorded(object_to_value)
+        if _differs(default_value, 0.0):
             self._data.setdefault("objectDimensionDefaults", {})[dimension_name] = default_value
         return self
 
@@ -54,39 +87,46 @@ class ProblemSolver:
                                      default_value: float = 0.0) -> ProblemSolver:
         """An object dimension whose value depends on the item of ``scope`` the object lands
         in (``default_value`` where none is given, and outside the scope)."""
+        dimension_name = _name(dimension_name, "add_dynamic_object_dimension", "dimension_name")
         entry: dict[str, Any] = {"scope": scope,
-                                 "values": copy.deepcopy(scope_item_to_object_to_value)}
-        if default_value != 0.0:
+                                 "values": _recorded(scope_item_to_object_to_value)}
+        if _differs(default_value, 0.0):
             entry["default"] = default_value
         self._data.setdefault("dynamicObjectDimensions", {})[dimension_name] = entry
         return self
 
     def add_container_dimension(self, dimension_name: str, container_to_value: dict[str, float],
                                 default_value: float = 1.0) -> ProblemSolver:
-        self._data.setdefault("containerDimensions", {})[dimension_name] = dict(container_to_value)
-        if default_value != 1.0:
+        dimension_name = _name(dimension_name, "add_container_dimension", "dimension_name")
+        self._data.setdefault("containerDimensions", {})[dimension_name] = _recorded(
+            container_to_value)
+        if _differs(default_value, 1.0):
             self._data.setdefault("containerDimensionDefaults", {})[dimension_name] = default_value
         return self
 
     def add_scope(self, scope_name: str, container_to_scope_item: dict[str, str]) -> ProblemSolver:
-        self._data.setdefault("scopes", {})[scope_name] = dict(container_to_scope_item)
+        scope_name = _name(scope_name, "add_scope", "scope_name")
+        self._data.setdefault("scopes", {})[scope_name] = _recorded(container_to_scope_item)
         return self
 
     def add_scope_dimension(self, dimension_name: str, scope_name: str,
                             scope_item_to_value: dict[str, float]) -> ProblemSolver:
+        scope_name = _name(scope_name, "add_scope_dimension", "scope_name")
+        dimension_name = _name(dimension_name, "add_scope_dimension", "dimension_name")
         dims = self._data.setdefault("scopeDimensions", {}).setdefault(scope_name, {})
-        dims[dimension_name] = dict(scope_item_to_value)
+        dims[dimension_name] = _recorded(scope_item_to_value)
         return self
 
     def add_partition(self, partition_name: str,
                       group_to_objects: dict[str, list[str]]) -> ProblemSolver:
-        self._data.setdefault("partitions", {})[partition_name] = copy.deepcopy(group_to_objects)
+        partition_name = _name(partition_name, "add_partition", "partition_name")
+        self._data.setdefault("partitions", {})[partition_name] = _recorded(group_to_objects)
         return self
 
     # ---- goals and constraints ----
     def add_goal(self, spec: dict, weight: float = 1.0,
                  tuple_pos: int | None = None) -> ProblemSolver:
-        entry: dict[str, Any] = {"spec": copy.deepcopy(spec), "weight": weight}
+        entry: dict[str, Any] = {"spec": _recorded(spec), "weight": weight}
         if tuple_pos is not None:
             entry["tuplePos"] = tuple_pos
         self._data["goals"].append(entry)
@@ -102,7 +142,7 @@ class ProblemSolver:
     def add_constraint(self, spec: dict, policy: Any = None, invalid_cost: float | None = None,
                        invalid_state: float | None = None,
                        tuple_pos_if_broken: int | None = None) -> ProblemSolver:
-        entry: dict[str, Any] = {"spec": copy.deepcopy(spec)}
+        entry: dict[str, Any] = {"spec": _recorded(spec)}
         for key, value in (("policy", policy), ("invalidCost", invalid_cost),
                            ("invalidState", invalid_state),
                            ("tuplePosIfBroken", tuple_pos_if_broken)):
@@ -116,13 +156,17 @@ class ProblemSolver:
         return self
 
     def set_default_constraint_params(self, params: dict) -> ProblemSolver:
-        self._data["defaultConstraintParams"] = dict(params)
+        self._data["defaultConstraintParams"] = _recorded(params)
         return self
 
     # ---- results ----
     def to_dict(self) -> dict[str, Any]:
         """The recorded scenario, in the scenario-file format."""
-        return copy.deepcopy(self._data)
+        check_depth(self._data)
+        try:
+            return copy.deepcopy(self._data)
+        except (TypeError, ValueError, copy.Error) as exc:
+            raise InputError("", f"a recorded value is not plain data ({exc})") from None
 
     def to_scenario(self) -> Scenario:
         return parse_scenario(self.to_dict())

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from .errors import InputError
 
 # CP-SAT parameters the engine sets itself, and the option that sets each one instead
@@ -72,6 +74,8 @@ def check_cpsat_parameters(data: Any, path: str, workers: int = 1) -> dict[str, 
 
 def _parameter_value(spec: Any, value: Any, where: str) -> Any:
     """One value of a SatParameters field in the field's own type (an enum by name)."""
+    if isinstance(value, np.generic):  # a numpy scalar reads as the Python value it holds
+        value = value.item()
     kind = spec.cpp_type
     if kind == spec.CPPTYPE_BOOL:
         if not isinstance(value, bool):

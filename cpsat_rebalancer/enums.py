@@ -6,6 +6,8 @@ Spec dicts may carry an enum either as its name (``"SQUARES"``) or as Rebalancer
 
 from __future__ import annotations
 
+import numpy as np
+
 from .errors import InputError
 
 ENUMS: dict[str, dict[str, int]] = {
@@ -56,7 +58,7 @@ def parse_enum(enum: str, value: object, path: str) -> str:
         name = value.upper()
         if name in members:
             return name
-    elif isinstance(value, int):
+    elif isinstance(value, (int, np.integer)):
         for name, number in members.items():
             if number == value:
                 return name

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import reprlib
+
+# the offending value as shown in a message: a few levels and items of it, never the whole
+# of a large or deeply nested value (whose full repr could be slow or exceed the recursion
+# limit)
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 3, 60, 60
+_SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxdict = _SHOWN.maxset = 6
+
 
 class InputError(ValueError):
     """A mistake in the user's problem: the message names where (a path) and what."""
@@ -12,11 +21,19 @@ class InputError(ValueError):
         self.value = value
         text = f"{path}: {problem}" if path else problem
         if show_value and value is not None:
-            shown = repr(value)
+            shown = shown_value(value)
             if len(shown) > 80:
                 shown = shown[:77] + "..."
             text += f" (got {shown})"
         super().__init__(text)
+
+
+def shown_value(value: object) -> str:
+    """A short repr of ``value`` for an error message."""
+    try:
+        return _SHOWN.repr(value)
+    except (RecursionError, ValueError):  # reprlib may still recurse into a custom repr
+        return f"a {type(value).__name__}"
 
 
 class InternalError(RuntimeError):

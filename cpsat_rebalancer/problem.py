@@ -120,6 +120,8 @@ class Problem:
         for cont, objs in assignment.items():
             if cont not in self.container_index:
                 raise InputError(f"{path}.{cont}", "unknown container", cont)
+            if isinstance(objs, tuple | np.ndarray):
+                objs = list(objs)
             if not isinstance(objs, list):
                 raise InputError(f"{path}.{cont}", "expected a list of objects", objs)
             for obj in objs:

@@ -17,7 +17,17 @@ import numpy as np
 from .cpsat_parameters import check_cpsat_parameters
 from .enums import parse_enum
 from .errors import InputError
-from .fields import Fields, check_number
+from .fields import (
+    Fields,
+    check_integer,
+    check_keys,
+    check_list,
+    check_mapping,
+    check_names,
+    check_number,
+    is_flag,
+    is_integer,
+)
 from .primitives import Restrictions
 from .problem import OUT_OF_SCOPE, DynamicDimension, Problem, Scope
 from .specs.common import REGISTRY, Spec
@@ -38,6 +48,7 @@ class GoalEntry:
     spec: Spec
     weight: float
     position: int
+    path: str  # where the entry is in the input, for errors: goals[k] counts boundaries too
 
 
 @dataclass(frozen=True)
@@ -78,9 +89,9 @@ class Model:
     def check_solvable(self) -> None:
         """What the evaluator can score but the solver cannot model exactly, rejected before
         any model is built: a negative weight maximizes its goal, exact only when linear."""
-        for index, entry in enumerate(self.goals):
+        for entry in self.goals:
             if entry.weight < 0 and not entry.spec.linear_in_assignment:
-                raise InputError(f"goals[{index}].weight", f"a negative weight maximizes "
+                raise InputError(f"{entry.path}.weight", f"a negative weight maximizes "
                                  f"{entry.spec.arm}, which is modelled exactly only when "
                                  "minimized (use a positive weight, or a goal linear in the "
                                  "assignment)", entry.weight)
@@ -130,17 +141,20 @@ class SolverOptions:
             if time_limit <= 0:
                 raise InputError(f"{path}.timeLimit", "must be positive", time_limit)
         workers = 2 if workers is None else workers
-        if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 256:
+        if not is_integer(workers) or not 1 <= workers <= 256:
             raise InputError(f"{path}.workers", "expected an integer from 1 to 256", workers)
+        workers = int(workers)
         seed = 0 if seed is None else seed
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+        if not is_integer(seed) or not 0 <= seed < 2**31:
             raise InputError(f"{path}.seed", "expected an integer from 0 to 2^31 - 1", seed)
+        seed = int(seed)
         if deterministic is not None:
             deterministic = check_number(deterministic, f"{path}.deterministicTime")
             if deterministic <= 0:
                 raise InputError(f"{path}.deterministicTime", "must be positive", deterministic)
-        if not isinstance(log, bool):
+        if not is_flag(log):
             raise InputError(f"{path}.log", "expected true or false", log)
+        log = bool(log)
         parameters = check_cpsat_parameters(cpsat_parameters, f"{path}.cpsatParameters", workers)
         return cls(time_limit, workers, seed, deterministic, log, parameters)
 
@@ -152,26 +166,32 @@ class Scenario:
     options: SolverOptions
 
 
-def _names(value: Any, path: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InputError(path, "expected a list of names", value)
-    return value
-
-
-def _mapping(value: Any, path: str) -> dict:
+def _mapping(value: Any, path: str, what: str) -> dict:
+    """A mapping (absent: empty) keyed by names; ``what`` says what the keys name."""
     if value is None:
         return {}
-    if not isinstance(value, dict):
-        raise InputError(path, "expected a mapping", value)
-    return value
+    return check_mapping(value, path, what)
+
+
+# sizes and capacities above this cannot be modelled exactly (CP-SAT's integers are 64-bit,
+# and a dimension's total must fit them): refused where they are read, not as an overflow
+MAX_AMOUNT = 1e18
+
+
+def _amount(value: Any, path: str) -> float:
+    """A size or capacity: a finite number from 0 to :data:`MAX_AMOUNT`."""
+    number = check_number(value, path, nonnegative=True)
+    if number > MAX_AMOUNT:
+        raise InputError(path, "too large to model exactly (sizes and capacities are at most "
+                         "10^18, for CP-SAT's 64-bit integers)", value)
+    return number
 
 
 MAX_POSITION = 10_000  # results list every position up to the last one used
 
 
 def _position(value: Any, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(path, "expected a non-negative integer tuple position", value)
+    value = check_integer(value, path, "a non-negative integer tuple position")
     if value < 0:
         raise InputError(path, "tuple positions must not be negative", value)
     if value > MAX_POSITION:
@@ -187,11 +207,11 @@ def parse_problem(data: dict) -> Problem:
         if not isinstance(value, str) or not value:
             raise InputError(key, "expected a non-empty name", value)
 
-    assignment = _mapping(data.get("assignment"), "assignment")
+    assignment = _mapping(data.get("assignment"), "assignment", "container names")
     containers = list(assignment)
     container_index = {c: i for i, c in enumerate(containers)}
     listed: set[str] = set()
-    for k, name in enumerate(_names(data.get("containers", []), "containers")):
+    for k, name in enumerate(check_names(data.get("containers", []), "containers")):
         if name in listed:
             raise InputError(f"containers[{k}]", "duplicate container", name)
         listed.add(name)
@@ -202,7 +222,7 @@ def parse_problem(data: dict) -> Problem:
     object_index: dict[str, int] = {}
     initial_list: list[int] = []
     for cont, objs in assignment.items():
-        for k, obj in enumerate(_names(objs, f"assignment.{cont}")):
+        for k, obj in enumerate(check_names(objs, f"assignment.{cont}")):
             if obj in object_index:
                 raise InputError(f"assignment.{cont}[{k}]", "object listed twice "
                                  "(in two containers or twice in one)", obj)
@@ -211,7 +231,7 @@ def parse_problem(data: dict) -> Problem:
             initial_list.append(container_index[cont])
     if "objects" in data:
         seen = set()
-        for k, name in enumerate(_names(data["objects"], "objects")):
+        for k, name in enumerate(check_names(data["objects"], "objects")):
             if name in seen:
                 raise InputError(f"objects[{k}]", "duplicate object", name)
             seen.add(name)
@@ -220,20 +240,21 @@ def parse_problem(data: dict) -> Problem:
     initial = np.asarray(initial_list, dtype=np.int64)
 
     count_dim = f"{object_name}_count"
-    dim_defaults = _mapping(data.get("objectDimensionDefaults"), "objectDimensionDefaults")
+    dim_defaults = _mapping(data.get("objectDimensionDefaults"), "objectDimensionDefaults",
+                            "dimension names")
     object_dims: dict[str, np.ndarray] = {count_dim: np.ones(len(objects))}
-    for dim, values in _mapping(data.get("objectDimensions"), "objectDimensions").items():
+    for dim, values in _mapping(data.get("objectDimensions"), "objectDimensions",
+                                "dimension names").items():
         path = f"objectDimensions.{dim}"
         if dim == count_dim:
             raise InputError(path, "this dimension is built in (1 per object)", dim)
-        default = check_number(dim_defaults.get(dim, 0.0), f"objectDimensionDefaults.{dim}",
-                               nonnegative=True)
+        default = _amount(dim_defaults.get(dim, 0.0), f"objectDimensionDefaults.{dim}")
         array = np.full(len(objects), default)
-        for obj, value in _mapping(values, path).items():
+        for obj, value in _mapping(values, path, "object names").items():
             index = object_index.get(obj)
             if index is None:
                 raise InputError(f"{path}.{obj}", "unknown object", obj)
-            array[index] = check_number(value, f"{path}.{obj}", nonnegative=True)
+            array[index] = _amount(value, f"{path}.{obj}")
         object_dims[dim] = array
     for dim in dim_defaults:
         if dim not in object_dims:
@@ -241,27 +262,28 @@ def parse_problem(data: dict) -> Problem:
 
     def capacities(values: Any, path: str, index: dict[str, int], default: float) -> np.ndarray:
         array = np.full(len(index), default)
-        for item, value in _mapping(values, path).items():
+        for item, value in _mapping(values, path, "scope item names").items():
             position = index.get(item)
             if position is None:
                 raise InputError(f"{path}.{item}", "unknown scope item", item)
-            array[position] = check_number(value, f"{path}.{item}", nonnegative=True)
+            array[position] = _amount(value, f"{path}.{item}")
         return array
 
     dynamic_names = set(_mapping(data.get("dynamicObjectDimensions"),
-                                 "dynamicObjectDimensions"))
+                                 "dynamicObjectDimensions", "dimension names"))
 
     def check_dim(dim: str, path: str) -> None:
         if dim not in object_dims and dim not in dynamic_names:
             known = ", ".join(sorted({*object_dims, *dynamic_names}))
             raise InputError(path, f"unknown dimension (objects have: {known})", dim)
 
-    cont_defaults = _mapping(data.get("containerDimensionDefaults"), "containerDimensionDefaults")
+    cont_defaults = _mapping(data.get("containerDimensionDefaults"), "containerDimensionDefaults",
+                             "dimension names")
     cont_caps = {}
-    for dim, values in _mapping(data.get("containerDimensions"), "containerDimensions").items():
+    for dim, values in _mapping(data.get("containerDimensions"), "containerDimensions",
+                                "dimension names").items():
         check_dim(dim, f"containerDimensions.{dim}")
-        default = check_number(cont_defaults.get(dim, 1.0), f"containerDimensionDefaults.{dim}",
-                               nonnegative=True)
+        default = _amount(cont_defaults.get(dim, 1.0), f"containerDimensionDefaults.{dim}")
         cont_caps[dim] = capacities(values, f"containerDimensions.{dim}", container_index, default)
     for dim in cont_defaults:
         if dim not in cont_caps:
@@ -269,15 +291,15 @@ def parse_problem(data: dict) -> Problem:
     scopes = {container_name: Scope(container_name, containers, container_index,
                                     np.arange(len(containers)), cont_caps)}
 
-    scope_dims = _mapping(data.get("scopeDimensions"), "scopeDimensions")
-    for name, mapping in _mapping(data.get("scopes"), "scopes").items():
+    scope_dims = _mapping(data.get("scopeDimensions"), "scopeDimensions", "scope names")
+    for name, mapping in _mapping(data.get("scopes"), "scopes", "scope names").items():
         path = f"scopes.{name}"
         if name == container_name:
             raise InputError(path, "the container scope is built in; use containerDimensions", name)
         items: list[str] = []
         item_index: dict[str, int] = {}
         container_item = np.full(len(containers), OUT_OF_SCOPE, dtype=np.int64)
-        for cont, item in _mapping(mapping, path).items():
+        for cont, item in _mapping(mapping, path, "container names").items():
             if cont not in container_index:
                 raise InputError(f"{path}.{cont}", "unknown container", cont)
             if not isinstance(item, str):
@@ -287,7 +309,8 @@ def parse_problem(data: dict) -> Problem:
                 items.append(item)
             container_item[container_index[cont]] = item_index[item]
         caps = {}
-        for dim, values in _mapping(scope_dims.get(name), f"scopeDimensions.{name}").items():
+        for dim, values in _mapping(scope_dims.get(name), f"scopeDimensions.{name}",
+                                    "dimension names").items():
             check_dim(dim, f"scopeDimensions.{name}.{dim}")
             caps[dim] = capacities(values, f"scopeDimensions.{name}.{dim}", item_index, 1.0)
         scopes[name] = Scope(name, items, item_index, container_item, caps)
@@ -299,13 +322,13 @@ def parse_problem(data: dict) -> Problem:
             raise InputError(f"scopeDimensions.{name}", "unknown scope", name)
 
     partitions: dict[str, dict[str, np.ndarray]] = {}
-    for name, groups in _mapping(data.get("partitions"), "partitions").items():
+    for name, groups in _mapping(data.get("partitions"), "partitions", "partition names").items():
         members: dict[str, np.ndarray] = {}
         owner: dict[int, str] = {}
-        for group, objs in _mapping(groups, f"partitions.{name}").items():
+        for group, objs in _mapping(groups, f"partitions.{name}", "group names").items():
             path = f"partitions.{name}.{group}"
             indices = []
-            for k, obj in enumerate(_names(objs, path)):
+            for k, obj in enumerate(check_names(objs, path)):
                 index = object_index.get(obj)
                 if index is None:
                     raise InputError(f"{path}[{k}]", "unknown object", obj)
@@ -329,15 +352,14 @@ def _dynamic_dimensions(data: Any, object_dims: dict[str, np.ndarray],
     """``{name: {"scope": S, "values": {item: {object: value}}, "default": v}}``: an object's
     size depending on the item of S it lands in (Rebalancer's add_dynamic_object_dimension)."""
     result: dict[str, DynamicDimension] = {}
-    for name, spec in _mapping(data, "dynamicObjectDimensions").items():
+    for name, spec in _mapping(data, "dynamicObjectDimensions", "dimension names").items():
         path = f"dynamicObjectDimensions.{name}"
         if name in object_dims:
             raise InputError(path, "a static object dimension has this name", name)
         fields = Fields(spec, path)
         scope_name = fields.text("scope")
-        values = fields.mapping("values")
-        default = check_number(fields.number("default", 0.0), fields.at("default"),
-                               nonnegative=True)
+        values = fields.mapping("values", "scope item names")
+        default = _amount(fields.number("default", 0.0), fields.at("default"))
         fields.done("a dynamic object dimension")
         if not scope_name:
             raise InputError(fields.at("scope"), "a scope is required")
@@ -351,12 +373,11 @@ def _dynamic_dimensions(data: Any, object_dims: dict[str, np.ndarray],
             position = scope.item_index.get(item)
             if position is None:
                 raise InputError(item_path, f"unknown item of scope '{scope_name}'", item)
-            for obj, value in _mapping(per_object, item_path).items():
+            for obj, value in _mapping(per_object, item_path, "object names").items():
                 index = object_index.get(obj)
                 if index is None:
                     raise InputError(f"{item_path}.{obj}", "unknown object", obj)
-                by_item[index, position] = check_number(value, f"{item_path}.{obj}",
-                                                        nonnegative=True)
+                by_item[index, position] = _amount(value, f"{item_path}.{obj}")
         result[name] = DynamicDimension(scope_name, by_item)
     return result
 
@@ -379,9 +400,7 @@ def parse_spec(data: Any, path: str, problem: Problem, *, as_goal: bool) -> Spec
 def parse_model(data: dict, problem: Problem) -> Model:
     goals: list[GoalEntry] = []
     current = 0
-    goal_list = data.get("goals", [])
-    if not isinstance(goal_list, list):
-        raise InputError("goals", "expected a list", goal_list)
+    goal_list = check_list(data.get("goals", []), "goals")
     for k, entry in enumerate(goal_list):
         path = f"goals[{k}]"
         fields = Fields(entry, path)
@@ -395,12 +414,12 @@ def parse_model(data: dict, problem: Problem) -> Model:
         fields.done("goal entry")
         position = current if position is None else _position(position, f"{path}.tuplePos")
         spec = parse_spec(raw_spec, f"{path}.spec", problem, as_goal=True)
-        goals.append(GoalEntry(spec, weight, position))
+        goals.append(GoalEntry(spec, weight, position, path))
 
     policy = parse_enum("ConstraintPolicy", data.get("constraintPolicy", "DEFAULT"),
                         "constraintPolicy")
-    defaults = Fields(_mapping(data.get("defaultConstraintParams"), "defaultConstraintParams"),
-                      "defaultConstraintParams")
+    defaults = Fields(_mapping(data.get("defaultConstraintParams"), "defaultConstraintParams",
+                               "field names"), "defaultConstraintParams")
     default_cost = defaults.number("invalidCost", 100.0)
     default_state = defaults.number("invalidState", 10000.0)
     default_position = defaults.raw("tuplePosIfBroken")
@@ -412,9 +431,7 @@ def parse_model(data: dict, problem: Problem) -> Model:
         default_position, "defaultConstraintParams.tuplePosIfBroken")
 
     constraints = []
-    constraint_list = data.get("constraints", [])
-    if not isinstance(constraint_list, list):
-        raise InputError("constraints", "expected a list", constraint_list)
+    constraint_list = check_list(data.get("constraints", []), "constraints")
     for k, entry in enumerate(constraint_list):
         path = f"constraints[{k}]"
         fields = Fields(entry, path)
@@ -448,11 +465,15 @@ def parse_scenario(data: Any) -> Scenario:
     """Validate a scenario dict completely; raise InputError naming the first problem."""
     if not isinstance(data, dict):
         raise InputError("", "a scenario must be a mapping at the top level", type(data).__name__)
+    check_keys(data, "", "field names")
     for key in data:
         if key not in TOP_LEVEL_KEYS:
             raise InputError(str(key), "unknown scenario field", key)
     if "assignment" not in data:
         raise InputError("assignment", "missing: the initial assignment {container: [objects]}")
+    for key in ("name", "description"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise InputError(key, "expected a string", data[key])
     problem = parse_problem(data)
     model = parse_model(data, problem)
     options = SolverOptions.parse(data.get("solver"))
@@ -473,14 +494,28 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
     return result
 
 
+MAX_DEPTH = 100  # levels of nesting a data file may have (scenarios use fewer than ten)
+
+
 def read_data_file(path: str | Path) -> Any:
     """Read JSON or YAML (by extension; JSON first otherwise) with line/column on errors;
-    a key given twice in one mapping is an error."""
+    a key given twice in one mapping, nesting deeper than :data:`MAX_DEPTH` levels and a
+    YAML alias that contains itself are errors."""
     path = Path(path)
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(str(path), f"cannot read file: {exc}") from None
+    try:
+        data = _read_text(text, path)
+    except RecursionError:  # the JSON and YAML readers recurse once per level
+        raise InputError(str(path), f"nested too deeply (at most {MAX_DEPTH} levels)") from None
+    if isinstance(data, dict | list):
+        check_depth(data, str(path))
+    return data
+
+
+def _read_text(text: str, path: Path) -> Any:
     if path.suffix.lower() in (".yaml", ".yml"):
         return _read_yaml(text, path)
     try:
@@ -492,6 +527,47 @@ def read_data_file(path: str | Path) -> Any:
             raise InputError(f"{path}:{exc.lineno}:{exc.colno}",
                              f"invalid JSON: {exc.msg}") from None
         return _read_yaml(text, path)
+    except ValueError:  # an integer of more digits than Python converts
+        raise InputError(str(path), "invalid JSON: a number of too many digits") from None
+
+
+def check_depth(data: Any, path: str = "") -> None:
+    """Nesting of at most :data:`MAX_DEPTH` levels, and no container inside itself (YAML
+    aliases can make both): every later step may then recurse through the data. Each
+    container is visited once, however often aliases share it. The error names ``path``
+    (a file) and the top-level field the nesting is under."""
+    heights: dict[int, int] = {}
+    open_ids: set[int] = set()
+    stack: list[tuple[Any, bool, str]] = [(data, False, "")]
+
+    def fail(problem: str, top: str) -> InputError:
+        where = f"{path}: {top}" if path and top else path or top
+        return InputError(where, problem)
+
+    while stack:
+        node, finished, top = stack.pop()
+        key = id(node)
+        children = list(node.values()) if isinstance(node, dict) else node
+        if finished:
+            open_ids.discard(key)
+            heights[key] = 1 + max((heights.get(id(c), 0) for c in children
+                                    if isinstance(c, dict | list)), default=0)
+            if heights[key] > MAX_DEPTH:
+                raise fail(f"nested too deeply (at most {MAX_DEPTH} levels)", top)
+            continue
+        if key in heights:
+            continue
+        if key in open_ids:
+            raise fail("a mapping or list that contains itself"
+                       + (" (a YAML alias?)" if path else ""), top)
+        open_ids.add(key)
+        if len(open_ids) > MAX_DEPTH:
+            raise fail(f"nested too deeply (at most {MAX_DEPTH} levels)", top)
+        stack.append((node, True, top))
+        if node is data and isinstance(node, dict):
+            stack.extend((c, False, str(k)) for k, c in node.items() if isinstance(c, dict | list))
+        else:
+            stack.extend((c, False, top) for c in children if isinstance(c, dict | list))
 
 
 def _read_yaml(text: str, path: Path) -> Any:
@@ -502,7 +578,11 @@ def _read_yaml(text: str, path: Path) -> Any:
             seen = set()
             for key_node, _ in node.value:
                 key = self.construct_object(key_node, deep=deep)
-                if key in seen:
+                try:
+                    repeated = key in seen
+                except TypeError:  # a list or mapping as a key: let SafeLoader reject it
+                    break
+                if repeated:
                     mark = key_node.start_mark
                     raise InputError(f"{path}:{mark.line + 1}:{mark.column + 1}",
                                      "a key appears twice in one mapping", key)
@@ -511,11 +591,15 @@ def _read_yaml(text: str, path: Path) -> Any:
 
     try:
         return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
+    except InputError:
+        raise
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         problem = getattr(exc, "problem", None) or str(exc)
         raise InputError(where, f"invalid YAML: {problem}") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise InputError(str(path), "invalid YAML: a number of too many digits") from None
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -532,6 +616,7 @@ def load_data_with_model(path: str | Path, model: str | Path | None) -> dict[str
         model_data = read_data_file(model)
         if not isinstance(model_data, dict):
             raise InputError(str(model), "a model must be a mapping at the top level")
+        check_keys(model_data, str(model), "field names")
         unknown = sorted(set(model_data) - set(MODEL_KEYS) - {"name", "description"})
         if unknown:
             raise InputError(f"{model}: {unknown[0]}", "unknown model field (a model holds "

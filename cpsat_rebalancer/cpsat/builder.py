@@ -333,6 +333,15 @@ class CpBuilder(IntegerForms):
             values = problem.object_dims[dim] if dynamic is None else dynamic.by_item
             factor, error = integral_scale(values.ravel())
             scaled = np.round(values * factor)
+            lost = np.argwhere((values != 0) & (scaled == 0))
+            if len(lost):  # a size taken for 0 changes every step at 0: refused, not rounded
+                where = lost[0]
+                path = (f"objectDimensions.{dim}.{problem.objects[where[0]]}" if dynamic is None
+                        else f"dynamicObjectDimensions.{dim}")
+                raise InputError(path, "too small to model exactly beside the dimension's "
+                                 f"largest value {float(np.abs(values).max()):g}: it is "
+                                 f"modelled in steps of {1 / factor:g}, and this rounds to 0",
+                                 float(values[tuple(where)]))
             most = float(scaled.sum() if dynamic is None else scaled.max(axis=1).sum())
             if most >= INT_LIMIT // 4:
                 raise InputError(f"objectDimensions.{dim}", "values too large to model in "

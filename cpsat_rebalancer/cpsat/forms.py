@@ -17,6 +17,9 @@ from ..primitives import TOLERANCE
 from .linear import Lin
 
 INT_LIMIT = 2**60  # keep every integerized expression's magnitude below this
+# an exact factor above this (the denominators of coefficients near 1e-300) gives way to a
+# power of ten, as too large a magnitude does: factors must convert to floats
+MAX_FACTOR = 10**200
 # a form that defines a new variable (an excess, a maximum) is exact only up to this scale,
 # else rounded to the finest power of ten within it: the variables' domains then stay small
 # enough that many of them (a LINEAR balance over many racks of distinct capacities, each
@@ -54,6 +57,14 @@ class Info:
     expr: Lin
     gate: Lin | None = None
 
+
+
+def shown_magnitude(magnitude: Fraction) -> float | str:
+    """A magnitude for an error message (as text when a float cannot hold it)."""
+    try:
+        return float(magnitude)
+    except OverflowError:
+        return f"about 10^{len(str(int(magnitude))) - 1}"
 
 
 class IntegerForms:
@@ -102,6 +113,12 @@ class IntegerForms:
             total += c * initial
         return total
 
+    def magnitude(self, lin: Lin) -> Fraction:
+        """The largest magnitude ``lin`` or any partial sum of it can reach: integerized, it
+        must stay below :data:`INT_LIMIT` even at the coarsest scale."""
+        return abs(lin.const) + sum(abs(c) * max(abs(self.atoms[a].lo), abs(self.atoms[a].hi))
+                                    for a, c in lin.terms.items())
+
     def integerize(self, lin: Lin, limit: int = INT_LIMIT, *,
                    objective: bool = False) -> Integerized:
         """``K·lin`` as an integer form (see ``integerize_all``). ``objective``: the form
@@ -119,13 +136,11 @@ class IntegerForms:
         for lin in lins:
             factor = math.lcm(factor, lin.const.denominator,
                               *(c.denominator for c in lin.terms.values()))
-            magnitude = max(magnitude, abs(lin.const) + sum(
-                abs(c) * max(abs(self.atoms[a].lo), abs(self.atoms[a].hi))
-                for a, c in lin.terms.items()))
-        if magnitude * factor > limit:
+            magnitude = max(magnitude, self.magnitude(lin))
+        if magnitude * factor > limit or factor > MAX_FACTOR:
             if magnitude >= INT_LIMIT:
                 raise InputError("", "numbers too large to model in CP-SAT's 64-bit integers",
-                                 float(magnitude))
+                                 shown_magnitude(magnitude))
             factor = 10 ** max(0, int(math.floor(math.log10(limit / max(magnitude, 1)))))
         return [self._scaled(lin, factor, objective) for lin in lins]
 
@@ -134,9 +149,9 @@ class IntegerForms:
         error = Fraction(0)
         lo = hi = 0
         for a, c in lin.terms.items():
-            if c == 0:
-                continue
             atom = self.atoms[a]
+            if c == 0 or atom.lo == atom.hi == 0:  # an atom fixed at 0 adds nothing, and its
+                continue  # coefficient is unbounded by the magnitude (a huge weight, say)
             exact = c * factor
             coef = round(exact)
             rounding = abs(exact - coef) * max(abs(atom.lo), abs(atom.hi))

@@ -14,6 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..errors import InputError
 from .builder import CpBuilder
 from .linear import Lin
 
@@ -22,13 +23,22 @@ SEGMENTS = 64  # otherwise this many uniform segments, plus the kinks
 VALUE_DIGITS = 12  # function values are kept to this many significant digits
 
 
+# scaled values stay below this, so that a chord over up to MAX_SPAN + 1 integers (width times
+# value) still fits CP-SAT's 64 bits
+VALUE_LIMIT = 2**45
+
+
 def _resolution(values: Iterable[float]) -> int:
     """Units per 1.0 of value: 10^-VALUE_DIGITS absolute for values up to 1, so that the
     terms of one sum share a scale (their least common factor stays small), and
-    VALUE_DIGITS significant digits above."""
+    VALUE_DIGITS significant digits above. Values too large for CP-SAT's integers even at
+    one unit per 1.0 (a utilization far above a tiny capacity, squared) are an InputError."""
     top = max((abs(v) for v in values), default=0.0)
     if top <= 1:
         return 10**VALUE_DIGITS
+    if not top < VALUE_LIMIT:  # NaN included
+        raise InputError("", "values of a convex penalty too large to model in CP-SAT's "
+                         "64-bit integers (a utilization far above its capacity?)", top)
     return 10 ** max(0, VALUE_DIGITS - int(math.ceil(math.log10(top))))
 
 

@@ -241,7 +241,9 @@ def freeze(session: Session, bucket: Bucket, form: Integerized, status: int,
         # freeze this bucket; where the model approximates, keep every assignment whose
         # exact value may tie the incumbent's: compiled values at most 2·error apart (in
         # whole units). Later buckets may pick any of them, so that slack adds to the error.
-        slack = math.floor(2 * error * form.factor)
+        # (no further than the form's highest value: a coarse scale's slack may exceed it, and
+        # CP-SAT's 64 bits)
+        slack = min(math.floor(2 * error * form.factor), max(form.hi - incumbent, 0))
         builder.cp.add(form.expr <= incumbent + slack)
         if incumbent + slack <= form.lo and lowest_caps:
             # frozen at its lowest value: the limits read for that value hold from now on,

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..context import EvalContext
 from ..cpsat.builder import CpBuilder
-from ..cpsat.linear import Lin
+from ..cpsat.forms import INT_LIMIT, shown_magnitude
+from ..cpsat.linear import Lin, lin_sum
 from ..errors import InputError, InternalError
 from ..evaluate import split_policy
 from ..primitives import Restrictions
@@ -31,13 +32,46 @@ def named_objects(model: Model) -> set[int]:
 
 @contextlib.contextmanager
 def where(path: str):
-    """Give an InputError raised while compiling a spec (numbers out of range) its path."""
+    """Give an InputError raised while compiling a spec (numbers out of range) its path; a
+    float overflow there is such a number too."""
     try:
         yield
     except InputError as error:
         if error.path:
             raise
         raise InputError(path, error.problem, error.value) from None
+    except OverflowError:
+        raise InputError(path, "numbers too large to model exactly (beyond a float's range)"
+                         ) from None
+
+
+def _text(magnitude: Fraction) -> str:
+    shown = shown_magnitude(magnitude)
+    return f"{shown:.3g}" if isinstance(shown, float) else shown
+
+
+def check_term(builder: CpBuilder, term: Lin, path: str, what: str, multiplier: float) -> None:
+    """A weighted term (a goal times its weight, a violation times its cost) whose magnitude
+    CP-SAT's 64-bit integers cannot hold, as an InputError naming the multiplier's field."""
+    magnitude = builder.magnitude(term)
+    if magnitude >= INT_LIMIT:
+        raise InputError(path, f"too large to model exactly: {what} reaches "
+                         f"{_text(magnitude)}, beyond CP-SAT's 64-bit integers "
+                         f"(at most about {float(INT_LIMIT):.3g})", multiplier)
+
+
+def check_buckets(builder: CpBuilder, buckets: dict[int, Bucket],
+                  owners: dict[int, list[tuple[str, Lin]]]) -> None:
+    """Each position's objective (the sum of its terms) within CP-SAT's 64-bit integers;
+    else an InputError naming the field of its largest term."""
+    for position, bucket in buckets.items():
+        magnitude = builder.magnitude(lin_sum(bucket.terms))
+        if magnitude >= INT_LIMIT and owners.get(position):
+            path, _ = max(owners[position], key=lambda owner: builder.magnitude(owner[1]))
+            raise InputError(path, f"too large to model exactly: the objective at tuple "
+                             f"position {position} reaches {_text(magnitude)}, "
+                             "beyond CP-SAT's 64-bit integers (lower the weights or costs at "
+                             "this position, or move some to another)")
 
 
 def classes_may_span_containers(model: Model) -> bool:
@@ -95,13 +129,20 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
     def noted() -> tuple[dict[str, float], dict[str, float]]:
         return dict(builder.errors), dict(builder.overs)
 
+    owners: dict[int, list[tuple[str, Lin]]] = {}  # per position: (field, term)
     for index, entry in enumerate(model.constraints):
         before = noted()
         with where(f"constraints[{index}].spec.{entry.spec.arm}"):
             soft_terms = compile_constraint(builder, entry, ctx0, guards)
         if soft_terms is not None:
+            for key, term in soft_terms:
+                check_term(builder, term, f"constraints[{index}].{key}", "the cost of a "
+                           "violation", entry.invalid_cost if key == "invalidCost"
+                           else entry.invalid_state)
+                owners.setdefault(entry.position, []).append((f"constraints[{index}].{key}",
+                                                              term))
             target = bucket(entry.position)
-            target.terms.extend(soft_terms)
+            target.terms.extend(term for _, term in soft_terms)
             target.admit(min(entry.invalid_cost, entry.invalid_state), True)
             error, _ = since(before)
             scale = max(entry.invalid_cost, 1.0)
@@ -110,33 +151,38 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
 
     soft_positions = set(buckets)
     leximin_positions = model.leximin_positions(soft_positions) if leximin else {}
-    for index, entry in enumerate(model.goals):
+    for entry in model.goals:
         target = bucket(entry.position)
         target.admit(entry.weight, entry.spec.nonnegative)
         if entry.position in leximin_positions:
-            with where(f"goals[{index}].spec.{entry.spec.arm}"):
+            with where(f"{entry.path}.spec.{entry.spec.arm}"):
                 target.leximin = entry.spec.compile_leximin(builder)
                 if accelerate and guards is None:
                     target.scalar.append(entry.spec)
             continue
         before, probes = noted(), len(builder.target_probes)
-        with where(f"goals[{index}].spec.{entry.spec.arm}"):
+        with where(f"{entry.path}.spec.{entry.spec.arm}"):
             value = entry.spec.compile_goal(builder).value
         target.probes.extend(builder.target_probes[probes:])
         if entry.weight < 0 and builder.minimization_only(value):  # parse_model rules it out
-            raise InternalError(f"goals[{index}]: {entry.spec.arm} claims to be linear in the "
+            raise InternalError(f"{entry.path}: {entry.spec.arm} claims to be linear in the "
                                 "assignment but compiled to bounding variables")
-        target.terms.append(value * entry.weight)
+        term = value * entry.weight
+        check_term(builder, term, f"{entry.path}.weight", "the weighted goal", entry.weight)
+        owners.setdefault(entry.position, []).append((f"{entry.path}.weight", term))
+        target.terms.append(term)
         error, over = since(before)
         target.error += error * abs(entry.weight)
         # a negative weight turns an under-estimate into an over-estimate
         target.over += (over if entry.weight >= 0 else error) * abs(entry.weight)
+    check_buckets(builder, buckets, owners)
     return builder, dict(sorted(buckets.items()))
 
 
 def compile_constraint(builder: CpBuilder, entry: ConstraintEntry, ctx0: EvalContext,
-                        guards: Guards | None) -> list[Lin] | None:
-    """Hard rules of one constraint, and its soft terms (None when it has no soft term).
+                        guards: Guards | None) -> list[tuple[str, Lin]] | None:
+    """Hard rules of one constraint, and its soft terms, each with the field of the cost it
+    is weighted by (None when it has no soft term).
     Policies as in Rebalancer: DEFAULT keeps initially broken parts soft and no worse than
     they were, the others hard; SOFT all soft; HARD all hard."""
     spec = entry.spec
@@ -165,9 +211,10 @@ def compile_constraint(builder: CpBuilder, entry: ConstraintEntry, ctx0: EvalCon
                     builder.require(info.expr, rhs, gate=info.gate)
         if split.soft[k]:
             violation = builder.positive_part(info.expr, gate=info.gate, what=spec.name)
-            soft_terms.append(violation * entry.invalid_cost)
+            soft_terms.append(("invalidCost", violation * entry.invalid_cost))
             if entry.invalid_state != 0:
-                soft_terms.append(builder.step(info.expr, gate=info.gate) * entry.invalid_state)
+                soft_terms.append(("invalidState", builder.step(info.expr, gate=info.gate)
+                                   * entry.invalid_state))
     return soft_terms if split.has_soft_term else None
 
 

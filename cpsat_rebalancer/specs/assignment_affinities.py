@@ -22,7 +22,7 @@ from ..cpsat.assignment_lp import assignment_dive, assignment_work, forced_bound
 from ..cpsat.builder import CpBuilder, TargetProbe
 from ..cpsat.linear import Lin
 from ..errors import InputError
-from ..fields import Fields, check_number
+from ..fields import Fields, check_list, check_number
 from ..problem import Problem, Scope
 from .common import GoalForm, Spec, register, resolve_scope, roles_by_item, spec_name
 
@@ -54,11 +54,8 @@ class AssignmentAffinitiesSpec(Spec):
         scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
         listed = f.raw("affinities")
         f.done(cls.arm)
-        if listed is None:
-            listed = []
-        if not isinstance(listed, list):
-            raise InputError(f.at("affinities"), "expected a list of "
-                             "{objectName, scopeItemName, affinity}", listed)
+        listed = check_list([] if listed is None else listed, f.at("affinities"),
+                            "a list of {objectName, scopeItemName, affinity}")
         summed: dict[tuple[int, int], float] = {}
         for k, entry in enumerate(listed):
             e = Fields(entry, f"{f.at('affinities')}[{k}]")

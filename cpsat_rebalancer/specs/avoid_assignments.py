@@ -13,8 +13,7 @@ from ..context import EvalContext
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Info
 from ..cpsat.linear import lin_sum
-from ..errors import InputError
-from ..fields import Fields
+from ..fields import Fields, check_list
 from ..problem import Problem, Scope
 from .common import Spec, register, resolve_items, resolve_objects, resolve_scope, spec_name
 
@@ -37,10 +36,7 @@ class AvoidAssignmentsSpec(Spec):
         scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
         entries = f.raw("assignments")
         f.done(cls.arm)
-        if entries is None:
-            entries = []
-        if not isinstance(entries, list):
-            raise InputError(f.at("assignments"), "expected a list", entries)
+        entries = check_list([] if entries is None else entries, f.at("assignments"))
         per_item: dict[int, set[int]] = {}
         for k, entry in enumerate(entries):
             sub = Fields(entry, f"{f.at('assignments')}[{k}]")

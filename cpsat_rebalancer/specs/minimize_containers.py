@@ -25,7 +25,7 @@ from ..cpsat.builder import CpBuilder
 from ..cpsat.linear import Lin, lin_sum
 from ..cpsat.packing_bounds import dive_work, gilmore_gomory, martello_toth_l2, pattern_dive
 from ..errors import InputError
-from ..fields import Fields, check_number
+from ..fields import Fields, check_number, is_integer
 from ..problem import Problem, Scope
 from .common import (
     GoalForm,
@@ -80,9 +80,9 @@ class MinimizeContainersSpec(Spec):
         if max_free is None:
             free_limit = len(items)
         else:
-            if isinstance(max_free, bool) or not isinstance(max_free, int) or max_free <= 0:
+            if not is_integer(max_free) or max_free <= 0:
                 raise InputError(f.at("maxFreeLimit"), "expected a positive integer", max_free)
-            free_limit = min(max_free, len(items))
+            free_limit = min(int(max_free), len(items))
         zero = [scope.items[i] for i in items if scope.capacity(dimension)[i] == 0]
         if zero:
             raise InputError(f.at("dimension"), "scope item has zero capacity, so its relative "

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import itertools
 import json
 import os
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..fields import check_keys, check_number, is_flag, is_integer
 from ..generators import GENERATORS
 from ..heuristics import check_heuristic
 from ..plugins import (
@@ -135,8 +137,12 @@ def load_model(path: Path) -> dict[str, Any]:
 def _relative(study_path: Path, value: Any, where: str) -> Path:
     if not isinstance(value, str) or not value:
         raise InputError(where, "expected a file path", value)
-    path = (study_path.parent / value).resolve()
-    if not path.exists():
+    try:
+        path = (study_path.parent / value).resolve()
+        found = path.exists()
+    except (OSError, ValueError):  # a NUL byte, a name too long
+        raise InputError(where, "not a usable file path", value) from None
+    if not found:
         raise InputError(where, "file not found", value)
     return path
 
@@ -146,6 +152,7 @@ def _parse_base(data: Any, study_path: Path, allow_code: bool) -> dict[str, Any]
         return {"scenario": _relative(study_path, data, "base")}
     if not isinstance(data, dict):
         raise InputError("base", "expected a scenario path or {generator, args}", data)
+    check_keys(data, "base", "field names")
     unknown = sorted(set(data) - {"scenario", "generator", "args"})
     if unknown:
         raise InputError(f"base.{unknown[0]}", "unknown field (base holds scenario, or "
@@ -168,6 +175,16 @@ def _parse_base(data: Any, study_path: Path, allow_code: bool) -> dict[str, Any]
     args = data.get("args", {})
     if not isinstance(args, dict):
         raise InputError("base.args", "expected a mapping of keyword arguments", args)
+    check_keys(args, "base.args", "argument names")
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # a builtin without one: the call itself will tell
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind(**args)
+        except TypeError as exc:
+            raise InputError("base.args", f"do not fit {generator}: {exc}") from None
     return {"generator": generator, "args": dict(args)}
 
 
@@ -175,6 +192,7 @@ def _parse_search(data: Any, index: int) -> Search:
     path = f"searches[{index}]"
     if not isinstance(data, dict):
         raise InputError(path, "expected a mapping", data)
+    check_keys(data, path, "field names")
     unknown = sorted(set(data) - SEARCH_KEYS)
     if unknown:
         raise InputError(f"{path}.{unknown[0]}", "unknown search field (a search holds "
@@ -204,21 +222,19 @@ def _parse_search(data: Any, index: int) -> Search:
                 raise InputError(f"{path}.{key}", "this word does not apply here (low: "
                                  "counting for a min search over containers; high: all for "
                                  "containers, counting for a max drain search)", value)
-        elif value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                    or value < 0):
+        elif value is not None and (not is_integer(value) or value < 0):
             raise InputError(f"{path}.{key}", "expected a non-negative integer", value)
+    low, high = (int(v) if is_integer(v) else v for v in (low, high))
     if isinstance(low, int) and isinstance(high, int) and low > high:
         raise InputError(f"{path}.low", "must not exceed high", low)
     feasible = data.get("feasible", {})
     if not isinstance(feasible, dict) or set(feasible) - {"position", "atMost"}:
         raise InputError(f"{path}.feasible", "expected {position, atMost}", feasible)
     position = feasible.get("position")
-    if position is not None and (isinstance(position, bool) or not isinstance(position, int)
-                                 or position < 0):
+    if position is not None and (not is_integer(position) or position < 0):
         raise InputError(f"{path}.feasible.position", "expected a tuple position", position)
-    at_most = feasible.get("atMost", 0.0)
-    if isinstance(at_most, bool) or not isinstance(at_most, int | float):
-        raise InputError(f"{path}.feasible.atMost", "expected a number", at_most)
+    position = None if position is None else int(position)
+    at_most = check_number(feasible.get("atMost", 0.0), f"{path}.feasible.atMost")
     name = data.get("name", parameter)
     if not isinstance(name, str) or not name:
         raise InputError(f"{path}.name", "expected a name", name)
@@ -230,6 +246,7 @@ def _points(grid: Any, variants: Any) -> list[dict[str, Any]]:
     grid = {} if grid is None else grid
     if not isinstance(grid, dict):
         raise InputError("grid", "expected a mapping parameter -> list of values", grid)
+    check_keys(grid, "grid", "parameter names")
     for name, values in grid.items():
         if not isinstance(values, list) or not values:
             raise InputError(f"grid.{name}", "expected a non-empty list of values", values)
@@ -241,6 +258,7 @@ def _points(grid: Any, variants: Any) -> list[dict[str, Any]]:
     for k, entry in enumerate(listed):
         if not isinstance(entry, dict):
             raise InputError(f"variants[{k}]", "expected a mapping parameter -> value", entry)
+        check_keys(entry, f"variants[{k}]", "parameter names")
         for name, value in entry.items():
             if name in grid:
                 raise InputError(f"variants[{k}].{name}", "also swept by the grid", name)
@@ -259,6 +277,7 @@ def parse_study(data: Any, path: str | Path, allow_code: bool = False) -> Study:
     path = Path(path).resolve()
     if not isinstance(data, dict):
         raise InputError(str(path), "a study must be a mapping at the top level")
+    check_keys(data, "", "field names")
     unknown = sorted(set(data) - STUDY_KEYS)
     if unknown:
         raise InputError(unknown[0], "unknown study field (a study holds "
@@ -299,8 +318,9 @@ def parse_study(data: Any, path: str | Path, allow_code: bool = False) -> Study:
     if hint is not None and hint not in HINTS:
         raise InputError("hint", "expected one of " + ", ".join(HINTS), hint)
     shortcuts = data.get("shortcuts", False)
-    if not isinstance(shortcuts, bool) and shortcuts != "only":
+    if not is_flag(shortcuts) and shortcuts != "only":
         raise InputError("shortcuts", "expected true, false or only", shortcuts)
+    shortcuts = shortcuts if shortcuts == "only" else bool(shortcuts)
     points = _points(data.get("grid"), data.get("variants"))
     for search in parsed_searches:
         for point in points:

@@ -29,12 +29,14 @@ scenario is never modified: :func:`apply` works on a deep copy.
 from __future__ import annotations
 
 import copy
+import math
 import random
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
+from ..fields import is_integer, is_number
 
 KINDS = ("drain", "scale", "grow", "containers", "spec", "weight", "policy", "bound", "solver",
          "label")
@@ -42,8 +44,8 @@ SOLVER_FIELDS = ("timeLimit", "deterministicTime", "seed", "workers")
 
 
 def _number(value: Any, path: str, minimum: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= minimum:
-        raise InputError(path, f"expected a number >= {minimum:g}", value)
+    if not is_number(value) or not minimum <= value < math.inf:  # NaN fails both
+        raise InputError(path, f"expected a finite number >= {minimum:g}", value)
     return float(value)
 
 
@@ -65,7 +67,7 @@ def check_parameter(name: Any, value: Any, path: str) -> None:
                              "drain.random.SEED or drain.hosts", name)
         if parts[1] == "random" and not parts[2].isdigit():
             raise InputError(path, "the seed of drain.random.SEED is an integer", name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if not is_integer(value) or value < 0:
             raise InputError(path, "expected a number of containers", value)
     elif kind == "scale":
         if len(parts) not in (1, 2, 4):
@@ -82,7 +84,7 @@ def check_parameter(name: Any, value: Any, path: str) -> None:
         if isinstance(value, str):
             if value[:1] not in "+-" or not value[1:].isdigit():
                 raise InputError(path, "expected a count, or +k / -k", value)
-        elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        elif not is_integer(value) or value < 0:
             raise InputError(path, "expected a count, or +k / -k", value)
     elif kind in ("spec", "weight", "policy", "bound"):
         if len(parts) < (3 if kind == "spec" else 2) or (kind != "spec" and len(parts) != 2):

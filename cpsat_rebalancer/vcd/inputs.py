@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from ..fields import Fields, check_number
+from ..fields import Fields, check_list, check_number, is_integer
 
 HEALTH = ("green", "yellow", "red")
 OPERATIONS = ("create", "powerOn", "import")
@@ -184,20 +184,16 @@ def _fraction(fields: Fields, key: str) -> float:
 
 
 def _list(value: Any, path: str) -> list:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise InputError(path, "expected a list", value)
-    return value
+    return [] if value is None else check_list(value, path)
 
 
 def _int(fields: Fields, key: str, minimum: int = 0) -> int | None:
     value = fields.raw(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_integer(value) or value < minimum:
         raise InputError(fields.at(key), f"expected an integer >= {minimum}", value)
-    return value
+    return int(value)
 
 
 def _choice(fields: Fields, key: str, choices: tuple[str, ...], default: str) -> str:
@@ -250,10 +246,9 @@ def _parse_cluster(data: Any, path: str) -> Cluster:
     health = _choice(f, "health", HEALTH, "green")
     versions = f.raw("hardwareVersions")
     if versions is not None:
-        if not isinstance(versions, list) or not all(
-                isinstance(v, int) and not isinstance(v, bool) for v in versions):
+        if not isinstance(versions, list) or not all(is_integer(v) for v in versions):
             raise InputError(f.at("hardwareVersions"), "expected a list of integers", versions)
-        versions = frozenset(versions)
+        versions = frozenset(int(v) for v in versions)
     profiles = f.raw("storageProfiles")
     profiles = None if profiles is None else frozenset(f.names("storageProfiles"))
     max_vcpus = _int(f, "maxVcpus", 1)

@@ -85,8 +85,8 @@ def presolved_bounds(builder: CpBuilder, variables: Sequence[int],
     if status == cp_model.INFEASIBLE:
         return None
     domains = solver.response_proto.tightened_variables
-    if not domains:
-        return None
+    if not domains or any(not domains[index].domain for index in variables):
+        return None  # an empty domain: presolve proved the levels infeasible
     lows, highs = [], []
     for index in variables:
         domain = domains[index].domain  # protobuf: no negative indexing here
