@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,6 +24,7 @@ from ..result import SolveResult, value_table
 from ..scenario import read_data_file
 
 EXIT_INPUT, EXIT_INTERNAL, EXIT_INFEASIBLE, EXIT_NO_SOLUTION = 2, 1, 3, 4
+EXIT_INTERRUPTED = 130  # stopped by Ctrl-C or SIGTERM; the best answer known is still given
 
 
 def write_output(path: str, text: str) -> None:
@@ -77,6 +79,24 @@ def check_outputs(outputs: dict[str, str | None], inputs: Iterable[Any] = (),
             raise InputError(option, f"the folder {parent} does not exist", text)
         if not os.access(parent, os.W_OK | os.X_OK):
             raise InputError(option, f"cannot write in the folder {parent}", text)
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt():
+    """SIGTERM meanwhile stops the solve as Ctrl-C does (the solve then returns the best
+    answer it knows) instead of killing the process with nothing written."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave the signal alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager

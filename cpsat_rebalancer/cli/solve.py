@@ -18,6 +18,7 @@ from ..result import (
 from ..scenario import SolverOptions, load_data_with_model, parse_scenario
 from .common import (
     EXIT_INFEASIBLE,
+    EXIT_INTERRUPTED,
     EXIT_NO_SOLUTION,
     check_outputs,
     collect_cpsat_params,
@@ -26,6 +27,7 @@ from .common import (
     print_values,
     quiet_pipe,
     read_assignment,
+    terminate_as_interrupt,
     write_output,
 )
 
@@ -42,10 +44,13 @@ def command_solve(args: argparse.Namespace) -> int:
         else base.deterministic_time, args.log or base.log, path="options",
         cpsat_parameters={**base.cpsat_parameters, **collect_cpsat_params(args.cpsat_param)})
     hint = None if args.hint is None else read_assignment(scenario.problem, args.hint)
-    result = solve_scenario(scenario, options, hint)
+    with terminate_as_interrupt():
+        result = solve_scenario(scenario, options, hint)
     if args.json:  # before printing, so a closed pipe cannot lose it
         write_output(args.json, result.to_json())
     code = {INFEASIBLE: EXIT_INFEASIBLE, NO_SOLUTION: EXIT_NO_SOLUTION}.get(result.status, 0)
+    if result.termination == "interrupted":
+        code = EXIT_INTERRUPTED
     with quiet_pipe():
         print_result(result)
         if args.json:

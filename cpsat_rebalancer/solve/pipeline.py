@@ -36,15 +36,25 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
     constraints cannot all hold, INFEASIBLE with the constraints that conflict."""
     started = time.monotonic()
     model.check_solvable()
-    builder, buckets = compile_model(problem, model, aggregate, accelerate=accelerate,
-                                     seconds=options.time_limit)
-    session = Session(builder, model, options, started, budget)
     initial = evaluate(problem, model, problem.initial)
-    start(session, initial, hint)
+    try:
+        builder, buckets = compile_model(problem, model, aggregate, accelerate=accelerate,
+                                         seconds=options.time_limit)
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM, as the CLI maps it) while compiling
+        return interrupted_at_start(problem, initial, started)
+    session = Session(builder, model, options, started, budget)
+    try:
+        start(session, initial, hint)
+    except KeyboardInterrupt:
+        session.interrupted = True
     buckets = buckets or {0: Bucket(0)}
     reports, stop = solve_buckets(session, buckets)
+    polish_stopped = False
     if stop is None and session.values is not None:
-        fewest_moves(session, started)
+        try:
+            fewest_moves(session, started)
+        except KeyboardInterrupt:  # the buckets stand proven; only the tie-break is cut
+            polish_stopped = True
     infeasible = stop == "infeasible"
     final = problem.initial.copy() if infeasible else session.decode()
     holding_initial = session.values is None and initial.feasible and not infeasible
@@ -60,8 +70,10 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
             settle(report, buckets[report.position])
     status = overall_status(reports, stop, infeasible, not held)
     conflict = explain(session, problem, model, options) if infeasible else []
-    termination = stop or ("optimal" if status == OPTIMAL else next(
-        (r.termination for r in reports if r.termination == "approximated"), "time_limit"))
+    termination = stop or ("interrupted" if polish_stopped else "optimal"
+                           if status == OPTIMAL else next(
+                               (r.termination for r in reports
+                                if r.termination == "approximated"), "time_limit"))
     return SolveResult(problem, status, termination, final, initial, final_eval, reports,
                        time.monotonic() - started, dict(builder.errors), conflict,
                        classes=len(builder.classes.members))
@@ -107,7 +119,7 @@ def solve_buckets(session: Session, buckets: dict[int, Bucket]
         t0 = time.monotonic()
         remaining = session.remaining()
         if stop is None and remaining is not None and remaining <= 0:
-            stop = "time_limit"
+            stop = "interrupted" if session.interrupted else "time_limit"
         if stop is not None:
             reports.append(BucketReport(position, "NOT_SOLVED", stop, 0.0, None, None, None,
                                         None, bucket.error, 0.0))
@@ -118,7 +130,12 @@ def solve_buckets(session: Session, buckets: dict[int, Bucket]
         share = (None if remaining is None or session.deterministic
                  else remaining / (len(buckets) - index))
         solve = solve_leximin if bucket.leximin else solve_bucket
-        report = solve(session, bucket, share)
+        try:
+            report = solve(session, bucket, share)
+        except KeyboardInterrupt:  # in any phase: the solution held stands
+            session.interrupted = True
+            report = BucketReport(position, "NOT_SOLVED", "interrupted", 0.0, None, None,
+                                  None, None, bucket.error, 0.0)
         report.seconds = time.monotonic() - t0
         reports.append(report)
         if report.status == INFEASIBLE:
@@ -152,3 +169,12 @@ def explain(session: Session, problem: Problem, model: Model,
     seconds = session.budget.explain_seconds
     return explain_infeasibility(problem, model, options,
                                  seconds if remaining is None else min(seconds, remaining))
+
+
+def interrupted_at_start(problem: Problem, initial: Evaluation, started: float) -> SolveResult:
+    """Stopped before any search: the initial assignment, as it is."""
+    reports = [BucketReport(position, "NOT_SOLVED", "interrupted", value, None, None, None,
+                            None, 0.0, 0.0) for position, value in initial.positions.items()]
+    status = FEASIBLE if initial.feasible else NO_SOLUTION
+    return SolveResult(problem, status, "interrupted", problem.initial.copy(), initial, initial,
+                       reports, time.monotonic() - started, {}, [], classes=0)
