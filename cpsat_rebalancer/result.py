@@ -30,7 +30,8 @@ class BucketReport:
     position: int
     status: str  # OPTIMAL, FEASIBLE, INFEASIBLE, NO_SOLUTION, NOT_SOLVED
     # why it stopped: optimal, approximated (at the compiled model's optimum, which the
-    # stated error separates from the exact one), time_limit, infeasible, interrupted
+    # stated error separates from the exact one), time_limit, work_limit (the deterministic
+    # budget of a repeatable run), infeasible, interrupted
     termination: str
     objective: float  # evaluator value of the final assignment for this position
     compiled_objective: float | None  # what CP-SAT minimized, on the same scale

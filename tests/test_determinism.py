@@ -5,7 +5,7 @@ from __future__ import annotations
 from ortools.sat import sat_parameters_pb2
 
 from cpsat_rebalancer import parse_scenario
-from cpsat_rebalancer.generators import balance_instance
+from cpsat_rebalancer.generators import balance_instance, scale_instance
 from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.solve.compile import compile_model
 from cpsat_rebalancer.solve.pipeline import solve_model
@@ -39,3 +39,15 @@ def test_a_deterministic_run_takes_no_wall_clock_share() -> None:
     assert params.max_deterministic_time == 0.5 and params.interleave_search
     repeatable.limit(params, None, work=9.0)  # the user's budget per solve is the most
     assert params.max_deterministic_time == 2.0
+
+
+def test_a_repeatable_ideal_run_repeats_and_names_its_limit() -> None:
+    """IDEAL (leximin levels, then moves) under a deterministic budget and no time limit:
+    the same assignment twice, and what stopped an unproven search is the budget."""
+    scenario = parse_scenario(scale_instance("ideal", 400, 20, 0))
+    options = SolverOptions(workers=2, seed=7, deterministic_time=0.05)
+    first = solve_model(scenario.problem, scenario.model, options)
+    second = solve_model(scenario.problem, scenario.model, options)
+    assert (first.final == second.final).all()
+    assert [b.status for b in first.buckets] == [b.status for b in second.buckets]
+    assert "time_limit" not in [first.termination, *(b.termination for b in first.buckets)]

@@ -68,12 +68,15 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
         check_result(final_eval, reports)
         for report in reports:
             settle(report, buckets[report.position])
+    name_work_limits(session, reports)
+    stop = "work_limit" if stop == "time_limit" and session.out_of_work() else stop
     status = overall_status(reports, stop, infeasible, not held)
     conflict = explain(session, problem, model, options) if infeasible else []
     termination = stop or ("interrupted" if polish_stopped else "optimal"
                            if status == OPTIMAL else next(
                                (r.termination for r in reports
-                                if r.termination == "approximated"), "time_limit"))
+                                if r.termination in ("approximated", "work_limit")),
+                               "time_limit"))
     return SolveResult(problem, status, termination, final, initial, final_eval, reports,
                        time.monotonic() - started, dict(builder.errors), conflict,
                        classes=len(builder.classes.members))
@@ -178,3 +181,12 @@ def interrupted_at_start(problem: Problem, initial: Evaluation, started: float) 
     status = FEASIBLE if initial.feasible else NO_SOLUTION
     return SolveResult(problem, status, "interrupted", problem.initial.copy(), initial, initial,
                        reports, time.monotonic() - started, {}, [], classes=0)
+
+
+def name_work_limits(session: Session, reports: list[BucketReport]) -> None:
+    """In a repeatable run whose wall clock did not run out, a search cut short was cut by
+    its deterministic budget: say so ('work_limit'), not 'time_limit'."""
+    if session.out_of_work():
+        for report in reports:
+            if report.termination == "time_limit":
+                report.termination = "work_limit"

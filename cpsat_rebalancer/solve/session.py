@@ -106,6 +106,13 @@ class Session:
         return any(g.position > position and g.spec.counts_moves
                    and g.weight > 0 for g in self.model.goals)
 
+    def out_of_work(self) -> bool:
+        """Whether a search stopped early was stopped by the deterministic budget: a
+        repeatable run whose wall-clock limit (if any) has not run out."""
+        remaining = self.remaining()
+        return self.deterministic and not self.interrupted and (
+            remaining is None or remaining > 0)
+
     def remaining(self) -> float | None:
         if self.interrupted:
             return 0.0
