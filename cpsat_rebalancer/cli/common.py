@@ -24,7 +24,6 @@ from ..result import SolveResult, value_table
 from ..scenario import read_data_file
 
 EXIT_INPUT, EXIT_INTERNAL, EXIT_INFEASIBLE, EXIT_NO_SOLUTION = 2, 1, 3, 4
-EXIT_INTERRUPTED = 130  # stopped by Ctrl-C or SIGTERM; the best answer known is still given
 
 
 def write_output(path: str, text: str) -> None:

@@ -18,7 +18,6 @@ from ..result import (
 from ..scenario import SolverOptions, load_data_with_model, parse_scenario
 from .common import (
     EXIT_INFEASIBLE,
-    EXIT_INTERRUPTED,
     EXIT_NO_SOLUTION,
     check_outputs,
     collect_cpsat_params,
@@ -49,8 +48,6 @@ def command_solve(args: argparse.Namespace) -> int:
     if args.json:  # before printing, so a closed pipe cannot lose it
         write_output(args.json, result.to_json())
     code = {INFEASIBLE: EXIT_INFEASIBLE, NO_SOLUTION: EXIT_NO_SOLUTION}.get(result.status, 0)
-    if result.termination == "interrupted":
-        code = EXIT_INTERRUPTED
     with quiet_pipe():
         print_result(result)
         if args.json:

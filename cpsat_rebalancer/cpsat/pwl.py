@@ -20,7 +20,10 @@ from .linear import Lin
 
 ALL_INTEGERS_UP_TO = 1024  # ranges this short get a breakpoint at every integer (exact)
 SEGMENTS = 64  # otherwise this many uniform segments, plus the kinks
-VALUE_DIGITS = 12  # function values are kept to this many significant digits
+# function values are kept to this many significant digits: 12 where sums are short, so
+# that a proof holds to far below a relative 1e-9; 9 where a sum has more terms than
+# SHORT_SUM, whose finer values cost CP-SAT's searches and relaxations their footing
+VALUE_DIGITS, COARSE_DIGITS, SHORT_SUM = 12, 9, 128
 
 
 # scaled values stay below this, so that a chord over up to MAX_SPAN + 1 integers (width times
@@ -28,18 +31,24 @@ VALUE_DIGITS = 12  # function values are kept to this many significant digits
 VALUE_LIMIT = 2**45
 
 
-def _resolution(values: Iterable[float]) -> int:
-    """Units per 1.0 of value: 10^-VALUE_DIGITS absolute for values up to 1, so that the
-    terms of one sum share a scale (their least common factor stays small), and
-    VALUE_DIGITS significant digits above. Values too large for CP-SAT's integers even at
-    one unit per 1.0 (a utilization far above a tiny capacity, squared) are an InputError."""
+def digits_for(builder: CpBuilder) -> int:
+    """The value digits of this model's pieces (see VALUE_DIGITS): a sum over containers or
+    scope items is as long as the container count."""
+    return VALUE_DIGITS if builder.problem.num_containers <= SHORT_SUM else COARSE_DIGITS
+
+
+def _resolution(values: Iterable[float], digits: int) -> int:
+    """Units per 1.0 of value: 10^-digits absolute for values up to 1, so that the terms of
+    one sum share a scale (their least common factor stays small), and ``digits``
+    significant digits above. Values too large for CP-SAT's integers even at one unit per
+    1.0 (a utilization far above a tiny capacity, squared) are an InputError."""
     top = max((abs(v) for v in values), default=0.0)
     if top <= 1:
-        return 10**VALUE_DIGITS
+        return 10**digits
     if not top < VALUE_LIMIT:  # NaN included
         raise InputError("", "values of a convex penalty too large to model in CP-SAT's "
                          "64-bit integers (a utilization far above its capacity?)", top)
-    return 10 ** max(0, VALUE_DIGITS - int(math.ceil(math.log10(top))))
+    return 10 ** max(0, digits - int(math.ceil(math.log10(top))))
 
 
 def _breakpoints(lo: int, hi: int, kinks: Iterable[float]) -> list[int]:
@@ -123,7 +132,7 @@ def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
     values = [at(p) for p in points]
     if len(points) == 1:
         return Lin(const=Fraction(values[0]))
-    resolution = _resolution(values)
+    resolution = _resolution(values, digits_for(builder))
     # consecutive breakpoints, or a range where g is zero at both ends (zero between)
     exact = all(b - a == 1 or at(a) == at(b) == 0.0 for a, b in zip(points, points[1:]))
     below = from_below and exact
@@ -161,7 +170,7 @@ def lower_table(builder: CpBuilder, t: Lin, f: Callable[[float], float],
                             .round().astype(np.int64).tolist()))
     factor = float(form.factor)
     values = [f(max(p, 0) / factor) for p in points]  # bounds below 0 are loose, not reached
-    resolution = _resolution(values)
+    resolution = _resolution(values, digits_for(builder))
     floors = [math.floor(resolution * v) for v in values]
     index = builder.cp.new_int_var(0, len(points) - 1, "table_index")
     grid = builder.cp.new_int_var(points[0], points[-1], "table_point")
@@ -192,7 +201,7 @@ def exact_table(builder: CpBuilder, x: Lin, g: Callable[[float], float],
     if atom.hi - atom.lo + 1 > TABLE_SIZE:
         return None
     values = [g(float(coef * u + x.const)) for u in range(atom.lo, atom.hi + 1)]
-    resolution = _resolution(values)
+    resolution = _resolution(values, digits_for(builder))
     table = [round(resolution * v) for v in values]
     index = builder.cp.new_int_var(0, len(table) - 1, "table_index")
     builder.cp.add(index == atom.expr - atom.lo)
