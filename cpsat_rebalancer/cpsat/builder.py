@@ -79,7 +79,7 @@ class CpBuilder(IntegerForms):
         # assignments a spec's compiler proposes as the start (checked by the evaluator)
         self.suggested_starts: list[np.ndarray] = []
         # levels of a goal from its relaxation's bound up, each a search held there (see
-        # TargetProbe and the driver's target probes)
+        # TargetProbe and solve.probes)
         self.target_probes: list[TargetProbe] = []
         # the solve's time limit: it sizes the work of searches run while compiling (a
         # count, so the same limit always builds the same model); None: no limit

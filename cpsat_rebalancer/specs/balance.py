@@ -1,7 +1,7 @@
 """BalanceSpec: spread relative utilization over scope items (docs/semantics.md#balance).
 
 Formulas LINEAR, SQUARES, MAX, IDEAL, RELATIVE_UTIL_VARIANCE; goal only. IDEAL alone in its
-bucket is ordered leximin by the driver (``compile_leximin``); its reported
+bucket is ordered leximin by the solve stages (``compile_leximin``); its reported
 value is Rebalancer's scalar Σ a_i u_i².
 """
 

@@ -36,7 +36,7 @@ def register(cls: type[Spec]) -> type[Spec]:
 
 @dataclass(frozen=True)
 class GoalForm:
-    """What a goal compiles to: its scalar value (a cpsat.model.Lin)."""
+    """What a goal compiles to: its scalar value (a cpsat.linear.Lin)."""
 
     value: Any
 

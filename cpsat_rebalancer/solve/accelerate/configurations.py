@@ -25,7 +25,7 @@ rounded up past the last bits of its floating-point sum only. The same sum gives
 reduced-cost fixing: a solution below a target holds, in each container, a content whose
 reduced cost is within target - bound of the least, which leaves each container a few
 loads. The LP optimum's whole contents (often most containers') and those loads are what
-the driver searches next.
+the stages search next.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def load_relaxation(builder: CpBuilder, form: Integerized, seconds: float,
     terms = {v.index for v, c in zip(flat.vars, flat.coeffs) if c}
     if terms & (dropped | counts):
         # the objective is defined through the assignment itself (moves, costs): the
-        # relaxation would bound it only through the cuts on moves, which the driver
+        # relaxation would bound it only through the cuts on moves, which the stages
         # reads directly (a search here would spend seconds for nothing)
         return None
     read = _reached(terms, reads)

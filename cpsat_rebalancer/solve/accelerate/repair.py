@@ -35,7 +35,7 @@ def load_caps(builder: CpBuilder, targets: Sequence[tuple[object, int]] = (),
     """Upper bound per container on each built container load (integer units, by
     dimension), as CP-SAT's presolve derives them from the model (plus ``expr <= level`` for
     each of ``targets``). None when presolve proves the model (with the targets) infeasible
-    or gives up. ``run`` solves (the chain's, which Ctrl-C can stop); ``work``, when given,
+    or gives up. ``run`` solves (the session's, which Ctrl-C can stop); ``work``, when given,
     bounds the presolve in deterministic seconds as well (a repeatable run)."""
     loads = builder.container_loads()
     if not loads:
