@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from wheel_stand_in import Recorder
 
 from cpsat_rebalancer import cli, parse_scenario
 from cpsat_rebalancer.errors import InputError
@@ -234,19 +235,6 @@ def shape(text: str) -> str:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             node.value = ""
     return ast.dump(tree)
-
-
-class Recorder:
-    calls: list = []
-
-    def __init__(self, *args):
-        Recorder.calls.append(("__init__", args, {}))
-
-    def __getattr__(self, method):
-        def call(*args, **kwargs):
-            Recorder.calls.append((method, args, kwargs))
-            return {"assignment": {}} if method == "solve" else self
-        return call
 
 
 def test_export_embeds_every_string_as_data(tmp_path, monkeypatch, capsys):

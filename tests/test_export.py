@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from randomized import random_scenario
+from wheel_stand_in import Recorder
 
 from cpsat_rebalancer import cli, evaluate, parse_scenario, solve_scenario
 from cpsat_rebalancer.peer import export_rebalancer_python, find_peer_python
@@ -49,25 +50,6 @@ def rich_scenario() -> dict:
     })
     parse_scenario(data)  # a valid scenario
     return data
-
-
-class Recorder:
-    """A stand-in for ``rebalancer.ProblemSolver`` that records every call."""
-
-    calls: list = []
-
-    def __init__(self, *args):
-        Recorder.calls.append(("__init__", args, {}))
-
-    def __getattr__(self, method):
-        def call(*args, **kwargs):
-            Recorder.calls.append((method, args, kwargs))
-            if method == "solve":
-                return {"initialGlobalObjective": {"goals": [{"value": 1.0}]},
-                        "finalGlobalObjective": {"goals": [{"value": 0.5}]},
-                        "assignment": {}}
-            return self
-        return call
 
 
 @pytest.fixture
