@@ -104,10 +104,6 @@ class Shape:
     utilization: float  # of cpu, overall
 
     @property
-    def movement_goal(self) -> bool:
-        return any(s.arm == "minimizeMovementSpec" and s.role == "goal" for s in self.specs)
-
-    @property
     def groups(self) -> bool:
         return any(s.arm in GROUP_ARMS for s in self.specs)
 
