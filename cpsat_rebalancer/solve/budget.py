@@ -38,6 +38,9 @@ class Budget:
     level_share: float = 0.5  # of the time left, what an unproven level may take
     step_repair_share: float = 0.8  # of a step's share, for its relaxation and repairs
     descent_share: float = 0.5  # of the time left after the levels, for the single-move descent
+    # after the chain, under a time limit: the move-based floor (solve.accelerate.local_search)
+    local_search_share: float = 0.05  # of the time limit, kept back from the chain for it
+    local_search_seconds: float = 5.0  # and at most this long
     # an infeasible model
     explain_seconds: float = 20.0  # at most, to name the conflicting constraints
 

@@ -12,6 +12,7 @@ from ..evaluate import Evaluation, evaluate
 from ..problem import Problem
 from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport, SolveResult
 from ..scenario import Model, SolverOptions
+from .accelerate import local_search
 from .bucket import solve_bucket
 from .budget import DEFAULT_BUDGET, Budget
 from .check import check_result, settle
@@ -59,6 +60,13 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
     final = problem.initial.copy() if infeasible else session.decode()
     holding_initial = session.values is None and initial.feasible and not infeasible
     final_eval = initial if holding_initial else evaluate(problem, model, final)
+    proven = all(r.status == OPTIMAL and (r.position not in buckets
+                                          or not buckets[r.position].over) for r in reports)
+    if session.reserve and not infeasible and not session.interrupted and not proven:
+        floor = move_floor(session, final)
+        if floor is not None:
+            unsettle_after(reports, final_eval, floor[1])
+            final, final_eval = floor
     for report in reports:
         report.objective = final_eval.positions.get(report.position, 0.0)
         if report.position in final_eval.leximin:
@@ -190,3 +198,32 @@ def name_work_limits(session: Session, reports: list[BucketReport]) -> None:
         for report in reports:
             if report.termination == "time_limit":
                 report.termination = "work_limit"
+
+
+def move_floor(session: Session, final: np.ndarray) -> tuple[np.ndarray, Evaluation] | None:
+    """The chain's answer improved by single moves and swaps in the time kept back for it
+    (and any the chain left): where the proof did not close, a local search from the same
+    answer is the floor of what is returned."""
+    deadline = session.deadline()
+    if deadline is None or deadline - time.monotonic() <= 0.05:
+        return None
+    return local_search.descend(session.builder.problem, session.model, final, deadline,
+                                session.options.seed)
+
+
+def unsettle_after(reports: list[BucketReport], before: Evaluation, after: Evaluation) -> None:
+    """The move-based floor improved the answer lexicographically: at the first position it
+    improved, the chain's bound still holds; after it, the chain's bounds and compiled values
+    described a search held at the worse value there, so they are dropped (unknown)."""
+    first = next((p for p, (old, new) in enumerate(zip(local_search.tuple_key(before),
+                                                       local_search.tuple_key(after)))
+                  if new != old), None)
+    positions = sorted(set(before.positions) | set(before.leximin))
+    if first is None:
+        return
+    for report in reports:
+        if report.position > positions[first]:
+            report.bound = report.gap = report.relative_gap = None
+            report.compiled_objective = None
+            if report.status == OPTIMAL:
+                report.status = FEASIBLE

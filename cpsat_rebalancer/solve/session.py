@@ -3,9 +3,12 @@ flag (Ctrl-C) and one Budget; it holds the last solution for hints and decoding.
 
 from __future__ import annotations
 
+import functools
 import math
+import signal
 import threading
 import time
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -33,8 +36,6 @@ def run_solvers(solves: list[tuple[cp_model.CpSolver, cp_model.CpModel]]
     """Several solves at once, one thread each, as ``run_solver`` (Ctrl-C stops them all)."""
     outcome: dict[int, int] = {}
     failures: list[BaseException] = []
-    finished = [threading.Event() for _ in solves]
-    interrupted = False
 
     def run(index: int, solver: cp_model.CpSolver, cp: cp_model.CpModel) -> None:
         solver.parameters.catch_sigint_signal = False
@@ -42,22 +43,66 @@ def run_solvers(solves: list[tuple[cp_model.CpSolver, cp_model.CpModel]]
             outcome[index] = solver.solve(cp)
         except BaseException as failure:  # raised again in the caller's thread
             failures.append(failure)
-        finally:
-            finished[index].set()
 
-    for i, pair in enumerate(solves):
-        threading.Thread(target=run, args=(i, *pair), daemon=True).start()
-    for done in finished:  # timed waits, which Ctrl-C can break (a bare join may not return)
-        while not done.is_set():
-            try:
-                done.wait(0.05)
-            except KeyboardInterrupt:
-                interrupted = True
-                for solver, _ in solves:
-                    solver.stop_search()
+    def stop() -> None:
+        for solver, _ in solves:
+            solver.stop_search()
+
+    interrupted = run_threads([functools.partial(run, i, *pair)
+                               for i, pair in enumerate(solves)], stop)
     if failures:
         raise failures[0]
     return [outcome.get(i, cp_model.UNKNOWN) for i in range(len(solves))], interrupted
+
+
+def run_threads(targets: list[Callable[[], None]], stop: Callable[[], None]) -> bool:
+    """Run each target in a thread of its own and wait until every one has ended, in timed
+    waits on events (a join broken by Ctrl-C can take a running thread for ended). Ctrl-C,
+    wherever it lands here, calls ``stop`` and the wait goes on: a solve thread must never
+    outlive the call (a process that exits under a running CP-SAT thread aborts). Returns
+    whether Ctrl-C came."""
+    finished = [threading.Event() for _ in targets]
+
+    def thread(target: Callable[[], None], done: threading.Event) -> threading.Thread:
+        def run() -> None:
+            try:
+                target()
+            finally:
+                done.set()
+        return threading.Thread(target=run, daemon=True)
+
+    interrupted = start_all([thread(t, e) for t, e in zip(targets, finished)])
+    if interrupted:
+        stop()
+    while True:
+        try:
+            for done in finished:
+                while not done.is_set():
+                    done.wait(0.05)
+            return interrupted
+        except KeyboardInterrupt:
+            interrupted = True
+            stop()
+
+
+def start_all(threads: list[threading.Thread]) -> bool:
+    """Start every thread with Ctrl-C and SIGTERM held back meanwhile (a Thread.start that
+    an interrupt breaks can leave its thread running unseen); returns whether one came."""
+    if threading.current_thread() is not threading.main_thread():
+        for thread in threads:  # only the main thread receives signals in Python
+            thread.start()
+        return False
+    came: list[int] = []
+    held = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda signum, frame: came.append(signum))
+                for sig in held}
+    try:
+        for thread in threads:
+            thread.start()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+    return bool(came)
 
 
 # a depth-first search's outcome, most telling first (a solution, then a proof of none)
@@ -74,6 +119,11 @@ class Session:
         self.model = model
         self.options = options
         self.budget = budget
+        # time kept back from the chain for the move-based floor after it (wall clock only:
+        # a repeatable run takes none)
+        self.reserve = 0.0 if options.time_limit is None or options.deterministic_time \
+            is not None or not builder.accelerate else min(
+                budget.local_search_share * options.time_limit, budget.local_search_seconds)
         self.started = time.monotonic() if started is None else started
         self.values: list[int] | None = None  # last solution, one value per CP-SAT variable
         self.blend_floor: int | None = None  # proven minimum of weight·objective + moves
@@ -118,7 +168,13 @@ class Session:
             return 0.0
         if self.options.time_limit is None:
             return None
-        return self.options.time_limit - (time.monotonic() - self.started)
+        return self.options.time_limit - self.reserve - (time.monotonic() - self.started)
+
+    def deadline(self) -> float | None:
+        """When the time limit ends, the reserve included (None: no limit)."""
+        if self.options.time_limit is None:
+            return None
+        return self.started + self.options.time_limit
 
     def wall_limit(self, *shares: float | None) -> float | None:
         """The wall-clock limit of a step: the time left, and the given shares of it unless
@@ -255,18 +311,9 @@ class Session:
         for batch in ([searches] if together else [[s] for s in searches]):
             if decided.is_set() or self.interrupted:
                 break
-            threads = [threading.Thread(target=run, args=s, daemon=True) for s in batch]
-            for thread in threads:
-                thread.start()
-            while any(t.is_alive() for t in threads):
-                try:
-                    decided.wait(0.05)
-                except KeyboardInterrupt:
-                    self.interrupted = True
-                    for solver, _ in searches:
-                        solver.stop_search()
-            for thread in threads:
-                thread.join()
+            self.interrupted |= run_threads(
+                [functools.partial(run, *search) for search in batch],
+                lambda: [solver.stop_search() for solver, _ in searches])
         status = min((s for s, _ in outcomes), key=lambda s: DECIDED_FIRST.get(s, 3))
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             winner = next(solver for s, solver in outcomes if s == status)
