@@ -72,6 +72,8 @@ def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
                 for c in rng.sample(range(m), m):
                     if c == home:
                         continue
+                    if time.monotonic() >= deadline:  # every evaluation can be long
+                        break
                     x[o] = c
                     if accept(x):
                         improved = True
