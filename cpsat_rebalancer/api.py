@@ -11,6 +11,7 @@ the recorded scenario in the error messages.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from .errors import InputError
 from .evaluate import Evaluation, evaluate
 from .fields import is_number
 from .problem import Problem
+from .progress import ProgressEvent
 from .result import SolveResult
 from .scenario import Model, Scenario, SolverOptions, check_depth, parse_scenario
 from .solve.budget import DEFAULT_BUDGET, Budget
@@ -173,15 +175,17 @@ class ProblemSolver:
 
     def solve(self, time_limit: float | None = None, workers: int | None = None,
               seed: int | None = None, deterministic_time: float | None = None,
-              log: bool = False, hint: dict[str, list[str]] | None = None) -> SolveResult:
+              log: bool = False, hint: dict[str, list[str]] | None = None,
+              on_progress: Callable[[ProgressEvent], None] | None = None) -> SolveResult:
         """Solve to proven optimality (or the best found within ``time_limit``). ``hint``,
         an assignment ``{container: [objects]}`` such as a heuristic's, is where the search
-        starts when it keeps the hard constraints and beats the initial assignment."""
+        starts when it keeps the hard constraints and beats the initial assignment.
+        ``on_progress`` receives progress events while it runs (see solve_problem)."""
         scenario = self.to_scenario()
         options = SolverOptions.checked(time_limit, workers, seed, deterministic_time, log,
                                         path="solve")
         start = None if hint is None else scenario.problem.assignment_array(hint, "hint")
-        return solve_scenario(scenario, options, hint=start)
+        return solve_scenario(scenario, options, hint=start, on_progress=on_progress)
 
     def evaluate(self, assignment: dict[str, list[str]]) -> Evaluation:
         """Rebalancer-scale values of every goal and constraint for moving to ``assignment``."""
@@ -192,18 +196,24 @@ class ProblemSolver:
 
 def solve_problem(problem: Problem, model: Model, options: SolverOptions | None = None, *,
                   hint: np.ndarray | None = None, aggregate: bool = True,
-                  accelerate: bool = True, budget: Budget = DEFAULT_BUDGET) -> SolveResult:
+                  accelerate: bool = True, budget: Budget = DEFAULT_BUDGET,
+                  on_progress: Callable[[ProgressEvent], None] | None = None) -> SolveResult:
     """Solve ``model`` on ``problem``: every tuple position in order, each proven optimal or
     reported with its bound. ``hint``, an assignment (a heuristic's, say), is where the
     search starts when it keeps the hard constraints and beats the initial one.
     ``aggregate=False`` keeps identical objects apart and ``accelerate=False`` skips the
-    accelerator wing (both: the same optimum, for tests and measurements)."""
+    accelerator wing (both: the same optimum, for tests and measurements).
+    ``on_progress(event)`` is called while the solve runs, from a thread of its own, with a
+    ``ProgressEvent`` (phase, bucket, incumbent, bound, gap, elapsed, limit) at every phase,
+    solution and bound, and at least every half second; it never changes the result."""
     return solve_model(problem, model, options or SolverOptions(), aggregate=aggregate,
-                       hint=hint, accelerate=accelerate, budget=budget)
+                       hint=hint, accelerate=accelerate, budget=budget,
+                       on_progress=on_progress)
 
 
 def solve_scenario(scenario: Scenario, options: SolverOptions | None = None,
-                   hint: np.ndarray | None = None, *, accelerate: bool = True) -> SolveResult:
+                   hint: np.ndarray | None = None, *, accelerate: bool = True,
+                   on_progress: Callable[[ProgressEvent], None] | None = None) -> SolveResult:
     """``solve_problem`` on a parsed scenario, with its own solver options by default."""
     return solve_problem(scenario.problem, scenario.model, options or scenario.options,
-                         hint=hint, accelerate=accelerate)
+                         hint=hint, accelerate=accelerate, on_progress=on_progress)

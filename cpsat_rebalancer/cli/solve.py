@@ -8,6 +8,7 @@ import json
 
 from ..api import solve_scenario
 from ..evaluate import evaluate
+from ..interrupts import holding_signals
 from ..result import (
     INFEASIBLE,
     NO_SOLUTION,
@@ -29,6 +30,7 @@ from .common import (
     terminate_as_interrupt,
     write_output,
 )
+from .progress import add_progress_options, solve_progress
 
 
 def command_solve(args: argparse.Namespace) -> int:
@@ -43,10 +45,11 @@ def command_solve(args: argparse.Namespace) -> int:
         else base.deterministic_time, args.log or base.log, path="options",
         cpsat_parameters={**base.cpsat_parameters, **collect_cpsat_params(args.cpsat_param)})
     hint = None if args.hint is None else read_assignment(scenario.problem, args.hint)
-    with terminate_as_interrupt():
-        result = solve_scenario(scenario, options, hint)
-    if args.json:  # before printing, so a closed pipe cannot lose it
-        write_output(args.json, result.to_json())
+    with terminate_as_interrupt(), solve_progress(args) as on_progress:
+        result = solve_scenario(scenario, options, hint, on_progress=on_progress)
+    if args.json:  # before printing, so a closed pipe cannot lose it; Ctrl-C waits for it
+        with holding_signals():
+            write_output(args.json, result.to_json())
     code = {INFEASIBLE: EXIT_INFEASIBLE, NO_SOLUTION: EXIT_NO_SOLUTION}.get(result.status, 0)
     with quiet_pipe():
         print_result(result)
@@ -94,7 +97,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     solve.add_argument("--cpsat-param", action="append", type=cpsat_param, metavar="NAME=VALUE",
                        help="a further CP-SAT parameter (repeatable), e.g. "
                        "linearization_level=2; overrides the scenario's solver.cpsatParameters")
-    solve.add_argument("--log", action="store_true", help="print CP-SAT's search log")
+    solve.add_argument("--log", action="store_true",
+                       help="print the engine's phases (stderr) and CP-SAT's search log")
+    add_progress_options(solve)
     solve.add_argument("--hint", help="start from this assignment (a heuristic's, say) when it "
                        "keeps the hard constraints and beats the initial one")
     solve.add_argument("--json", help="write the full result as JSON to this file")

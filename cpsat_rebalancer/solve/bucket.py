@@ -26,6 +26,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     shares = session.budget
     builder = session.builder
     form = builder.integerize(lin_sum(bucket.terms), objective=True)
+    session.progress.show(form.expr, form.factor)
     builder.note_error(f"position {bucket.position} objective rounding", form.error)
     error = bucket.error + form.error
     bucket.over += form.error
@@ -44,6 +45,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
             and (budget is not None or session.deterministic)):
         # not without a time limit, where the bucket's own search proves its optimum
         seconds = session.wall_limit(None if budget is None else shares.moves_floor_share * budget)
+        session.progress.phase("floor on moves")
         try:
             found = moves_floor(builder, shares.moves_floor_seconds if seconds is None else seconds,
                                 session.options.workers, session.options.seed, session.run,
@@ -81,6 +83,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     weight = most + 1
     blend_fits = (form.hi - form.lo + 1) * weight < INT_LIMIT
     incumbent = objective = bound = None
+    session.progress.phase("search")
     if builder.accelerate and blend_fits and session.moves_later(bucket.position):
         # A later goal counts moves: search on weight·objective + moves from the start, so
         # that the solutions found stay near the initial assignment (a search on the
@@ -95,6 +98,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
             left = shares.pure_share * (budget - (time.monotonic() - t0))
             builder.cp.add(form.expr <= incumbent)
             blended_values = session.values
+            session.progress.phase("search")
             again, solver_b = session.solve(form.expr, left)
             better, _, bound_b = bucket_values(again, solver_b, form.expr, form.factor)
             if better is not None:
@@ -147,7 +151,10 @@ def blended(session: Session, form: Integerized, incumbent: int | None,
     if incumbent is not None:
         builder.cp.add(form.expr <= incumbent)
     moved = moved_objects(builder)
-    status, solver = session.solve(form.expr * weight + moved, budget)
+    objective = form.expr * weight + moved
+    session.progress.show(objective, form.factor, weight)
+    session.progress.phase("search with moves")
+    status, solver = session.solve(objective, budget)
     value, _, bound = bucket_values(status, solver, form.expr, form.factor, (weight, most))
     if status == cp_model.OPTIMAL:
         session.blend_floor = round(solver.objective_value)
@@ -170,6 +177,7 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
                                    None if budget is None else shares.first_share * budget)
     incumbent, objective, bound = bucket_values(status, solver, form.expr, form.factor)
     if probes and budget is not None and status in (cp_model.FEASIBLE, cp_model.UNKNOWN):
+        session.progress.phase("target probes")
         found = target_probes(session, form, probes,
                                shares.target_probe_share * (budget - (time.monotonic() - t0)))
         if found is not None and (incumbent is None or found < incumbent):
@@ -180,6 +188,7 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
         if status == cp_model.FEASIBLE and bound is not None and not probed:
             probed = True
             left = shares.probe_share * (budget - (time.monotonic() - t0))
+            session.progress.phase("probes at the bound")
             found = probe(session, form, incumbent, round(bound * form.factor), left)
             if found is not None:
                 incumbent, low = found
@@ -192,6 +201,7 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
                 and session.accelerate):
             descended = True
             left = shares.neighbourhood_share * (budget - (time.monotonic() - t0))
+            session.progress.phase("descent over containers")
             session.values, better = descend(builder, form.expr, session.values, incumbent,
                                            time.monotonic() + left, session)
             if better < incumbent:
@@ -202,6 +212,7 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
             break
         if incumbent is not None:
             builder.cp.add(form.expr <= incumbent)
+        session.progress.phase("search")
         again, solver_b = session.solve(form.expr, left)
         better, _, bound_b = bucket_values(again, solver_b, form.expr, form.factor)
         if better is not None or again == cp_model.INFEASIBLE and incumbent is None:

@@ -39,6 +39,7 @@ def solve_leximin(session: Session, bucket: Bucket, budget: float | None) -> Buc
             session.budget.level_share if bucket.scalar else 1.0)
         if share is not None and share <= 0.05:
             break
+        session.progress.phase(f"leximin: the largest value left (entry {proven + 1} of {n})")
         level, status, bound = leximin_value(session, forms, above, lo, ceiling, share)
         if level is None:
             if status == cp_model.INFEASIBLE:
@@ -53,6 +54,7 @@ def solve_leximin(session: Session, bucket: Bucket, budget: float | None) -> Buc
             session.budget.level_share if bucket.scalar else 1.0)
         if share is not None and share <= 0.05:
             break
+        session.progress.phase("leximin: the fewest items at that value")
         above, count, count_proven = leximin_count(session, forms, level, proven, share)
         if count is None:
             break
@@ -91,6 +93,7 @@ def leximin_value(session: Session, forms: list[Integerized], above: list[object
     units), the solve's status and its proven bound (user's scale)."""
     builder = session.builder
     level = builder.cp.new_int_var(lo, max(lo, ceiling), "leximin_value")
+    session.progress.show(level, forms[0].factor)
     floor = lo
     for index, f in enumerate(forms):
         bounded = builder.cp.add(f.expr <= level)

@@ -4,12 +4,16 @@ moves at the optima, evaluate, check, explain."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
 from ..cpsat.builder import CpBuilder
 from ..evaluate import Evaluation, evaluate
+from ..interrupts import holding_signals
 from ..problem import Problem
+from ..progress import Progress, ProgressEvent
 from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport, SolveResult
 from ..scenario import Model, SolverOptions
 from .accelerate import local_search
@@ -23,11 +27,15 @@ from .moves import fewest_moves
 from .positions import Bucket
 from .session import Session
 
+T = TypeVar("T")
+
 
 def solve_model(problem: Problem, model: Model, options: SolverOptions,
                 aggregate: bool = True, hint: np.ndarray | None = None,
-                accelerate: bool = True, budget: Budget = DEFAULT_BUDGET) -> SolveResult:
+                accelerate: bool = True, budget: Budget = DEFAULT_BUDGET,
+                on_progress: Callable[[ProgressEvent], None] | None = None) -> SolveResult:
     """Solve every bucket in tuple-position order and evaluate the result independently.
+    ``on_progress`` receives the solve's progress events (see :mod:`..progress`).
 
     ``hint``, an assignment (a heuristic's, say), is where the search starts when it keeps the
     hard constraints and beats the initial one: the answer is then never worse than it.
@@ -37,14 +45,30 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
     constraints cannot all hold, INFEASIBLE with the constraints that conflict."""
     started = time.monotonic()
     model.check_solvable()
-    initial = evaluate(problem, model, problem.initial)
+    progress = Progress(on_progress, options.time_limit, started)
+    with progress.running():
+        result = _solve(problem, model, options, aggregate, hint, accelerate, budget, progress)
+        progress.done(result.status, result.termination)
+    return result
+
+
+def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bool,
+           hint: np.ndarray | None, accelerate: bool, budget: Budget,
+           progress: Progress) -> SolveResult:
+    started = progress.started
+    progress.phase("initial evaluation")
+    initial, came = settled(lambda: evaluate(problem, model, problem.initial))
+    if came:  # Ctrl-C before any search: the initial assignment, as it is
+        return interrupted_at_start(problem, initial, started)
     try:
+        progress.phase("compile")
         builder, buckets = compile_model(problem, model, aggregate, accelerate=accelerate,
                                          seconds=options.time_limit)
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM, as the CLI maps it) while compiling
         return interrupted_at_start(problem, initial, started)
-    session = Session(builder, model, options, started, budget)
+    session = Session(builder, model, options, started, budget, progress)
     try:
+        progress.phase("start")
         start(session, initial, hint)
     except KeyboardInterrupt:
         session.interrupted = True
@@ -53,17 +77,28 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
     polish_stopped = False
     if stop is None and session.values is not None:
         try:
+            progress.phase("fewest moves", None)
             fewest_moves(session, started)
         except KeyboardInterrupt:  # the buckets stand proven; only the tie-break is cut
             polish_stopped = True
     infeasible = stop == "infeasible"
     final = problem.initial.copy() if infeasible else session.decode()
     holding_initial = session.values is None and initial.feasible and not infeasible
-    final_eval = initial if holding_initial else evaluate(problem, model, final)
+    progress.phase("evaluate", None)
+    final_eval, came = (initial, False) if holding_initial else settled(
+        lambda: evaluate(problem, model, final))
     proven = all(r.status == OPTIMAL and (r.position not in buckets
                                           or not buckets[r.position].over) for r in reports)
     if session.reserve and not infeasible and not session.interrupted and not proven:
-        floor = move_floor(session, final)
+        floor = None
+        if came:  # Ctrl-C: the chain's answer stands, without the floor
+            polish_stopped = True
+        else:
+            progress.phase("local search floor", None)
+            try:
+                floor = move_floor(session, final)
+            except KeyboardInterrupt:
+                polish_stopped = True
         if floor is not None:
             unsettle_after(reports, final_eval, floor[1])
             final, final_eval = floor
@@ -73,13 +108,17 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
             report.leximin = list(final_eval.leximin[report.position])
     held = session.values is not None or holding_initial
     if held and not infeasible:
+        progress.phase("check", None)
         check_result(final_eval, reports)
         for report in reports:
             settle(report, buckets[report.position])
     name_work_limits(session, reports)
     stop = "work_limit" if stop == "time_limit" and session.out_of_work() else stop
     status = overall_status(reports, stop, infeasible, not held)
-    conflict = explain(session, problem, model, options) if infeasible else []
+    conflict = []
+    if infeasible:
+        progress.phase("explain", None)
+        conflict = explain(session, problem, model, options)
     termination = stop or ("interrupted" if polish_stopped else "optimal"
                            if status == OPTIMAL else next(
                                (r.termination for r in reports
@@ -100,6 +139,17 @@ def start(session: Session, initial: Evaluation, hint: np.ndarray | None) -> Non
         session.start_from(counts)
     elif initial.feasible:
         session.start_from()
+
+
+def settled(compute: Callable[[], T]) -> tuple[T, bool]:
+    """``compute()`` (an evaluation), which the answer needs whole: when Ctrl-C cuts it, it
+    is computed again with Ctrl-C and SIGTERM held back meanwhile. Returns its value and
+    whether an interrupt came."""
+    try:
+        return compute(), False
+    except KeyboardInterrupt:
+        with holding_signals():
+            return compute(), True
 
 
 def better_start(builder: CpBuilder, model: Model, initial: Evaluation,
@@ -141,6 +191,7 @@ def solve_buckets(session: Session, buckets: dict[int, Bucket]
         share = (None if remaining is None or session.deterministic
                  else remaining / (len(buckets) - index))
         solve = solve_leximin if bucket.leximin else solve_bucket
+        session.progress.start_bucket(position, "leximin" if bucket.leximin else "compile")
         try:
             report = solve(session, bucket, share)
         except KeyboardInterrupt:  # in any phase: the solution held stands
@@ -159,6 +210,7 @@ def solve_buckets(session: Session, buckets: dict[int, Bucket]
         if session.interrupted:
             stop = "interrupted"
             report.termination = "interrupted"
+        session.progress.end_bucket(report.status, report.compiled_objective, report.bound)
     return reports, stop
 
 
@@ -178,8 +230,11 @@ def explain(session: Session, problem: Problem, model: Model,
     """The conflicting constraints, in the time left (at most the budget's share)."""
     remaining = session.remaining()
     seconds = session.budget.explain_seconds
-    return explain_infeasibility(problem, model, options,
-                                 seconds if remaining is None else min(seconds, remaining))
+    try:
+        return explain_infeasibility(problem, model, options,
+                                     seconds if remaining is None else min(seconds, remaining))
+    except KeyboardInterrupt:  # the proof of infeasibility stands; its explanation is cut
+        return ["(not explained: interrupted)"]
 
 
 def interrupted_at_start(problem: Problem, initial: Evaluation, started: float) -> SolveResult:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import math
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +17,8 @@ from ..cpsat.builder import CpBuilder, hint_first
 from ..cpsat_parameters import apply_cpsat_parameters
 from ..errors import InputError, InternalError
 from ..evaluate import evaluate
+from ..interrupts import holding_signals
+from ..progress import Progress, Scale
 from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport
 from ..scenario import Model, SolverOptions
 from .budget import DEFAULT_BUDGET, Budget
@@ -31,16 +32,19 @@ def run_solver(solver: cp_model.CpSolver, cp: cp_model.CpModel) -> tuple[int, bo
     return statuses[0], interrupted
 
 
-def run_solvers(solves: list[tuple[cp_model.CpSolver, cp_model.CpModel]]
+def run_solvers(solves: list[tuple[cp_model.CpSolver, cp_model.CpModel]],
+                reporters: list[cp_model.CpSolverSolutionCallback | None] | None = None
                 ) -> tuple[list[int], bool]:
-    """Several solves at once, one thread each, as ``run_solver`` (Ctrl-C stops them all)."""
+    """Several solves at once, one thread each, as ``run_solver`` (Ctrl-C stops them all);
+    ``reporters``, per solve, a solution callback (None: none)."""
     outcome: dict[int, int] = {}
     failures: list[BaseException] = []
+    callbacks = reporters or [None] * len(solves)
 
     def run(index: int, solver: cp_model.CpSolver, cp: cp_model.CpModel) -> None:
         solver.parameters.catch_sigint_signal = False
         try:
-            outcome[index] = solver.solve(cp)
+            outcome[index] = solver.solve(cp, callbacks[index])
         except BaseException as failure:  # raised again in the caller's thread
             failures.append(failure)
 
@@ -88,21 +92,23 @@ def run_threads(targets: list[Callable[[], None]], stop: Callable[[], None]) -> 
 def start_all(threads: list[threading.Thread]) -> bool:
     """Start every thread with Ctrl-C and SIGTERM held back meanwhile (a Thread.start that
     an interrupt breaks can leave its thread running unseen); returns whether one came."""
-    if threading.current_thread() is not threading.main_thread():
-        for thread in threads:  # only the main thread receives signals in Python
-            thread.start()
-        return False
-    came: list[int] = []
-    held = (signal.SIGINT, signal.SIGTERM)
-    previous = {sig: signal.signal(sig, lambda signum, frame: came.append(signum))
-                for sig in held}
-    try:
+    with holding_signals() as came:
         for thread in threads:
             thread.start()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
     return bool(came)
+
+
+class SolutionReporter(cp_model.CpSolverSolutionCallback):
+    """Reports each solution of a search to the progress tracker (its objective on the
+    bucket's scale when the search minimizes a shown objective)."""
+
+    def __init__(self, progress: Progress, scale: Scale | None):
+        super().__init__()
+        self.progress = progress
+        self.scale = scale
+
+    def on_solution_callback(self) -> None:
+        self.progress.solution(self.objective_value if self.scale else None, self.scale)
 
 
 # a depth-first search's outcome, most telling first (a solution, then a proof of none)
@@ -114,7 +120,8 @@ class Session:
     stops the current search and the session, keeping the best solution found."""
 
     def __init__(self, builder: CpBuilder, model: Model, options: SolverOptions,
-                 started: float | None = None, budget: Budget = DEFAULT_BUDGET):
+                 started: float | None = None, budget: Budget = DEFAULT_BUDGET,
+                 progress: Progress | None = None):
         self.builder = builder
         self.model = model
         self.options = options
@@ -125,6 +132,7 @@ class Session:
             is not None or not builder.accelerate else min(
                 budget.local_search_share * options.time_limit, budget.local_search_seconds)
         self.started = time.monotonic() if started is None else started
+        self.progress = progress or Progress(None, options.time_limit, self.started)
         self.values: list[int] | None = None  # last solution, one value per CP-SAT variable
         self.blend_floor: int | None = None  # proven minimum of weight·objective + moves
         self.start_value: int | None = None  # objective of the last start_from (if given)
@@ -228,13 +236,14 @@ class Session:
             cp.minimize(objective)
         self.hint()
         solver = self._solver(budget, work)
-        status = self._interruptible(solver)
+        reporter = self._reporter(solver, objective, probing)
+        status = self.run_all([(solver, cp)], [reporter])[0]
         if status == cp_model.INFEASIBLE and self.values is not None and not probing:
             # Impossible: the previous solution satisfies every constraint of this solve. It
             # happens with CP-SAT's presolve (probing) on large coefficients; solve again
             # without it.
             solver.parameters.cp_model_presolve = False
-            status = self._interruptible(solver)
+            status = self.run_all([(solver, cp)], [reporter])[0]
         if status == cp_model.MODEL_INVALID:
             reason = cp.validate()
             if not reason and self.options.cpsat_parameters:
@@ -245,6 +254,18 @@ class Session:
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.values = list(solver.response_proto.solution)
         return status, solver
+
+    def _reporter(self, solver: cp_model.CpSolver, objective: object | None,
+                  probing: bool) -> SolutionReporter | None:
+        """The progress reports of a solve of ``objective``: its solutions, and its bounds
+        unless it holds a probe (a probe's bound is not the bucket's). None when nobody
+        listens. Reporting reads the search; it never steers it."""
+        if not self.progress.listening:
+            return None
+        scale = None if objective is None else self.progress.scale_of(objective)
+        if scale is not None and not probing:
+            solver.best_bound_callback = functools.partial(self.progress.bound, scale=scale)
+        return SolutionReporter(self.progress, scale)
 
     def _solver(self, budget: float | None, work: float | None = None,
                 engine: dict[str, object] | None = None) -> cp_model.CpSolver:
@@ -327,9 +348,11 @@ class Session:
         """Solve ``cp`` so that Ctrl-C stops it and the session (see run_solver)."""
         return self.run_all([(solver, cp)])[0]
 
-    def run_all(self, solves: list[tuple[cp_model.CpSolver, cp_model.CpModel]]) -> list[int]:
+    def run_all(self, solves: list[tuple[cp_model.CpSolver, cp_model.CpModel]],
+                reporters: list[cp_model.CpSolverSolutionCallback | None] | None = None
+                ) -> list[int]:
         """Several solves at once (see run_solvers); their work adds up."""
-        statuses, interrupted = run_solvers(solves)
+        statuses, interrupted = run_solvers(solves, reporters)
         self.interrupted |= interrupted
         self.work += sum(solver.response_proto.deterministic_time for solver, _ in solves)
         return statuses

@@ -57,6 +57,7 @@ def bucket_start(session: Session, bucket: Bucket, form: Integerized,
     work = PRESOLVE_SECONDS if session.deterministic else None
     if left() <= 0.01:
         return None, floor
+    session.progress.phase("load limits")
     caps = load_caps(builder, seconds=left(), run=session.run, work=work)
     if not caps:
         return None, floor
@@ -74,6 +75,7 @@ def bucket_start(session: Session, bucket: Bucket, form: Integerized,
     # without a bound
     at_lowest = load_caps(builder, [(form.expr, form.lo)], left(), session.run, work)
     session.lowest_caps = at_lowest
+    session.progress.phase("load relaxation")
     relax_seconds = session.wall_limit(shares.relax_share * left())
     relaxed = load_relaxation(builder, form, math.inf if relax_seconds is None else relax_seconds,
                               session.options.workers, session.options.seed, session.run,
@@ -110,6 +112,7 @@ def bucket_start(session: Session, bucket: Bucket, form: Integerized,
         yield caps, False, False, 0.5
         yield at_lowest, True, False, 1.0
 
+    session.progress.phase("greedy repair")
     candidates = []
     for limits, partial, exact, share in attempts():
         if session.interrupted:
@@ -155,6 +158,7 @@ def configurations_floor(session: Session, bucket: Bucket, form: Integerized, er
     moves = session.moves()
     seconds = session.wall_limit(None if budget is None else shares.configuration_share * budget)
     started = time.monotonic()
+    session.progress.phase("configuration LP")
     try:
         found = configuration_bound(
             builder, session.values, shares.configuration_seconds if seconds is None else seconds,
@@ -209,6 +213,7 @@ def fewer_moves_within(session: Session, bucket: Bucket, form: Integerized, erro
     values = session.values
     share = None if budget is None else shares.fewer_moves_share * budget
     started = time.monotonic()
+    session.progress.phase("fewer moves within the LP's loads")
     status, solver = session.solve(
         moved, session.wall_limit(None if share is None else shares.fewer_moves_search * share),
         shares.fewer_moves_work, probing=True)
@@ -242,12 +247,14 @@ def step_start(session: Session, form: Integerized, share: float | None,
         return math.inf if seconds is None else max(0.0, seconds)
 
     work = PRESOLVE_SECONDS if session.deterministic else None
+    session.progress.phase("load relaxation")
     relaxed = load_relaxation(builder, form, shares.relax_share * left(), session.options.workers,
                               session.options.seed, session.run,
                               None if work is None else shares.relax_share * work, session.values)
     if relaxed is None or relaxed.bound <= form.lo or left() <= 0.01 or session.interrupted:
         return None, form.lo if relaxed is None else max(form.lo, relaxed.bound)
     floor = relaxed.bound
+    session.progress.phase("greedy repair")
     reached = held_repair(floor)
     if reached is not None and reached <= floor or not relaxed.optimal or left() <= 0.01:
         return reached, floor
@@ -305,6 +312,7 @@ def descend_leximin(session: Session, bucket: Bucket, deadline: float) -> None:
     assignment held, checked by CP-SAT against every held level before it is taken."""
     builder = session.builder
     stop = time.monotonic() + session.budget.descent_share * (deadline - time.monotonic())
+    session.progress.phase("leximin descent")
     caps = load_caps(builder, seconds=max(0.01, stop - time.monotonic()), run=session.run)
     if not caps:
         return
@@ -327,6 +335,7 @@ def polish_leximin(session: Session, bucket: Bucket, budget: float) -> None:
     builder = session.builder
     problem, model = builder.problem, session.model
     before = session.values
+    session.progress.phase("leximin polish on the scalar")
     held = evaluate(problem, model, session.decode()).leximin[bucket.position]
     form = builder.integerize(lin_sum(spec.compile_goal(builder).value
                                       for spec in bucket.scalar))
