@@ -342,14 +342,13 @@ def compare(data: dict, heuristics: Sequence[str | Heuristic] = (),
 # --------------------------------------------------------------------------- plot
 
 
-def plot_utilization(comparison: Comparison, path: str) -> None:
+def plot_utilization(comparison: Comparison, path: str | None = None) -> Any:
     """Per item of the balanced scope, the relative utilization each solver leaves (bars per
-    item up to 24 items; beyond, each solver's utilizations sorted, as lines)."""
+    item up to 24 items; beyond, each solver's utilizations sorted, as lines), as a
+    matplotlib figure, also written to ``path`` when given (whole or not at all). Drawn
+    without pyplot: the caller's matplotlib backend is never switched."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
     except ImportError:
         raise InputError("--plot", "needs matplotlib: pip install matplotlib") from None
     problem = comparison.instance.problem
@@ -360,8 +359,9 @@ def plot_utilization(comparison: Comparison, path: str) -> None:
     names = [target.scope.items[i] for i in target.items]
     utils = [target.relative_util(problem, final)[target.items] for _, final in series]
     wide = len(names) <= 24
-    fig, ax = plt.subplots(figsize=(max(7.0, min(16.0, 2 + 0.3 * len(names) * len(series)))
-                                    if wide else 10.0, 4.5))
+    fig = Figure(figsize=(max(7.0, min(16.0, 2 + 0.3 * len(names) * len(series)))
+                          if wide else 10.0, 4.5))
+    ax = fig.subplots()
     colors = ["0.6"] + [f"C{k}" for k in range(len(series) - 1)]  # initial in grey
     if wide:
         width = 0.8 / len(series)
@@ -379,10 +379,11 @@ def plot_utilization(comparison: Comparison, path: str) -> None:
     ax.set_title(f"Utilization left by each solver ({target.source})")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    image = io.BytesIO()  # then written whole or not at all
-    fig.savefig(image, dpi=120, format=Path(path).suffix[1:].lower() or "png")
-    plt.close(fig)
-    write_atomically(path, image.getvalue())
+    if path is not None:
+        image = io.BytesIO()  # then written whole or not at all
+        fig.savefig(image, dpi=120, format=Path(path).suffix[1:].lower() or "png")
+        write_atomically(path, image.getvalue())
+    return fig
 
 
 # --------------------------------------------------------------------------- text

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, did_you_mean
 
 ENUMS: dict[str, dict[str, int]] = {
     "LimitType": {"ABSOLUTE": 1, "RELATIVE": 2},
@@ -63,7 +63,8 @@ def parse_enum(enum: str, value: object, path: str) -> str:
             if number == value:
                 return name
     choices = ", ".join(f"{n}={v}" for n, v in members.items())
-    raise InputError(path, f"invalid {enum} (expected one of {choices})", value)
+    raise InputError(path, f"invalid {enum} (expected one of {choices})"
+                     + did_you_mean(value, members, fold_case=True), value)
 
 
 def enum_value(enum: str, name: str) -> int:

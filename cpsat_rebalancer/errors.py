@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import reprlib
+from collections.abc import Iterable
 
 # the offending value as shown in a message: a few levels and items of it, never the whole
 # of a large or deeply nested value (whose full repr could be slow or exceed the recursion
@@ -34,6 +36,17 @@ def shown_value(value: object) -> str:
         return _SHOWN.repr(value)
     except (RecursionError, ValueError):  # reprlib may still recurse into a custom repr
         return f"a {type(value).__name__}"
+
+
+def did_you_mean(given: object, known: Iterable[object], fold_case: bool = False) -> str:
+    """"; did you mean 'X'?" for the known name closest to a misspelt ``given`` (nothing
+    when none is close); ``fold_case`` compares names in upper case (enum names)."""
+    if not isinstance(given, str):
+        return ""
+    names = {(str(name).upper() if fold_case else str(name)): str(name) for name in known}
+    close = difflib.get_close_matches(given.upper() if fold_case else given, list(names), n=1,
+                                      cutoff=0.6)
+    return f"; did you mean '{names[close[0]]}'?" if close else ""
 
 
 class InternalError(RuntimeError):

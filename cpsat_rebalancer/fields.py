@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .enums import parse_enum
-from .errors import InputError
+from .errors import InputError, did_you_mean
 
 
 class Fields:
@@ -77,7 +77,8 @@ class Fields:
     def done(self, spec: str) -> None:
         unknown = sorted(set(self.data) - self.seen)
         if unknown:
-            raise InputError(self.at(unknown[0]), f"unknown field of {spec}", unknown[0])
+            raise InputError(self.at(unknown[0]), f"unknown field of {spec}"
+                             + did_you_mean(unknown[0], self.seen), unknown[0])
 
 
 def is_number(value: Any) -> bool:

@@ -21,22 +21,55 @@ import numpy as np
 
 from .errors import InputError
 
+GAP_FORMAT = ("a GAP instance (OR-Library format: m n, the m x n cost matrix, the m x n "
+              "weight matrix, m capacities)")
+BINPACKING_FORMAT = "a bin-packing instance (BPPLIB format: n, the capacity C, n weights)"
 
-def _numbers(path: str | Path) -> list[float]:
+
+def _numbers(path: str | Path, expected: str) -> list[float]:
+    """The numbers of an instance file; a file of another kind (a scenario, a binary) is
+    named as such rather than failing on its first token."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError(str(path), f"not a text file: expected {expected}") from None
     except OSError as error:
         raise InputError(str(path), f"cannot read: {error.strerror or error}") from None
+    start = text.lstrip()[:1]
     try:
         return [float(token) for token in text.split()]
     except ValueError as error:
-        raise InputError(str(path), f"expected numbers only ({error})") from None
+        kind = ("a JSON file (a scenario?)" if start in ("{", "[") else
+                "a YAML or JSON file (a scenario?)" if ":" in text else "not numbers only")
+        raise InputError(str(path), f"{kind}: expected {expected} ({error})") from None
 
 
-def _take(values: list[float], start: int, count: int, path: str | Path, what: str) -> list[float]:
-    if start + count > len(values):
-        raise InputError(str(path), f"file ends before the {what} (format: see "
-                         "cpsat_rebalancer.importers)")
+def _counts(values: list[float]) -> dict[str, int | None]:
+    """How many numbers each format expects, read from the leading numbers (None when they
+    are not counts)."""
+    def count(value: float) -> int | None:
+        return int(value) if float(value).is_integer() and value > 0 else None
+
+    m, n = (count(v) for v in (values + [0.0, 0.0])[:2])
+    return {"gap": None if m is None or n is None else 2 + 2 * m * n + m,
+            "binpacking": None if m is None else 2 + m}
+
+
+def _check_count(values: list[float], path: str | Path, kind: str, expected: str) -> None:
+    """The file holds exactly as many numbers as its leading counts say; when not, and the
+    numbers fit the other format, say so."""
+    counts = _counts(values)
+    if counts[kind] == len(values):
+        return
+    other = next((k for k, c in counts.items() if k != kind and c == len(values)), None)
+    hint = (f"; it looks like {BINPACKING_FORMAT if other == 'binpacking' else GAP_FORMAT}: "
+            f"import it with 'import {other}'" if other else "")
+    wanted = "an unknown count" if counts[kind] is None else f"{counts[kind]} numbers"
+    raise InputError(str(path), f"not {expected}: its leading counts ask for {wanted}, the "
+                     f"file holds {len(values)}{hint}")
+
+
+def _take(values: list[float], start: int, count: int) -> list[float]:
     return values[start:start + count]
 
 
@@ -46,13 +79,12 @@ def _integral(value: float) -> int | float:
 
 def read_gap(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(cost m x n, weight m x n, capacity m) of a GAP instance file."""
-    values = _numbers(path)
-    m, n = (int(v) for v in _take(values, 0, 2, path, "sizes m n"))
-    if m <= 0 or n <= 0:
-        raise InputError(str(path), "agent and item counts must be positive", (m, n))
-    cost = np.asarray(_take(values, 2, m * n, path, "cost matrix")).reshape(m, n)
-    weight = np.asarray(_take(values, 2 + m * n, m * n, path, "weight matrix")).reshape(m, n)
-    capacity = np.asarray(_take(values, 2 + 2 * m * n, m, path, "capacities"))
+    values = _numbers(path, GAP_FORMAT)
+    _check_count(values, path, "gap", GAP_FORMAT)
+    m, n = (int(v) for v in _take(values, 0, 2))
+    cost = np.asarray(_take(values, 2, m * n)).reshape(m, n)
+    weight = np.asarray(_take(values, 2 + m * n, m * n)).reshape(m, n)
+    capacity = np.asarray(_take(values, 2 + 2 * m * n, m))
     if np.any(weight < 0) or np.any(capacity < 0):
         raise InputError(str(path), "weights and capacities must not be negative")
     return cost, weight, capacity
@@ -105,11 +137,10 @@ def _greedy_gap(cost: np.ndarray, weight: np.ndarray, capacity: np.ndarray) -> n
 
 def read_binpacking(path: str | Path) -> tuple[int, np.ndarray]:
     """(capacity, weights) of a BPPLIB instance file."""
-    values = _numbers(path)
-    n, capacity = (_integral(v) for v in _take(values, 0, 2, path, "n and capacity"))
-    if not isinstance(n, int) or n <= 0:
-        raise InputError(str(path), "the item count must be a positive integer", n)
-    sizes = np.asarray(_take(values, 2, n, path, "weights"))
+    values = _numbers(path, BINPACKING_FORMAT)
+    _check_count(values, path, "binpacking", BINPACKING_FORMAT)
+    n, capacity = (_integral(v) for v in _take(values, 0, 2))
+    sizes = np.asarray(_take(values, 2, n))
     if capacity <= 0 or np.any(sizes < 0):
         raise InputError(str(path), "capacity must be positive and weights not negative")
     if np.any(sizes > capacity):

@@ -31,7 +31,7 @@ HEARTBEAT_SECONDS = 0.5
 
 # what an event reports: a phase entered, an incumbent or a bound of a search, a bucket
 # finished (its evaluated value and bound), the state repeated, the solve finished
-Scale = tuple[Fraction, int]  # (factor, weight): see Progress.show
+Scale = tuple[Fraction, int, int]  # (factor, weight, lowest): see Progress.show
 
 KINDS = ("phase", "solution", "bound", "bucket", "heartbeat", "done")
 
@@ -94,7 +94,7 @@ class Progress:
         self._bucket: int | None = None
         self._incumbent: float | None = None
         self._bound: float | None = None
-        self._shown: dict[int, tuple[object, Fraction, int]] = {}  # see show()
+        self._shown: dict[int, tuple[object, Fraction, int, int]] = {}  # see show()
         self._queue: queue.SimpleQueue[ProgressEvent | None] = queue.SimpleQueue()
         self._delivery: threading.Thread | None = None
 
@@ -138,13 +138,14 @@ class Progress:
             self._phase = status
             self._emit("bucket")
 
-    def show(self, objective: object, factor: Fraction, weight: int = 1) -> None:
+    def show(self, objective: object, factor: Fraction, lowest: int, weight: int = 1) -> None:
         """Searches of the current bucket that minimize ``objective`` report their values:
         ``objective`` is ``weight``·(the bucket's value·``factor``) + (less than
         ``weight``), so the value shown is its floor division by ``weight`` over
-        ``factor``. Searches of any other objective report their solutions only."""
+        ``factor``; ``lowest`` is the least value·factor (a bound below it says nothing).
+        Searches of any other objective report their solutions only."""
         with self._lock:
-            self._shown[id(objective)] = (objective, factor, weight)
+            self._shown[id(objective)] = (objective, factor, weight, lowest)
 
     def scale_of(self, objective: object) -> Scale | None:
         """How a search minimizing ``objective`` shows its values (None: it does not)."""
@@ -157,7 +158,7 @@ class Progress:
         with self._lock:
             value = None
             if objective is not None and scale is not None and math.isfinite(objective):
-                factor, weight = scale
+                factor, weight, _ = scale
                 value = float(Fraction(round(objective) // weight) / factor)
                 if self._incumbent is None or value < self._incumbent:
                     self._incumbent = value
@@ -170,8 +171,8 @@ class Progress:
         with self._lock:
             if not math.isfinite(bound):
                 return
-            factor, weight = scale
-            value = float(Fraction(math.floor(bound + 1e-9) // weight) / factor)
+            factor, weight, lowest = scale
+            value = float(Fraction(max(math.floor(bound + 1e-9) // weight, lowest)) / factor)
             if self._incumbent is not None:
                 value = min(value, self._incumbent)
             if self._bound is None or value > self._bound:

@@ -16,7 +16,7 @@ import numpy as np
 
 from .cpsat_parameters import check_cpsat_parameters
 from .enums import parse_enum
-from .errors import InputError
+from .errors import InputError, did_you_mean
 from .fields import (
     Fields,
     check_integer,
@@ -275,7 +275,8 @@ def parse_problem(data: dict) -> Problem:
     def check_dim(dim: str, path: str) -> None:
         if dim not in object_dims and dim not in dynamic_names:
             known = ", ".join(sorted({*object_dims, *dynamic_names}))
-            raise InputError(path, f"unknown dimension (objects have: {known})", dim)
+            raise InputError(path, f"unknown dimension (objects have: {known})"
+                             + did_you_mean(dim, {*object_dims, *dynamic_names}), dim)
 
     cont_defaults = _mapping(data.get("containerDimensionDefaults"), "containerDimensionDefaults",
                              "dimension names")
@@ -366,7 +367,8 @@ def _dynamic_dimensions(data: Any, object_dims: dict[str, np.ndarray],
         scope = scopes.get(scope_name)
         if scope is None:
             raise InputError(fields.at("scope"), f"unknown scope (known: "
-                             f"{', '.join(sorted(scopes))})", scope_name)
+                             f"{', '.join(sorted(scopes))})" + did_you_mean(scope_name, scopes),
+                             scope_name)
         by_item = np.full((len(object_index), len(scope.items) + 1), default)
         for item, per_object in values.items():
             item_path = f"{fields.at('values')}.{item}"
@@ -390,7 +392,8 @@ def parse_spec(data: Any, path: str, problem: Problem, *, as_goal: bool) -> Spec
     cls = REGISTRY.get(arm)
     if cls is None:
         known = ", ".join(sorted(REGISTRY))
-        raise InputError(path, f"unknown spec (supported: {known})", arm)
+        raise InputError(path, f"unknown spec (supported: {known})"
+                         + did_you_mean(arm, REGISTRY), arm)
     role = "goal" if as_goal else "constraint"
     if not (cls.goal_allowed if as_goal else cls.constraint_allowed):
         raise InputError(f"{path}.{arm}", f"{arm} cannot be used as a {role}")
@@ -468,7 +471,8 @@ def parse_scenario(data: Any) -> Scenario:
     check_keys(data, "", "field names")
     for key in data:
         if key not in TOP_LEVEL_KEYS:
-            raise InputError(str(key), "unknown scenario field", key)
+            raise InputError(str(key), "unknown scenario field"
+                             + did_you_mean(key, TOP_LEVEL_KEYS), key)
     if "assignment" not in data:
         raise InputError("assignment", "missing: the initial assignment {container: [objects]}")
     for key in ("name", "description"):
@@ -620,7 +624,7 @@ def load_data_with_model(path: str | Path, model: str | Path | None) -> dict[str
         unknown = sorted(set(model_data) - set(MODEL_KEYS) - {"name", "description"})
         if unknown:
             raise InputError(f"{model}: {unknown[0]}", "unknown model field (a model holds "
-                             + ", ".join(MODEL_KEYS) + ")")
+                             + ", ".join(MODEL_KEYS) + ")" + did_you_mean(unknown[0], MODEL_KEYS))
         data = {k: v for k, v in data.items() if k not in MODEL_KEYS}
         data.update({k: v for k, v in model_data.items() if k in MODEL_KEYS})
     return data

@@ -4,9 +4,11 @@ least the initial one) with termination "interrupted", and the CLI still writes 
 from __future__ import annotations
 
 import json
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -110,3 +112,76 @@ def test_ctrl_c_outside_a_search_returns_the_best_answer(
         assert result.status == "OPTIMAL"
     else:
         assert result.status == "FEASIBLE"
+
+
+class Watched:
+    """A command-line solve whose output lines are read as they come (both pipes drained,
+    so that CP-SAT's log cannot fill one and stall the solve)."""
+
+    def __init__(self, *args: str):
+        self.child = subprocess.Popen([sys.executable, "-m", "cpsat_rebalancer.cli", *args],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True)
+        self.lines: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self.stderr: list[str] = []
+        self.readers = [threading.Thread(target=self._read, args=(stream, keep), daemon=True)
+                        for stream, keep in ((self.child.stdout, None),
+                                             (self.child.stderr, self.stderr))]
+        for reader in self.readers:
+            reader.start()
+
+    def _read(self, stream, keep: list[str] | None) -> None:
+        for line in stream:
+            if keep is not None:
+                keep.append(line)
+                self.lines.put(line)
+
+    def wait_for(self, text: str, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            if text in line:
+                return
+
+    def finish(self) -> int:
+        code = self.child.wait(timeout=60)
+        for reader in self.readers:
+            reader.join(timeout=10)
+        return code
+
+
+@pytest.mark.parametrize("when", ["0.5 s", "3 s", "search"])
+def test_ctrl_c_on_the_command_line_writes_a_result_the_evaluator_accepts(
+        tmp_path: Path, when: str) -> None:
+    """SIGINT half a second and three seconds into the solve (after parsing: its first
+    status line), and while a CP-SAT search runs (it has just reported a solution): each
+    time a whole result file, termination interrupted, whose assignment the evaluator
+    scores as the file says."""
+    path = tmp_path / "ideal.json"
+    path.write_text(json.dumps(scenario_data()))
+    out = tmp_path / "result.json"
+    solve = Watched("solve", str(path), "--json", str(out), "--log")
+    solve.wait_for("[solve] ")
+    started = time.monotonic()
+    if when == "search":
+        solve.wait_for(": a solution")
+    else:
+        time.sleep(max(0.0, started + float(when.split()[0]) - time.monotonic()))
+    solve.child.send_signal(signal.SIGINT)
+    assert solve.finish() == 0, "".join(solve.stderr)[-2000:]
+    result = json.loads(out.read_text())
+    assert result["termination"] == "interrupted"
+    assert result["status"] in ("FEASIBLE", "NO_SOLUTION")
+    scenario = parse_scenario(scenario_data())
+    problem = scenario.problem
+    final = np.asarray([problem.container_index[result["assignment"][name]]
+                        for name in problem.objects])
+    evaluation = evaluate(problem, scenario.model, final)
+    assert evaluation.feasible == result["feasible"]
+    assert result["status"] == "NO_SOLUTION" or evaluation.feasible
+    for position, goals in enumerate(result["finalGlobalObjective"]["goals"]):
+        assert goals["value"] == pytest.approx(evaluation.positions.get(position, 0.0),
+                                               rel=1e-9, abs=1e-12)
+    moved = sum(final != problem.initial)
+    assert len(result["moves"]) == moved
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ideal.json", "result.json"]

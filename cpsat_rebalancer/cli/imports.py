@@ -25,7 +25,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``import gap|binpacking FILE OUT``."""
     imp = sub.add_parser("import", help="turn a published benchmark instance into a scenario",
                          description="Write an ordinary scenario file (solve it with "
-                         "`cpsat-rebalancer solve OUT`) from a GAP instance (OR-Library "
+                         "'cpsat-rebalancer solve OUT') from a GAP instance (OR-Library "
                          "format) or a bin-packing instance (BPPLIB format).")
     imp.add_argument("format", choices=sorted(IMPORTERS))
     imp.add_argument("file", help="the instance file")

@@ -86,10 +86,18 @@ def command_evaluate(args: argparse.Namespace) -> int:
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register the ``solve`` and ``evaluate`` subcommands."""
-    solve = sub.add_parser("solve", help="solve a scenario to proven optimality")
+    solve = sub.add_parser("solve", help="solve a scenario to proven optimality",
+                           description="Solve every tuple position of SCENARIO in order, each "
+                           "proven optimal or reported with its bound. There is no default "
+                           "time limit: without --time-limit (or the scenario's solver "
+                           "timeLimit) it runs until every position is proven. Ctrl-C or "
+                           "SIGTERM stops it with the best assignment known, printed and "
+                           "written.")
     solve.add_argument("scenario", help="scenario file (JSON or YAML)")
     solve.add_argument("--model", help="take goals and constraints from this model file")
-    solve.add_argument("--time-limit", type=float, help="seconds for the whole solve chain")
+    solve.add_argument("--time-limit", type=float,
+                       help="seconds for the whole solve chain (default: none, or the "
+                       "scenario's: it runs until every tuple position is proven)")
     solve.add_argument("--workers", type=int, help="CP-SAT workers (default 2)")
     solve.add_argument("--seed", type=int, help="CP-SAT random seed (default 0)")
     solve.add_argument("--deterministic-time", type=float,

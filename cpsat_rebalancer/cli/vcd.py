@@ -174,7 +174,8 @@ def command_generate(args: argparse.Namespace) -> int:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``vcd place|compare|generate``."""
     vcd = sub.add_parser("vcd", help="VMware Cloud Director placement: engine vs exact model",
-                         description=__doc__.split("\n")[0])
+                         description="The VCD placement engine, its exact model, and "
+                         "random VCD scenarios.")
     vsub = vcd.add_subparsers(dest="vcd_command", required=True)
 
     def solver_args(p: argparse.ArgumentParser) -> None:

@@ -26,7 +26,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     shares = session.budget
     builder = session.builder
     form = builder.integerize(lin_sum(bucket.terms), objective=True)
-    session.progress.show(form.expr, form.factor)
+    session.progress.show(form.expr, form.factor, form.lo)
     builder.note_error(f"position {bucket.position} objective rounding", form.error)
     error = bucket.error + form.error
     bucket.over += form.error
@@ -152,7 +152,7 @@ def blended(session: Session, form: Integerized, incumbent: int | None,
         builder.cp.add(form.expr <= incumbent)
     moved = moved_objects(builder)
     objective = form.expr * weight + moved
-    session.progress.show(objective, form.factor, weight)
+    session.progress.show(objective, form.factor, form.lo, weight)
     session.progress.phase("search with moves")
     status, solver = session.solve(objective, budget)
     value, _, bound = bucket_values(status, solver, form.expr, form.factor, (weight, most))

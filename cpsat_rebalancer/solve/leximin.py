@@ -93,7 +93,7 @@ def leximin_value(session: Session, forms: list[Integerized], above: list[object
     units), the solve's status and its proven bound (user's scale)."""
     builder = session.builder
     level = builder.cp.new_int_var(lo, max(lo, ceiling), "leximin_value")
-    session.progress.show(level, forms[0].factor)
+    session.progress.show(level, forms[0].factor, lo)
     floor = lo
     for index, f in enumerate(forms):
         bounded = builder.cp.add(f.expr <= level)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, did_you_mean
 from ..fields import Fields, check_number
 from ..primitives import Restrictions
 from ..problem import OUT_OF_SCOPE, Problem, Scope
@@ -147,7 +147,8 @@ def resolve_scope(problem: Problem, name: str, path: str) -> Scope:
     scope = problem.scopes.get(name)
     if scope is None:
         known = ", ".join(sorted(problem.scopes))
-        raise InputError(path, f"unknown scope (known: {known})", name)
+        raise InputError(path, f"unknown scope (known: {known})"
+                         + did_you_mean(name, problem.scopes), name)
     return scope
 
 
@@ -170,7 +171,8 @@ def resolve_dimension(problem: Problem, name: str, path: str, default: str | Non
         return name
     if not problem.has_dimension(name):
         known = ", ".join(problem.dimension_names)
-        raise InputError(path, f"unknown dimension (known: {known})", name)
+        raise InputError(path, f"unknown dimension (known: {known})"
+                         + did_you_mean(name, problem.dimension_names), name)
     return name
 
 
@@ -260,7 +262,8 @@ def resolve_partition(problem: Problem, name: str, path: str) -> dict[str, np.nd
     """The named partition (group name -> object indices); a partition is required."""
     if name not in problem.partitions:
         known = ", ".join(sorted(problem.partitions)) or "none defined"
-        raise InputError(path, f"unknown partition (known: {known})", name)
+        raise InputError(path, f"unknown partition (known: {known})"
+                         + did_you_mean(name, problem.partitions), name)
     return problem.partitions[name]
 
 

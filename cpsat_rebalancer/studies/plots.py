@@ -1,12 +1,15 @@
-"""The standard figures of a study folder, as PNG files: objective and moves against each
-swept parameter (one line per combination of the others), utilization distributions per
-variant, and for searches the answer against each swept parameter."""
+"""The standard figures of a study folder: objective and moves against each swept parameter
+(one line per combination of the others), utilization distributions per variant, and for
+searches the answer against each swept parameter. ``study_figures`` returns them as
+matplotlib figures, ``plot_study`` writes them as PNG files. Figures are made without
+pyplot: the caller's matplotlib backend (a notebook's, say) is never switched."""
 
 from __future__ import annotations
 
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -17,16 +20,14 @@ MAX_LINES = 12  # beyond this many combinations of the other parameters, a figur
 MAX_BOXES = 60
 
 
-def _pyplot():
+def _figure_type():
+    """matplotlib's Figure: drawn and saved without pyplot, so no backend is chosen."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
     except ImportError:
         raise InputError("plot", "matplotlib is needed (pip install "
                          "'cpsat-rebalancer[plot]')") from None
-    return plt
+    return Figure
 
 
 def _swept(frame: pd.DataFrame) -> list[str]:
@@ -40,20 +41,13 @@ def _swept(frame: pd.DataFrame) -> list[str]:
     return names
 
 
-def _save(fig, path: Path, written: list[Path]) -> None:
-    fig.tight_layout()
-    image = io.BytesIO()  # then written whole or not at all
-    fig.savefig(image, dpi=110, format="png")
-    write_atomically(path, image.getvalue())
-    written.append(path)
-
-
-def _lines(plt, frame: pd.DataFrame, x: str, metrics: list[str], title: str, path: Path,
-           written: list[Path], ylabel: dict[str, str] | None = None) -> None:
+def _lines(figure_type, frame: pd.DataFrame, x: str, metrics: list[str], title: str,
+           ylabel: dict[str, str] | None = None):
     others = [c for c in frame.columns if c.startswith("param.") and c != x
               and frame[c].nunique(dropna=False) > 1]
     groups = list(frame.groupby(others, dropna=False)) if others else [((), frame)]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics), 4), squeeze=False)
+    fig = figure_type(figsize=(5.2 * len(metrics), 4))
+    axes = fig.subplots(1, len(metrics), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
         for label, part in groups[:MAX_LINES]:
             part = part.assign(_x=pd.to_numeric(part[x])).sort_values("_x")
@@ -67,17 +61,30 @@ def _lines(plt, frame: pd.DataFrame, x: str, metrics: list[str], title: str, pat
         if others and len(groups) > 1:
             ax.legend(fontsize=7)
     fig.suptitle(title)
-    _save(fig, path, written)
-    plt.close(fig)
+    return fig
 
 
 def plot_study(folder: str | Path) -> list[Path]:
-    """Draw the figures of a study folder written by ``study run``; returns the files."""
+    """Draw the figures of a study folder written by ``study run`` into it as PNG files
+    (each written whole or not at all); returns the files."""
+    written = []
+    for name, fig in study_figures(folder).items():
+        fig.tight_layout()
+        image = io.BytesIO()
+        fig.savefig(image, dpi=110, format="png")
+        write_atomically(Path(folder) / name, image.getvalue())
+        written.append(Path(folder) / name)
+    return written
+
+
+def study_figures(folder: str | Path) -> dict[str, Any]:
+    """The figures of a study folder written by ``study run``, as matplotlib figures by
+    their file name (``sweep_*.png``, ``utilization_*.png``, ``answers_*.png``)."""
     folder = Path(folder)
     table = folder / "results.parquet"
     if not table.exists():
         raise InputError(str(folder), "no results.parquet here (run the study first)")
-    plt = _pyplot()
+    figure_type = _figure_type()
     frame = pd.read_parquet(table)
     name = folder.name
     study_file = folder / "study.json"
@@ -85,7 +92,7 @@ def plot_study(folder: str | Path) -> list[Path]:
         name = json.loads(study_file.read_text()).get("study", name)
     answers = folder / "answers.parquet"
     answer_table = pd.read_parquet(answers) if answers.exists() else None
-    written: list[Path] = []
+    figures: dict[str, Any] = {}
     # rows with an assignment: a solve's, or a witness placement (see .proofs)
     ok = (frame[frame["status"].isin(["OPTIMAL", "FEASIBLE", "WITNESS"])] if "status" in frame
           else frame)
@@ -97,8 +104,9 @@ def plot_study(folder: str | Path) -> list[Path]:
         swept = [x for x in swept if x in searched]
     for x in swept:
         safe = x[6:].replace(".", "_")
-        _lines(plt, ok, x, [*values, "moves"], f"{name}: objective and moves against {x[6:]}",
-               folder / f"sweep_{safe}.png", written)
+        figures[f"sweep_{safe}.png"] = _lines(
+            figure_type, ok, x, [*values, "moves"],
+            f"{name}: objective and moves against {x[6:]}")
     dims = sorted({c.split(".", 1)[1] for c in ok.columns if c.startswith("util_q0.")})
     if record.get("plot_dimensions"):
         dims = [d for d in dims if d in record["plot_dimensions"]]
@@ -116,18 +124,19 @@ def plot_study(folder: str | Path) -> list[Path]:
                           "label": label or row["key"][:6], "fliers": []})
         if not stats:
             continue
-        fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(stats) + 2), 4.5))
+        fig = figure_type(figsize=(max(6, 0.35 * len(stats) + 2), 4.5))
+        ax = fig.subplots()
         ax.bxp(stats, showfliers=False)
         ax.set_ylabel(f"relative utilization of {dim}")
         ax.tick_params(axis="x", labelrotation=90, labelsize=6)
         ax.grid(alpha=0.3, axis="y")
         ax.set_title(f"{name}: {dim} utilization per variant (min, quartiles, max)")
-        _save(fig, folder / f"utilization_{dim}.png", written)
-        plt.close(fig)
+        figures[f"utilization_{dim}.png"] = fig
     if answer_table is not None:
         table = answer_table
         for x in _swept(table):
-            fig, ax = plt.subplots(figsize=(6, 4))
+            fig = figure_type(figsize=(6, 4))
+            ax = fig.subplots()
             for search, part in table.groupby("search"):
                 part = part.assign(_x=pd.to_numeric(part[x])).sort_values("_x")
                 ax.plot(part["_x"], part["answer"], marker="o", label=search)
@@ -144,6 +153,5 @@ def plot_study(folder: str | Path) -> list[Path]:
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
             ax.set_title(f"{name}: search answers against {x[6:]}")
-            _save(fig, folder / f"answers_{x[6:].replace('.', '_')}.png", written)
-            plt.close(fig)
-    return written
+            figures[f"answers_{x[6:].replace('.', '_')}.png"] = fig
+    return figures
