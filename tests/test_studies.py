@@ -4,9 +4,11 @@ variants, executors), minimum-capacity searches against brute force, and plots."
 from __future__ import annotations
 
 import copy
+import io
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,7 +26,8 @@ from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
 from cpsat_rebalancer.studies import apply, counting_bound, load_study, parse_study, run_study
 from cpsat_rebalancer.studies.hints import first_fit
 from cpsat_rebalancer.studies.patterns import _repack, pattern_relaxation
-from cpsat_rebalancer.studies.plots import plot_study
+from cpsat_rebalancer.studies.plots import plot_study, study_figures
+from cpsat_rebalancer.studies.runner import Progress
 from cpsat_rebalancer.studies.proofs import applicable, decide, lp_first_fit, lp_shares, witness
 from cpsat_rebalancer.studies.search import SearchState, restricted_objects
 from cpsat_rebalancer.studies.study import Search
@@ -341,9 +344,18 @@ def test_plot_writes_the_standard_figures(tmp_path):
     path = small_study(tmp_path)
     run_study(load_study(path), tmp_path / "out", workers=1, csv=True, progress=None)
     assert (tmp_path / "out" / "results.csv").exists()
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    backend = matplotlib.get_backend()
+    figures = study_figures(tmp_path / "out")
     written = {p.name for p in plot_study(tmp_path / "out")}
     assert {"sweep_spec_balance_upperBound.png", "sweep_drain_coldest_cpu.png",
-            "utilization_cpu.png"} <= written
+            "utilization_cpu.png"} <= written == set(figures)
+    assert all(isinstance(f, Figure) and f.axes for f in figures.values())
+    assert matplotlib.get_backend() == backend  # the caller's backend stays
+    for name in written:
+        assert (tmp_path / "out" / name).read_bytes()[:4] == b"\x89PNG"
 
 
 def test_cli_reports_bad_study_in_one_line(tmp_path):
@@ -573,3 +585,58 @@ def test_first_fit_puts_restricted_objects_first_when_plain_order_fails():
     data["containerDimensions"]["cpu"]["a0"] = 8
     placed = first_fit(data)
     assert placed["a0"] == ["typed"] and placed["b0"] == ["big"]
+
+
+@pytest.mark.parametrize("find", ["min", "max"])
+def test_a_search_never_takes_more_probes_than_it_counts_at_the_start(find):
+    """Feasibility monotone in the parameter, with a band of unknown verdicts anywhere: the
+    probes taken stay within most_probes, the total the progress line starts from."""
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        low = int(rng.integers(0, 30))
+        high = int(rng.integers(low, low + 60))
+        threshold = int(rng.integers(low - 2, high + 3))
+        band = int(rng.integers(0, 6)) if rng.random() < 0.5 else 0
+
+        def verdict(v: int) -> str:
+            above = v - threshold if find == "min" else threshold - v
+            return "feasible" if above >= band else "infeasible" if above < 0 else "unknown"
+
+        state = SearchState(Search("s", "containers.kind.a", find, low, high, 0, 0.0), {}, "g",
+                            low, high)
+        while (value := state.next_probe()) is not None:
+            state.record(value, {"verdict": verdict(value)})
+        assert len(state.verdicts) <= state.most_probes(), (find, low, high, threshold, band)
+
+
+def test_study_progress_has_a_fixed_total_and_an_eta(tmp_path):
+    sizes = {"a": 6, "b": 6, "c": 6, "d": 6}
+    data = placement_scenario(sizes, small=1, big=5)
+    data["scopes"]["kind"].pop("pending", None)
+    path = write_study(tmp_path, {"solver": {"workers": 1}, "searches": [
+        {"parameter": "containers.kind.big", "feasible": {"position": 0, "atMost": 0}}]},
+        data)
+    study = load_study(path)
+    stream = io.StringIO()
+    outcome = run_study(study, tmp_path / "out", workers=1, progress=stream)
+    lines = [re.search(r"\[study\] (\d+)/(\d+) done .* ETA (\S+)", part)
+             for part in stream.getvalue().replace("\n", "\r").split("\r") if part.strip()]
+    assert lines and all(lines)
+    done = [int(m.group(1)) for m in lines]
+    totals = [int(m.group(2)) for m in lines]
+    probes = int(outcome.answers.iloc[0]["probes"])
+    # the first line already counts the search's most probes; the total only falls, to the
+    # probes taken
+    assert totals[0] >= probes and totals == sorted(totals, reverse=True)
+    assert totals[-1] == done[-1] == probes == outcome.computed
+    assert all(d <= t for d, t in zip(done, totals))
+
+
+def test_study_eta_is_the_time_per_variant_times_those_left():
+    stream = io.StringIO()
+    bar = Progress(stream, total=10, done=2, skipped=3, running=1,
+                   started=time.monotonic() - 4.0)
+    bar.show()
+    # 4 s for the 2 computed: 2 s each for the 10 - 2 - 3 left
+    assert "[study] 5/10 done (3 stored), 1 running, 0 failed, 4s elapsed, ETA 10s" in \
+        stream.getvalue()

@@ -29,7 +29,9 @@ from .variant_run import ERROR, Task, new_run_id
 
 @dataclass
 class Progress:
-    """One stderr line: done / running / failed, skipped (already stored), and an ETA."""
+    """One stderr line: done / running / failed, skipped (already stored), and an ETA. The
+    total is known at the start (a search counts the most probes it can take) and only
+    falls, when a search ends before its most."""
 
     stream: TextIO | None
     total: int = 0
@@ -48,6 +50,7 @@ class Progress:
             return
         self.last = now
         elapsed = now - self.started
+        self.total = max(self.total, self.done + self.skipped + self.running)
         left = max(self.total - self.done - self.skipped, 0)
         eta = "-"
         if self.done and left:
@@ -123,16 +126,16 @@ def run_study(study: Study, out: str | Path, executor: str = "local", workers: i
                 searches.append(start(search, point, base, _group(point)))
     else:
         queue = [task(point) for point in study.points]
-    bar.total = len(queue)
+    bar.total = len(queue) + sum(state.most_probes() for state in searches)
 
     def advance(state: SearchState) -> Task | None:
         """Record stored probes and return the next one to compute (None: finished)."""
         while True:
             value = state.next_probe()
-            if value is None:
+            if value is None:  # its probes not taken leave the total
+                bar.total -= max(0, state.most_probes() - len(state.verdicts))
                 return None
             probe = task({**state.point, state.search.parameter: value}, state)
-            bar.total += 1
             row = read_row(out, probe.key) if probe.key in stored else None
             if row is None:
                 return probe

@@ -197,6 +197,18 @@ class SearchState:
         above = [v for v in bad if best is None or v > best]
         return best, (above[0] if above else None)
 
+    def most_probes(self) -> int:
+        """At most how many probes the search takes (for a progress total known at the
+        start): past its first two (the easy end, then the edge below ``low`` or the high
+        end), each probe takes the middle of the values left inside the bracket, all of
+        them untried, so it at least halves them; they lie within 0..``high`` (a min
+        search whose edge turns out feasible goes below ``low``) or ``low``..``high``."""
+        if self.search.find == "min":
+            values, inside = self.high + 1, self.high
+        else:
+            values, inside = self.high - self.low + 1, self.high - self.low
+        return max(1, min(values, 2 + max(inside, 0).bit_length()))
+
     def next_probe(self) -> int | None:
         """The next value to try, or None when the search is over."""
         find_min = self.search.find == "min"
