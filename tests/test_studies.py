@@ -27,8 +27,8 @@ from cpsat_rebalancer.studies import apply, counting_bound, load_study, parse_st
 from cpsat_rebalancer.studies.hints import first_fit
 from cpsat_rebalancer.studies.patterns import _repack, pattern_relaxation
 from cpsat_rebalancer.studies.plots import plot_study, study_figures
-from cpsat_rebalancer.studies.runner import Progress
 from cpsat_rebalancer.studies.proofs import applicable, decide, lp_first_fit, lp_shares, witness
+from cpsat_rebalancer.studies.runner import Progress
 from cpsat_rebalancer.studies.search import SearchState, restricted_objects
 from cpsat_rebalancer.studies.study import Search
 
@@ -598,14 +598,12 @@ def test_a_search_never_takes_more_probes_than_it_counts_at_the_start(find):
         threshold = int(rng.integers(low - 2, high + 3))
         band = int(rng.integers(0, 6)) if rng.random() < 0.5 else 0
 
-        def verdict(v: int) -> str:
-            above = v - threshold if find == "min" else threshold - v
-            return "feasible" if above >= band else "infeasible" if above < 0 else "unknown"
-
         state = SearchState(Search("s", "containers.kind.a", find, low, high, 0, 0.0), {}, "g",
                             low, high)
         while (value := state.next_probe()) is not None:
-            state.record(value, {"verdict": verdict(value)})
+            above = value - threshold if find == "min" else threshold - value
+            verdict = "feasible" if above >= band else "infeasible" if above < 0 else "unknown"
+            state.record(value, {"verdict": verdict})
         assert len(state.verdicts) <= state.most_probes(), (find, low, high, threshold, band)
 
 
