@@ -150,13 +150,13 @@ class Watched:
         return code
 
 
-@pytest.mark.parametrize("when", ["0.5 s", "3 s", "search"])
+@pytest.mark.parametrize("when", ["0.5 s", "3 s", "search", "3 s twice"])
 def test_ctrl_c_on_the_command_line_writes_a_result_the_evaluator_accepts(
         tmp_path: Path, when: str) -> None:
     """SIGINT half a second and three seconds into the solve (after parsing: its first
     status line), and while a CP-SAT search runs (it has just reported a solution): each
     time a whole result file, termination interrupted, whose assignment the evaluator
-    scores as the file says."""
+    scores as the file says. An impatient second Ctrl-C waits for the file too."""
     path = tmp_path / "ideal.json"
     path.write_text(json.dumps(scenario_data()))
     out = tmp_path / "result.json"
@@ -168,7 +168,12 @@ def test_ctrl_c_on_the_command_line_writes_a_result_the_evaluator_accepts(
     else:
         time.sleep(max(0.0, started + float(when.split()[0]) - time.monotonic()))
     solve.child.send_signal(signal.SIGINT)
+    if when.endswith("twice"):  # while the engine finishes after the first
+        time.sleep(0.05)
+        solve.child.send_signal(signal.SIGINT)
     assert solve.finish() == 0, "".join(solve.stderr)[-2000:]
+    if when.endswith("twice"):
+        assert "stopping: the best answer known is being written\n" in solve.stderr
     result = json.loads(out.read_text())
     assert result["termination"] == "interrupted"
     assert result["status"] in ("FEASIBLE", "NO_SOLUTION")

@@ -177,3 +177,36 @@ def test_the_command_line_prints_plain_lines_when_not_a_terminal(tmp_path: Path)
     assert any(line.endswith(" compile") for line in engine)
     assert any("bucket 0: " in line for line in engine)
     assert not any(line.startswith("[solve]") for line in logged.stderr.splitlines())
+
+
+def test_a_terminal_sees_the_line_redrawn_at_least_every_two_seconds(tmp_path: Path) -> None:
+    """stderr a terminal (a pseudo-terminal here): one status line, redrawn in place at
+    least every 2 s while the solve runs, and erased before the result is printed."""
+    import os
+    import pty
+
+    path = tmp_path / "ideal.json"
+    path.write_text(json.dumps(IDEAL))
+    leader, follower = pty.openpty()
+    child = subprocess.Popen([sys.executable, "-m", "cpsat_rebalancer.cli", "solve", str(path),
+                              "--time-limit", "6"], stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    arrivals: list[tuple[float, bytes]] = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal's other end closed
+            break
+        if not chunk:
+            break
+        arrivals.append((time.monotonic(), chunk))
+    out, _ = child.communicate(timeout=60)
+    os.close(leader)
+    assert child.returncode == 0 and b"Status: FEASIBLE" in out
+    shown = b"".join(chunk for _, chunk in arrivals)
+    assert b"\n" not in shown and shown.endswith(b"\r\x1b[K")
+    draws = [t for t, chunk in arrivals for _ in range(chunk.count(b"\r[solve] "))]
+    assert len(draws) > 6
+    spacing = [b - a for a, b in zip(draws, draws[1:])]
+    assert max(spacing) < 2.0, spacing
+    assert b"\r[solve] bucket 1: " in shown and b"/ 6 s\x1b[K" in shown

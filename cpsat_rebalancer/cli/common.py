@@ -80,22 +80,40 @@ def check_outputs(outputs: dict[str, str | None], inputs: Iterable[Any] = (),
             raise InputError(option, f"cannot write in the folder {parent}", text)
 
 
-@contextlib.contextmanager
-def terminate_as_interrupt():
-    """SIGTERM meanwhile stops the solve as Ctrl-C does (the solve then returns the best
-    answer it knows) instead of killing the process with nothing written."""
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+class SolveInterrupts:
+    """Ctrl-C and SIGTERM while a solve runs and its result is written: the first one stops
+    the solve (as KeyboardInterrupt: the solve then returns the best answer it knows);
+    any later one, and any once the solve has returned (``solving`` false), waits for the
+    result to be written whole instead of killing the process with nothing written."""
 
+    def __init__(self) -> None:
+        self.solving = True
+        self.came = 0
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.came += 1
+        if self.came == 1 and self.solving:
+            raise KeyboardInterrupt
+        print("stopping: the best answer known is being written", file=sys.stderr,
+              flush=True)
+
+
+@contextlib.contextmanager
+def solve_interrupts():
+    """Meanwhile SIGINT and SIGTERM act as :class:`SolveInterrupts` says (in the main
+    thread; elsewhere signals are left alone)."""
+    interrupts = SolveInterrupts()
     try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread: leave the signal alone
-        yield
+        previous = {sig: signal.signal(sig, interrupts) for sig in (signal.SIGINT,
+                                                                     signal.SIGTERM)}
+    except ValueError:  # not the main thread: leave the signals alone
+        yield interrupts
         return
     try:
-        yield
+        yield interrupts
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
 @contextlib.contextmanager

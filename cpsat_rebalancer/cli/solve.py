@@ -8,7 +8,6 @@ import json
 
 from ..api import solve_scenario
 from ..evaluate import evaluate
-from ..interrupts import holding_signals
 from ..result import (
     INFEASIBLE,
     NO_SOLUTION,
@@ -27,7 +26,7 @@ from .common import (
     print_values,
     quiet_pipe,
     read_assignment,
-    terminate_as_interrupt,
+    solve_interrupts,
     write_output,
 )
 from .progress import add_progress_options, solve_progress
@@ -45,10 +44,10 @@ def command_solve(args: argparse.Namespace) -> int:
         else base.deterministic_time, args.log or base.log, path="options",
         cpsat_parameters={**base.cpsat_parameters, **collect_cpsat_params(args.cpsat_param)})
     hint = None if args.hint is None else read_assignment(scenario.problem, args.hint)
-    with terminate_as_interrupt(), solve_progress(args) as on_progress:
+    with solve_interrupts() as interrupts, solve_progress(args) as on_progress:
         result = solve_scenario(scenario, options, hint, on_progress=on_progress)
-    if args.json:  # before printing, so a closed pipe cannot lose it; Ctrl-C waits for it
-        with holding_signals():
+        interrupts.solving = False  # from here, Ctrl-C waits for the outputs
+        if args.json:  # before printing, so a closed pipe cannot lose it
             write_output(args.json, result.to_json())
     code = {INFEASIBLE: EXIT_INFEASIBLE, NO_SOLUTION: EXIT_NO_SOLUTION}.get(result.status, 0)
     with quiet_pipe():

@@ -80,7 +80,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
             progress.phase("fewest moves", None)
             fewest_moves(session, started)
         except KeyboardInterrupt:  # the buckets stand proven; only the tie-break is cut
-            polish_stopped = True
+            polish_stopped = session.interrupted = True
     infeasible = stop == "infeasible"
     final = problem.initial.copy() if infeasible else session.decode()
     holding_initial = session.values is None and initial.feasible and not infeasible
