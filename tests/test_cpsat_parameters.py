@@ -79,9 +79,9 @@ def test_cli_flag_reaches_the_options_over_the_scenario(tmp_path, monkeypatch) -
     seen: list[SolverOptions] = []
     real = solve_command.solve_scenario
 
-    def spy(scenario, options, hint=None):
+    def spy(scenario, options, hint=None, **keywords):
         seen.append(options)
-        return real(scenario, options, hint)
+        return real(scenario, options, hint, **keywords)
 
     monkeypatch.setattr(solve_command, "solve_scenario", spy)
     code = cli.main(["solve", str(path), "--cpsat-param", "linearization_level=2",
