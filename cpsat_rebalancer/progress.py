@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .interrupts import holding_signals
+
 LOGGER = logging.getLogger("cpsat_rebalancer")
 LOGGER.addHandler(logging.NullHandler())  # a library's messages: shown where the caller says
 
@@ -109,24 +111,28 @@ class Progress:
         return self.callback is not None or LOGGER.isEnabledFor(logging.INFO)
 
     # ---- the engine's reports ----
-    def phase(self, name: str, bucket: int | None | bool = False) -> None:
-        """The solve enters phase ``name`` (of ``bucket`` when given; None: no bucket)."""
+    def phase(self, name: str) -> None:
+        """The solve enters phase ``name`` (of the current bucket, if any)."""
         with self._lock:
             self._phase = name
-            if bucket is not False:
-                self._bucket = bucket  # type: ignore[assignment]
-            if bucket is None:  # past the buckets: no incumbent or bound of one
-                self._incumbent = self._bound = None
-                self._shown.clear()
             LOGGER.info("%.2f s %s%s", self.elapsed(), self._where(), name)
             self._emit("phase")
 
-    def start_bucket(self, position: int, name: str = "search") -> None:
-        """A new bucket: its incumbent and bound are not known yet."""
+    def start_bucket(self, position: int, name: str) -> None:
+        """A new bucket, in phase ``name``: its incumbent and bound are not known yet."""
+        self._enter(position)
+        self.phase(name)
+
+    def after_buckets(self, name: str) -> None:
+        """Phase ``name``, outside any bucket (before the first, or after the last)."""
+        self._enter(None)
+        self.phase(name)
+
+    def _enter(self, bucket: int | None) -> None:
         with self._lock:
+            self._bucket = bucket
             self._incumbent = self._bound = None
             self._shown.clear()
-        self.phase(name, position)
 
     def end_bucket(self, status: str, objective: float | None, bound: float | None) -> None:
         """A bucket's outcome: its value and bound."""
@@ -197,7 +203,8 @@ class Progress:
         if self.active:
             self._delivery = threading.Thread(target=self._deliver, name="progress",
                                               daemon=True)
-            self._delivery.start()
+            with holding_signals():  # a start cut short could leave the thread unseen
+                self._delivery.start()
         try:
             yield self
         finally:

@@ -61,17 +61,51 @@ def test_ctrl_c_returns_the_best_answer_promptly(after: float) -> None:
     assert stopped < 5.0  # it stops promptly, whatever phase it was in
 
 
+class Watched:
+    """A command-line solve whose output lines are read as they come (both pipes drained,
+    so that CP-SAT's log cannot fill one and stall the solve)."""
+
+    def __init__(self, *args: str):
+        self.child = subprocess.Popen([sys.executable, "-m", "cpsat_rebalancer.cli", *args],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True)
+        self.lines: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self.stderr: list[str] = []
+        self.readers = [threading.Thread(target=self._read, args=(stream, keep), daemon=True)
+                        for stream, keep in ((self.child.stdout, None),
+                                             (self.child.stderr, self.stderr))]
+        for reader in self.readers:
+            reader.start()
+
+    def _read(self, stream, keep: list[str] | None) -> None:
+        for line in stream:
+            if keep is not None:
+                keep.append(line)
+                self.lines.put(line)
+
+    def wait_for(self, text: str, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            if text in line:
+                return
+
+    def finish(self) -> int:
+        code = self.child.wait(timeout=60)
+        for reader in self.readers:
+            reader.join(timeout=10)
+        return code
+
+
 def test_sigterm_on_the_command_line_writes_the_json_whole(tmp_path: Path) -> None:
     path = tmp_path / "ideal.json"
     path.write_text(json.dumps(scenario_data()))
     out = tmp_path / "result.json"
-    child = subprocess.Popen([sys.executable, "-m", "cpsat_rebalancer.cli", "solve", str(path),
-                              "--json", str(out)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-    time.sleep(4.0)  # past the imports and the parse
-    child.send_signal(signal.SIGTERM)
-    _, err = child.communicate(timeout=60)
-    assert child.returncode == 0, err[-2000:]
+    solve = Watched("solve", str(path), "--json", str(out))
+    solve.wait_for("[solve] ")  # past the imports and the parse: the solve has begun
+    time.sleep(1.0)
+    solve.child.send_signal(signal.SIGTERM)
+    assert solve.finish() == 0, "".join(solve.stderr)[-2000:]
     result = json.loads(out.read_text())
     assert result["termination"] == "interrupted"
     scenario = parse_scenario(scenario_data())
@@ -112,42 +146,6 @@ def test_ctrl_c_outside_a_search_returns_the_best_answer(
         assert result.status == "OPTIMAL"
     else:
         assert result.status == "FEASIBLE"
-
-
-class Watched:
-    """A command-line solve whose output lines are read as they come (both pipes drained,
-    so that CP-SAT's log cannot fill one and stall the solve)."""
-
-    def __init__(self, *args: str):
-        self.child = subprocess.Popen([sys.executable, "-m", "cpsat_rebalancer.cli", *args],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True)
-        self.lines: queue.SimpleQueue[str] = queue.SimpleQueue()
-        self.stderr: list[str] = []
-        self.readers = [threading.Thread(target=self._read, args=(stream, keep), daemon=True)
-                        for stream, keep in ((self.child.stdout, None),
-                                             (self.child.stderr, self.stderr))]
-        for reader in self.readers:
-            reader.start()
-
-    def _read(self, stream, keep: list[str] | None) -> None:
-        for line in stream:
-            if keep is not None:
-                keep.append(line)
-                self.lines.put(line)
-
-    def wait_for(self, text: str, timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            if text in line:
-                return
-
-    def finish(self) -> int:
-        code = self.child.wait(timeout=60)
-        for reader in self.readers:
-            reader.join(timeout=10)
-        return code
 
 
 @pytest.mark.parametrize("when", ["0.5 s", "3 s", "search", "3 s twice"])

@@ -77,14 +77,14 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     polish_stopped = False
     if stop is None and session.values is not None:
         try:
-            progress.phase("fewest moves", None)
+            progress.after_buckets("fewest moves")
             fewest_moves(session, started)
         except KeyboardInterrupt:  # the buckets stand proven; only the tie-break is cut
             polish_stopped = session.interrupted = True
     infeasible = stop == "infeasible"
     final = problem.initial.copy() if infeasible else session.decode()
     holding_initial = session.values is None and initial.feasible and not infeasible
-    progress.phase("evaluate", None)
+    progress.after_buckets("evaluate")
     final_eval, came = (initial, False) if holding_initial else settled(
         lambda: evaluate(problem, model, final))
     proven = all(r.status == OPTIMAL and (r.position not in buckets
@@ -94,7 +94,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
         if came:  # Ctrl-C: the chain's answer stands, without the floor
             polish_stopped = True
         else:
-            progress.phase("local search floor", None)
+            progress.after_buckets("local search floor")
             try:
                 floor = move_floor(session, final)
             except KeyboardInterrupt:
@@ -108,7 +108,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
             report.leximin = list(final_eval.leximin[report.position])
     held = session.values is not None or holding_initial
     if held and not infeasible:
-        progress.phase("check", None)
+        progress.after_buckets("check")
         check_result(final_eval, reports)
         for report in reports:
             settle(report, buckets[report.position])
@@ -117,7 +117,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     status = overall_status(reports, stop, infeasible, not held)
     conflict = []
     if infeasible:
-        progress.phase("explain", None)
+        progress.after_buckets("explain")
         conflict = explain(session, problem, model, options)
     termination = stop or ("interrupted" if polish_stopped else "optimal"
                            if status == OPTIMAL else next(
@@ -191,7 +191,7 @@ def solve_buckets(session: Session, buckets: dict[int, Bucket]
         share = (None if remaining is None or session.deterministic
                  else remaining / (len(buckets) - index))
         solve = solve_leximin if bucket.leximin else solve_bucket
-        session.progress.start_bucket(position, "leximin" if bucket.leximin else "compile")
+        session.progress.start_bucket(position, "leximin" if bucket.leximin else "objective")
         try:
             report = solve(session, bucket, share)
         except KeyboardInterrupt:  # in any phase: the solution held stands
