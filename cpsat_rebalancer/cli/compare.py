@@ -26,6 +26,7 @@ from .common import (
     read_assignment,
     write_atomically,
 )
+from .outputs import write_comparison_report
 
 
 def print_comparison(comparison: Comparison, source: str) -> None:
@@ -94,7 +95,7 @@ def command_compare(args: argparse.Namespace) -> int:
         check_heuristic(name, allow_code=args.allow_code)
     code = [f.path for f in (code_file(n, "--heuristic", allow_code=args.allow_code)
                              for n in args.heuristic) if f is not None]
-    check_outputs({"--json": args.json, "--plot": args.plot},
+    check_outputs({"--json": args.json, "--plot": args.plot, "--report": args.report},
                   [args.scenario, args.model, *args.assignment, *code])
     data = load_data_with_model(args.scenario, args.model)
     scenario = parse_scenario(data)
@@ -121,8 +122,9 @@ def command_compare(args: argparse.Namespace) -> int:
                                                default=_jsonable))
     if args.plot:
         plot_utilization(comparison, args.plot)
+    write_comparison_report(args, comparison)
     print_comparison(comparison, args.scenario)
-    written = [path for path in (args.json, args.plot) if path]
+    written = [path for path in (args.json, args.plot, args.report) if path]
     if written:
         print("\nWrote " + ", ".join(written))
     if comparison.contradictions:
@@ -200,6 +202,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     cmp.add_argument("--plot", metavar="OUT.png",
                      help="draw the utilization each solver leaves per scope item "
                      "(needs matplotlib)")
+    cmp.add_argument("--report", metavar="OUT.html",
+                     help="write one self-contained HTML page: each heuristic beside the "
+                     "optimum, the utilization each leaves, our proof, moves and goals")
     cmp.set_defaults(run=command_compare)
 
     exp = sub.add_parser(

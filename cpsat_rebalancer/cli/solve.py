@@ -29,10 +29,12 @@ from .common import (
     terminate_as_interrupt,
     write_output,
 )
+from .outputs import add_plan_options, plan_outputs, write_plan
 
 
 def command_solve(args: argparse.Namespace) -> int:
-    check_outputs({"--json": args.json}, [args.scenario, args.model, args.hint])
+    check_outputs({"--json": args.json, **plan_outputs(args)},
+                  [args.scenario, args.model, args.hint])
     scenario = parse_scenario(load_data_with_model(args.scenario, args.model))
     base = scenario.options
     options = SolverOptions.checked(
@@ -47,11 +49,12 @@ def command_solve(args: argparse.Namespace) -> int:
         result = solve_scenario(scenario, options, hint)
     if args.json:  # before printing, so a closed pipe cannot lose it
         write_output(args.json, result.to_json())
+    written = [path for path in [args.json, *write_plan(args, result)] if path]
     code = {INFEASIBLE: EXIT_INFEASIBLE, NO_SOLUTION: EXIT_NO_SOLUTION}.get(result.status, 0)
     with quiet_pipe():
         print_result(result)
-        if args.json:
-            print(f"\nWrote {args.json}")
+        if written:
+            print("\nWrote " + ", ".join(written))
     return code
 
 
@@ -98,6 +101,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     solve.add_argument("--hint", help="start from this assignment (a heuristic's, say) when it "
                        "keeps the hard constraints and beats the initial one")
     solve.add_argument("--json", help="write the full result as JSON to this file")
+    add_plan_options(solve)
     solve.set_defaults(run=command_solve)
     ev = sub.add_parser("evaluate", help="evaluate a given assignment without solving")
     ev.add_argument("scenario", help="scenario file (JSON or YAML)")
