@@ -24,6 +24,8 @@ from ..result import SolveResult, value_table
 from ..scenario import read_data_file
 
 EXIT_INPUT, EXIT_INTERNAL, EXIT_INFEASIBLE, EXIT_NO_SOLUTION = 2, 1, 3, 4
+SCENARIO_HELP = ("scenario file (JSON or YAML), or a folder holding a CSV fleet (objects.csv, "
+                 "containers.csv; goals from --model)")
 
 
 def write_output(path: str, text: str) -> None:
