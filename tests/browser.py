@@ -2,7 +2,7 @@
 (``--remote-debugging-pipe``: JSON messages ended by a NUL byte, read by the browser on file
 descriptor 3 and written on 4), so a test needs no port and no websocket package.
 
-Also a script, to redraw the README's screenshot of a report:
+Also a script, to redraw the README's screenshot of a report (see docs/report.md):
 ``python tests/browser.py REPORT.html OUT.png``.
 """
 
@@ -162,9 +162,16 @@ def main(argv: list[str]) -> int:
     if executable is None:
         print("chromium not found", file=sys.stderr)
         return 1
-    with Browser(executable, width=1000, height=760) as browser:
+    with Browser(executable, width=1000, height=1040) as browser:
         browser.open(Path(report).resolve().as_uri())
         browser.screenshot(out)
+    try:  # a palette of 64 colours keeps the README's image small
+        from PIL import Image
+    except ImportError:
+        return 0
+    with Image.open(out) as image:
+        small = image.convert("RGB").quantize(64)
+    small.save(out, optimize=True)
     return 0
 
 
