@@ -12,6 +12,7 @@ import base64
 import fcntl
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -93,7 +94,8 @@ class Browser:
     def _read(self) -> dict[str, Any]:
         deadline = time.monotonic() + self.timeout
         while b"\0" not in self._buffer:
-            if time.monotonic() > deadline:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._from_browser], [], [], left)[0]:
                 raise BrowserError("no answer from the browser in time")
             chunk = os.read(self._from_browser, 1 << 16)
             if not chunk:
