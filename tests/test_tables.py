@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cpsat_rebalancer.cli import main
 from cpsat_rebalancer.errors import InputError
@@ -200,3 +202,42 @@ def test_a_fleet_needs_a_model_and_its_tables_are_never_overwritten(tmp_path, ca
                  "--moves-csv", str(folder / "objects.csv")]) == 2
     assert "would be overwritten" in capsys.readouterr().err
     assert (folder / "objects.csv").read_bytes() == before
+
+
+CELLS = st.sampled_from(["", "h0", "h1", "h3", "a", "b", "1", "2.5", "-1", "nan", "inf",
+                         "1e400", "0x10", " 3 ", "r0", "web", "💥", "a;b", '"', "cpu", "name",
+                         "group:", "object_count", "container"])
+
+
+@st.composite
+def mutated(draw, rows: list[list[str]]) -> list[list[str]]:
+    """A valid table with a few cells replaced, and rows dropped, repeated or cut short."""
+    table = [list(row) for row in rows]
+    for _ in range(draw(st.integers(0, 3))):
+        row = draw(st.integers(0, len(table) - 1))
+        if table[row]:
+            table[row][draw(st.integers(0, len(table[row]) - 1))] = draw(CELLS)
+    change = draw(st.sampled_from(["none", "drop", "repeat", "cut"]))
+    row = draw(st.integers(1, len(table) - 1))
+    if change == "drop":
+        del table[row]
+    elif change == "repeat":
+        table.append(list(table[row]))
+    elif change == "cut":
+        table[row] = table[row][:-1]
+    return table
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(objects=mutated(OBJECTS), containers=mutated(CONTAINERS))
+def test_any_table_reads_or_raises_input_error(tmp_path_factory, objects, containers) -> None:
+    folder = write_fleet(tmp_path_factory.mktemp("fleet"), objects, containers)
+    try:
+        data = read_fleet(folder)
+    except InputError as error:
+        assert "objects.csv" in str(error) or "containers.csv" in str(error)
+        return
+    # what reads is a scenario the parser accepts: the tables' own checks are complete
+    problem = parse_scenario(data).problem
+    assert problem.num_objects == sum(len(v) for v in data["assignment"].values())
