@@ -88,9 +88,11 @@ def _sort_key(value: Any) -> str:
 
 
 def cell(value: Any) -> Cell:
-    """A plain cell for a value: numbers sort as numbers."""
-    if isinstance(value, bool) or value is None:
-        return Cell(number_text(value))
+    """A plain cell for a value: numbers sort as numbers, none (shown ``-``) last."""
+    if value is None:
+        return Cell("-", math.nan)
+    if isinstance(value, bool):
+        return Cell(str(value))
     if isinstance(value, int | float):
         return Cell(number_text(value), float(value))
     return Cell(str(value))
@@ -238,7 +240,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#111;max-width:1200px
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.5em 0;font-size:13px}
 th,td{border:1px solid #ddd;padding:2px 8px;text-align:right;white-space:nowrap}
-td:first-child,th:first-child{text-align:left}
+td:first-child,th:first-child,td:not([data-sort]){text-align:left}
 thead th{background:#f3f4f6;position:sticky;top:0}
 table.sortable th{cursor:pointer}
 table.sortable th[aria-sort=ascending]::after{content:" \\25B2"}
