@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cpsat_rebalancer.api import solve_scenario
 from cpsat_rebalancer.cli import main
@@ -270,3 +272,26 @@ def test_compare_cli_writes_its_report(tmp_path: Path) -> None:
     reader = parsed(page.read_text())
     assert "first-fit-decreasing" in "\n".join(reader.text)
     assert np.sum(np.asarray(reader.tags) == "svg") == 3
+
+
+OUR_TAGS = {"b", "html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "span",
+            "table", "thead", "tbody", "tr", "th", "td", "div", "ul", "li", "figure",
+            "figcaption", "svg", "rect", "line", "text", "polyline", "script"}
+
+
+@settings(max_examples=12, deadline=None)
+@given(names=st.lists(st.text(st.characters(blacklist_categories=("Cs", "Cc")) | st.sampled_from(
+    "<>&\"'/;="), min_size=1, max_size=12), min_size=5, max_size=5, unique=True))
+def test_any_names_stay_text(names: list[str]) -> None:
+    task, other, host, spare, rack = names
+    data = {"assignment": {host: [task, other], spare: []},
+            "objectDimensions": {"cpu": {task: 2, other: 1}},
+            "containerDimensions": {"cpu": {host: 2, spare: 2}},
+            "scopes": {"rack": {host: rack, spare: rack}},
+            "goals": [{"spec": {"balanceSpec": {"name": rack, "dimension": "cpu"}}}]}
+    result = solved(data)
+    for page in (plan_report(result, title=task), result._repr_html_()):
+        reader = parsed(page)
+        assert set(reader.tags) <= OUR_TAGS and reader.tags.count("script") <= 1
+        text = "".join(reader.text)
+        assert rack in text and host in text
