@@ -92,15 +92,15 @@ class _Table:
             raise self.error(number, column, "empty: a name is required")
         return value
 
-    def amount(self, number: int, record: dict[str, str], column: str) -> float:
-        """A size or capacity: a finite number from 0 to :data:`MAX_AMOUNT`."""
+    def amount(self, number: int, record: dict[str, str], column: str, what: str) -> float:
+        """A size or capacity (``what``): a finite number from 0 to :data:`MAX_AMOUNT`."""
         text = record[column]
         if not text:
             raise self.error(number, column, "empty: a number is required")
         try:
             value = float(text)
         except ValueError:
-            raise self.error(number, column, "expected a number", text) from None
+            raise self.error(number, column, f"expected a number ({what})", text) from None
         if not math.isfinite(value):
             raise self.error(number, column, "must be finite (NaN and infinity are not "
                              "allowed)", text)
@@ -119,12 +119,33 @@ def read_fleet(folder: str | Path) -> dict[str, Any]:
 
 def read_fleet_tables(objects_path: str | Path, containers_path: str | Path) -> dict[str, Any]:
     """The scenario dict of the two tables: objects, containers, dimensions, scopes (with
-    summed capacities) and partitions; no goals."""
+    summed capacities) and partitions; no goals. ``objects.csv`` is checked whole first."""
     objects = _Table(Path(objects_path))
+    dimensions, placed, sizes, partitions = _read_objects(objects)
     containers = _Table(Path(containers_path))
+    names, capacities, scope_items = _read_containers(containers, dimensions,
+                                                      objects.path.name)
+    assignment: dict[str, list[str]] = {name: [] for name in names}
+    for name, (number, container) in placed.items():
+        if container not in assignment:
+            raise objects.error(number, "container", f"unknown container (not in "
+                                f"{containers.path.name})", container)
+        assignment[container].append(name)
+    scope_capacities = {
+        scope: {d: _sums(items, capacities[d]) for d in dimensions}
+        for scope, items in scope_items.items()}
+    return {"objectName": OBJECT_NAME, "containerName": CONTAINER_NAME,
+            "assignment": assignment, "objectDimensions": sizes,
+            "containerDimensions": capacities, "scopes": scope_items,
+            "scopeDimensions": scope_capacities, "partitions": partitions}
+
+
+def _read_objects(objects: _Table) -> tuple[list[str], dict[str, tuple[int, str]],
+                                            dict[str, dict[str, float]],
+                                            dict[str, dict[str, list[str]]]]:
+    """The dimensions, each object's row and container, the sizes and the partitions."""
     objects.require("name", "each object's name")
     objects.require("container", "the container each object sits in now")
-    containers.require("name", "each container's name")
     groups = {c: c[len(GROUP_PREFIX):] for c in objects.header if c.startswith(GROUP_PREFIX)}
     dimensions = [c for c in objects.header if c not in ("name", "container") and c not in groups]
     for column, partition in groups.items():
@@ -133,54 +154,51 @@ def read_fleet_tables(objects_path: str | Path, containers_path: str | Path) -> 
     if f"{OBJECT_NAME}_count" in dimensions:
         raise objects.error(1, f"{OBJECT_NAME}_count", "this dimension is built in (1 per "
                             "object)")
+    placed: dict[str, tuple[int, str]] = {}
+    sizes: dict[str, dict[str, float]] = {d: {} for d in dimensions}
+    partitions: dict[str, dict[str, list[str]]] = {p: {} for p in groups.values()}
+    for number, record in objects.records():
+        name = objects.name(number, record, "name")
+        if name in placed:
+            raise objects.error(number, "name", "duplicate object", name)
+        placed[name] = (number, objects.name(number, record, "container"))
+        for dimension in dimensions:
+            sizes[dimension][name] = objects.amount(
+                number, record, dimension, f"the size in dimension {dimension}; a column of "
+                f"groups is named {GROUP_PREFIX}PARTITION")
+        for column, partition in groups.items():
+            if record[column]:
+                partitions[partition].setdefault(record[column], []).append(name)
+    return dimensions, placed, sizes, partitions
+
+
+def _read_containers(containers: _Table, dimensions: list[str], objects_file: str,
+                     ) -> tuple[list[str], dict[str, dict[str, float]], dict[str, dict[str, str]]]:
+    """The containers in order, their capacities per dimension, and the item of each
+    container in each scope."""
+    containers.require("name", "each container's name")
     for dimension in dimensions:
         containers.require(dimension, f"the capacity of the dimension {dimension} of "
-                           f"{objects.path.name}")
+                           f"{objects_file}")
     scopes = [c for c in containers.header if c != "name" and c not in dimensions]
     if CONTAINER_NAME in scopes:
         raise containers.error(1, CONTAINER_NAME, "the container scope is built in (each "
                                "container is its own item); name the scope otherwise")
-
-    assignment: dict[str, list[str]] = {}
+    names: dict[str, None] = {}  # in order
     capacities: dict[str, dict[str, float]] = {d: {} for d in dimensions}
     scope_items: dict[str, dict[str, str]] = {s: {} for s in scopes}
     for number, record in containers.records():
         name = containers.name(number, record, "name")
-        if name in assignment:
+        if name in names:
             raise containers.error(number, "name", "duplicate container", name)
-        assignment[name] = []
+        names[name] = None
         for dimension in dimensions:
-            capacities[dimension][name] = containers.amount(number, record, dimension)
+            capacities[dimension][name] = containers.amount(
+                number, record, dimension, f"the capacity of dimension {dimension}")
         for scope in scopes:
             if record[scope]:
                 scope_items[scope][name] = record[scope]
-
-    sizes: dict[str, dict[str, float]] = {d: {} for d in dimensions}
-    partitions: dict[str, dict[str, list[str]]] = {p: {} for p in groups.values()}
-    seen: set[str] = set()
-    for number, record in objects.records():
-        name = objects.name(number, record, "name")
-        if name in seen:
-            raise objects.error(number, "name", "duplicate object", name)
-        seen.add(name)
-        container = objects.name(number, record, "container")
-        if container not in assignment:
-            raise objects.error(number, "container", f"unknown container (not in "
-                                f"{containers.path.name})", container)
-        assignment[container].append(name)
-        for dimension in dimensions:
-            sizes[dimension][name] = objects.amount(number, record, dimension)
-        for column, partition in groups.items():
-            if record[column]:
-                partitions[partition].setdefault(record[column], []).append(name)
-
-    scope_capacities = {
-        scope: {d: _sums(items, capacities[d]) for d in dimensions}
-        for scope, items in scope_items.items()}
-    return {"objectName": OBJECT_NAME, "containerName": CONTAINER_NAME,
-            "assignment": assignment, "objectDimensions": sizes,
-            "containerDimensions": capacities, "scopes": scope_items,
-            "scopeDimensions": scope_capacities, "partitions": partitions}
+    return list(names), capacities, scope_items
 
 
 def _sums(items: dict[str, str], capacity: dict[str, float]) -> dict[str, float]:

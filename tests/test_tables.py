@@ -123,6 +123,8 @@ def edited(rows: list[list[str]], row: int, column: int, value: str) -> list[lis
     (edited(OBJECTS, 0, 3, "cpu"), CONTAINERS, "objects.csv: row 1, column cpu", "twice"),
     (edited(OBJECTS, 0, 1, "host"), CONTAINERS, "objects.csv: row 1, column container",
      "missing column"),
+    (edited(OBJECTS, 0, 4, "groups"), CONTAINERS, "objects.csv: row 2, column groups",
+     "a column of groups is named group:PARTITION"),
     (edited(OBJECTS, 0, 4, "group:"), CONTAINERS, "objects.csv: row 1, column group:",
      "partition"),
     (edited(OBJECTS, 0, 3, "object_count"), CONTAINERS,
