@@ -46,8 +46,8 @@ OVER_CAPACITY = "#7f1d1d"  # the colour of a ratio above 1 (white text on it)
 
 
 def heat_colour(ratio: float) -> str:
-    """Background for a utilization ratio: blue when cold (0), white at half, orange to red
-    towards full (1), dark red above capacity; none when there is no ratio."""
+    """Background for a utilization ratio: blue when cold (0), white at half, red when full
+    (1), dark red above capacity; none when there is no ratio."""
     if ratio is None or math.isnan(ratio):
         return ""
     if ratio > 1.0 + 1e-9:
