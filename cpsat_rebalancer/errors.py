@@ -49,5 +49,10 @@ def did_you_mean(given: object, known: Iterable[object], fold_case: bool = False
     return f"; did you mean '{names[close[0]]}'?" if close else ""
 
 
+class OutOfTime(Exception):
+    """The time limit ran out while the model was still being built: no search has run, so
+    the start is the answer (the solve reports it with termination ``time_limit``)."""
+
+
 class InternalError(RuntimeError):
     """The solver returned something the independent checker rejects: a bug, never user error."""

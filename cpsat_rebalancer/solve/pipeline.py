@@ -10,6 +10,7 @@ from typing import TypeVar
 import numpy as np
 
 from ..cpsat.builder import CpBuilder
+from ..errors import OutOfTime
 from ..evaluate import Evaluation, evaluate
 from ..interrupts import holding_signals
 from ..problem import Problem
@@ -56,16 +57,19 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
            hint: np.ndarray | None, accelerate: bool, budget: Budget,
            progress: Progress) -> SolveResult:
     started = progress.started
+    deadline = None if options.time_limit is None else started + options.time_limit
     progress.phase("initial evaluation")
     initial, came = settled(lambda: evaluate(problem, model, problem.initial))
     if came:  # Ctrl-C before any search: the initial assignment, as it is
-        return interrupted_at_start(problem, initial, started)
+        return stopped_at_start(problem, initial, started, "interrupted")
     try:
         progress.phase("compile")
         builder, buckets = compile_model(problem, model, aggregate, accelerate=accelerate,
-                                         seconds=options.time_limit)
+                                         seconds=options.time_limit, deadline=deadline)
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM, as the CLI maps it) while compiling
-        return interrupted_at_start(problem, initial, started)
+        return stopped_at_start(problem, initial, started, "interrupted")
+    except OutOfTime:
+        return stopped_at_start(problem, initial, started, "time_limit")
     session = Session(builder, model, options, started, budget, progress)
     try:
         progress.phase("start")
@@ -237,12 +241,14 @@ def explain(session: Session, problem: Problem, model: Model,
         return ["(not explained: interrupted)"]
 
 
-def interrupted_at_start(problem: Problem, initial: Evaluation, started: float) -> SolveResult:
-    """Stopped before any search: the initial assignment, as it is."""
-    reports = [BucketReport(position, "NOT_SOLVED", "interrupted", value, None, None, None,
+def stopped_at_start(problem: Problem, initial: Evaluation, started: float,
+                     termination: str) -> SolveResult:
+    """Stopped (interrupted, or out of time) before any search: the initial assignment, as
+    it is."""
+    reports = [BucketReport(position, "NOT_SOLVED", termination, value, None, None, None,
                             None, 0.0, 0.0) for position, value in initial.positions.items()]
     status = FEASIBLE if initial.feasible else NO_SOLUTION
-    return SolveResult(problem, status, "interrupted", problem.initial.copy(), initial, initial,
+    return SolveResult(problem, status, termination, problem.initial.copy(), initial, initial,
                        reports, time.monotonic() - started, {}, [], classes=0)
 
 
