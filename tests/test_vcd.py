@@ -415,8 +415,20 @@ def test_malformed_input_is_always_an_input_error():
 
     base = _base()
     base["rules"] = {"antiAffinity": [{"name": "g", "vms": ["big", "small"]}],
+                     "affinity": [{"name": "a", "vms": ["mid1", "mid2"], "scope": "datastore"}],
                      "vmHost": [{"name": "r", "type": "should", "vms": ["big"],
                                  "clusters": ["c1"]}]}
+    base["tunables"] = {"scoreCombination": "mean", "powerOnAttempts": 3}
+    base["clusters"].append({"name": "h", "hosts": [
+        {"name": "h1", "cpu": {"capacity": 9000, "unreserved": 8000},
+         "memory": {"capacity": 9000, "unreserved": 8000}}]})
+    base["datastores"][0]["clusters"].append("h")
+    base["vms"][0].update(orgVdc="o", operation="migrate", target={"cluster": "h"},
+                          placement={"cluster": "c1", "datastore": "ds1"})
+    base["vms"].append({"name": "res", "operation": "resident", "powerState": "on",
+                        "orgVdc": "o", "cpu": 100, "memory": 100,
+                        "placement": {"cluster": "h", "datastore": "ds1", "host": "h1"}})
+    assert len(place(parse_vcd(base))) == 5  # the base itself is valid
     paths = [p for p in _paths(base) if p]
 
     @settings(max_examples=80, deadline=None)

@@ -630,6 +630,15 @@ def test_datastore_choice_is_a_tunable():
      "clusters[0].cpu.capacity"),
     (lambda d: d["vms"][0].update(placement={"cluster": "c", "datastore": "ds-c",
                                              "host": "h9"}), "vms[0].placement.host"),
+    (lambda d: (d["tunables"].update(iopsEnabled=True),
+                d["datastores"][0].update(iopsCapacity=100),
+                d["vms"][0].update(operation="resident", iops=500,
+                                   placement={"cluster": "c", "datastore": "ds-c"})),
+     "vms[0].iops"),
+    (lambda d: [d["vms"][k].update(operation="resident", placement={
+        "cluster": "c", "datastore": "ds-c"}) for k in (0, 1)] and d["rules"].update(
+        antiAffinity=[{"name": "apart", "vms": ["v", "w"], "scope": "datastore"}]),
+     "rules.antiAffinity"),
 ])
 def test_new_fields_are_validated_naming_the_field(mutate, path):
     data = {"tunables": {}, "clusters": [cluster("c")], "datastores": [store("ds-c", ["c"])],

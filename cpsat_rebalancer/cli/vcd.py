@@ -150,8 +150,9 @@ def print_vcd_comparison(c: VcdComparison, source: str) -> None:
     print(f"engine under the exact model: {c.entry.verdict}")
 
 
-def _tuple(values: list[float]) -> str:
-    return "(" + ", ".join(f"{v:.4g}" for v in values) + ")"
+def _tuple(values: dict[int, float]) -> str:
+    """Tuple positions and values, e.g. ``0:1 3:0 5:1.09``."""
+    return " ".join(f"{k}:{v:.4g}" for k, v in values.items())
 
 
 def command_compare(args: argparse.Namespace) -> int:

@@ -386,13 +386,14 @@ class VcdComparison:
         return self.decided - max(0, math.ceil(first.bound - 1e-9))
 
     @property
-    def engine_tuple(self) -> list[float]:
+    def engine_tuple(self) -> dict[int, float]:
         """The engine's value at every tuple position, under the exact model's evaluator."""
-        return [c.value for c in self.entry.buckets]
+        return {c.position: c.value for c in self.entry.buckets}
 
     @property
-    def exact_tuple(self) -> list[float]:
-        return [c.ours for c in self.entry.buckets]
+    def exact_tuple(self) -> dict[int, float]:
+        """The exact model's value at every tuple position."""
+        return {c.position: c.ours for c in self.entry.buckets}
 
     def rows(self) -> list[dict[str, Any]]:
         """Per tuple position: the engine's value, the exact model's, its bound, the gap."""

@@ -454,7 +454,8 @@ def _parse_vm(data: Any, path: str, clusters: list[Cluster], cluster_index: dict
 
 
 def _check_residents(vms: list[Vm], clusters: list[Cluster], cluster_index: dict[str, int],
-                     datastores: list[Datastore], datastore_index: dict[str, int]) -> None:
+                     datastores: list[Datastore], datastore_index: dict[str, int],
+                     iops: bool) -> None:
     """What residents hold must fit in the figures, or nothing could be placed consistently."""
     held: dict[tuple[str, ...], float] = {}
     for k, vm in enumerate(vms):
@@ -462,6 +463,8 @@ def _check_residents(vms: list[Vm], clusters: list[Cluster], cluster_index: dict
             continue
         cluster, datastore = vm.placement
         amounts = [((datastore, "storage"), vm.storage, f"vms[{k}].storage")]
+        if iops and datastores[datastore_index[datastore]].iops_capacity is not None:
+            amounts.append(((datastore, "iops"), vm.iops, f"vms[{k}].iops"))
         if vm.power_state == "on":
             amounts += [((cluster, "cpu"), vm.cpu, f"vms[{k}].cpu"),
                         ((cluster, "memory"), vm.memory, f"vms[{k}].memory")]
@@ -472,6 +475,8 @@ def _check_residents(vms: list[Vm], clusters: list[Cluster], cluster_index: dict
             held[key] = held.get(key, 0.0) + amount
             if len(key) == 2 and key[1] == "storage":
                 limit = datastores[datastore_index[key[0]]].free
+            elif len(key) == 2 and key[1] == "iops":
+                limit = datastores[datastore_index[key[0]]].iops_capacity
             elif len(key) == 2:
                 limit = getattr(clusters[cluster_index[key[0]]], key[1]).unreserved
             else:
@@ -481,6 +486,21 @@ def _check_residents(vms: list[Vm], clusters: list[Cluster], cluster_index: dict
             if held[key] > limit + 1e-9:
                 raise InputError(path, f"residents hold more than the {'/'.join(key)} figure "
                                  f"({held[key]:g} > {limit:g})", amount)
+
+
+def _check_resident_rules(groups: dict, vms: list[Vm], vm_index: dict[str, int],
+                          cluster_rules_filter: bool) -> None:
+    """Residents do not move, so a rule that filters must already hold among them."""
+    for (key, scope), rules in groups.items():
+        if scope == "cluster" and not cluster_rules_filter:
+            continue
+        for name, members in rules.items():
+            spots = [vms[vm_index[m]].placement[0 if scope == "cluster" else 1]
+                     for m in members if vms[vm_index[m]].operation == "resident"]
+            broken = len(set(spots)) > 1 if key == "affinity" else len(set(spots)) < len(spots)
+            if broken:
+                raise InputError(f"rules.{key}", f"rule '{name}' ({scope}) is already broken "
+                                 "by resident VMs, which do not move", name)
 
 
 def _parse_rules(data: Any, vms: dict[str, int], clusters: dict[str, int]):
@@ -562,8 +582,10 @@ def parse_vcd(data: Any) -> VcdScenario:
     vms = [_parse_vm(v, f"vms[{k}]", clusters, cluster_index, by_name)
            for k, v in enumerate(_list(data.get("vms"), "vms"))]
     vm_index = _unique([v.name for v in vms], "vms", "VM")
-    _check_residents(vms, clusters, cluster_index, datastores, datastore_index)
+    _check_residents(vms, clusters, cluster_index, datastores, datastore_index,
+                     tunables.iops_enabled)
     groups, host = _parse_rules(data.get("rules"), vm_index, cluster_index)
+    _check_resident_rules(groups, vms, vm_index, tunables.vm_vm_rules == "filters")
     return VcdScenario(name, description, tunables, clusters, datastores, pools, vms,
                        groups["affinity", "cluster"], groups["antiAffinity", "cluster"], host,
                        cluster_index, datastore_index, vm_index,
