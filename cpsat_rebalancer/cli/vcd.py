@@ -187,10 +187,11 @@ def command_compare(args: argparse.Namespace) -> int:
 def command_generate(args: argparse.Namespace) -> int:
     check_outputs({"OUT": args.out})
     data = generate(args.vms, args.clusters, args.seed or 0, args.load, args.anti_every,
-                    args.iops)
+                    args.iops, args.hosts, args.orgs)
     parse_vcd(data)  # never write a scenario the loader rejects
     write_output(args.out, json.dumps(data, indent=1))
-    print(f"Wrote {args.out}: {args.vms} VMs over {args.clusters} clusters (seed "
+    print(f"Wrote {args.out}: {args.vms} VMs over {args.clusters} clusters"
+          + (f" of {args.hosts} hosts" if args.hosts else "") + " (seed "
           f"{args.seed or 0}, load {args.load})")
     return 0
 
@@ -229,6 +230,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--anti-every", type=int, default=50,
                    help="one VM in this many joins an anti-affinity group of 3 (0: none)")
     g.add_argument("--iops", action="store_true", help="enable the IOPS filter")
+    g.add_argument("--hosts", type=int, default=0,
+                   help="model each cluster as this many hosts (default 0: clusters whole)")
+    g.add_argument("--orgs", type=int, default=3, help="organisation VDCs (default 3)")
     g.set_defaults(run=command_generate)
 
 

@@ -163,11 +163,13 @@ class _State:
         self.off_cpu = dict.fromkeys(self.cpu, 0.0)  # powered-off reservations per cluster
         self.off_memory = dict.fromkeys(self.cpu, 0.0)
         self.waiting: set[str] = set()  # powered-off VMs counted in off_cpu / off_memory
+        self._org = {vm.name: vm.org_vdc for vm in scenario.vms}
+        self.org_members: dict[tuple[str, str], set[str]] = {}  # (cluster, org VDC) -> VMs
         for vm in scenario.vms:
             if vm.placement is None:
                 continue
             cluster, datastore = vm.placement
-            self.where[vm.name], self.store[vm.name] = cluster, datastore
+            self._locate(vm.name, cluster, datastore)
             if vm.power_state == "off":
                 self.off_cpu[cluster] += vm.cpu
                 self.off_memory[cluster] += vm.memory
@@ -205,7 +207,15 @@ class _State:
             self.off_memory[self.where[vm.name]] -= vm.memory
         self._hold_reservation(vm, cluster, host)
         self._hold_storage(vm, datastore)
-        self.where[vm.name], self.store[vm.name] = cluster, datastore
+        self._locate(vm.name, cluster, datastore)
+
+    def _locate(self, vm: str, cluster: str, datastore: str) -> None:
+        org = self._org[vm]
+        if org is not None:
+            if vm in self.where:
+                self.org_members[self.where[vm], org].discard(vm)
+            self.org_members.setdefault((cluster, org), set()).add(vm)
+        self.where[vm], self.store[vm] = cluster, datastore
 
 
 class VcdEngine:
@@ -228,7 +238,6 @@ class VcdEngine:
             ("affinity", scenario.affinity), ("anti", scenario.anti_affinity),
             ("dsAffinity", scenario.datastore_affinity),
             ("dsAnti", scenario.datastore_anti_affinity))}
-        self._org = {vm.name: vm.org_vdc for vm in scenario.vms}
 
     @staticmethod
     def _by_member(rules: dict[str, tuple[str, ...]]) -> dict[str, list[tuple[str, ...]]]:
@@ -337,10 +346,9 @@ class VcdEngine:
         if cluster in self._should.get(vm.name, ()):
             return "preferred", "VM-host rule (should)"
         if self.t.org_vdc_colocation == "preferred" and vm.org_vdc is not None:
-            mates = [m for m, c in state.where.items()
-                     if c == cluster and m != vm.name and self._org.get(m) == vm.org_vdc]
+            mates = state.org_members.get((cluster, vm.org_vdc), set()) - {vm.name}
             if mates:
-                return "preferred", f"organisation VDC '{vm.org_vdc}' ({mates[0]})"
+                return "preferred", f"organisation VDC '{vm.org_vdc}' ({min(mates)})"
         return "acceptable", ""
 
     def _order_datastores(self, datastores: list[Datastore], state: _State,

@@ -7,8 +7,8 @@ usage; about 10% are yellow, 3% red and 3% disabled; a fifth support hardware ve
 15 only. With ``hosts`` > 0 each cluster is that many equal hosts whose unreserved figures
 vary around the cluster's. Each cluster has two datastores of its own (one ``gold`` +
 ``silver``, one ``silver``), a tenth of them past the red threshold, thin-provisioned up to
-a fifth beyond their used space. VMs belong to vApps of ten and to organisation VDCs (one
-per three clusters, at least two), shared with the residents. VMs come from a small
+a fifth beyond their used space. VMs belong to vApps of ten and to ``orgs`` organisation
+VDCs, shared with the residents. VMs come from a small
 catalogue of sizes (so identical VMs form classes in the exact model), with policy, hardware
 version and network drawn at random, scaled so that total CPU and memory demand is ``load``
 times the unreserved CPU and memory of the usable clusters, so some placements fail when
@@ -30,7 +30,8 @@ CLUSTER_SIZES = [(80000, 262144), (120000, 524288), (200000, 1048576)]  # (MHz, 
 
 
 def generate(vms: int, clusters: int, seed: int = 0, load: float = 0.9,
-             anti_every: int = 50, iops: bool = False, hosts: int = 0) -> dict[str, Any]:
+             anti_every: int = 50, iops: bool = False, hosts: int = 0,
+             orgs: int = 3) -> dict[str, Any]:
     """A VCD scenario dict (see :mod:`.inputs` for the format)."""
     if vms < 1 or clusters < 1:
         raise InputError("generate", "needs at least one VM and one cluster", (vms, clusters))
@@ -38,9 +39,10 @@ def generate(vms: int, clusters: int, seed: int = 0, load: float = 0.9,
         raise InputError("generate.load", "must be positive", load)
     if hosts < 0:
         raise InputError("generate.hosts", "must not be negative", hosts)
+    if orgs < 1:
+        raise InputError("generate.orgs", "needs at least one organisation VDC", orgs)
     rng = random.Random(seed)
     extra = random.Random(f"{seed}-details")  # draws that leave the main sequence as it was
-    orgs = max(2, clusters // 3)
     cluster_list, datastores, residents = [], [], []
     for k in range(clusters):
         cpu_cap, mem_cap = rng.choice(CLUSTER_SIZES)
