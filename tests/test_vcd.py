@@ -374,6 +374,8 @@ def test_cli_place_compare_generate(tmp_path, capsys):
                  "--json", str(placed)]) == 0
     text = capsys.readouterr().out
     assert "not possible" in text and "filtered c1" in text
+    assert main(["vcd", "place", str(SCENARIOS / "hosts.json"), "--explain"]) == 0
+    assert "power-on split: attempt 2 of 2 failed" in capsys.readouterr().out
     payload = json.loads(placed.read_text())
     assert [v["vm"] for v in payload["vms"]] == ["big", "mid1", "mid2", "small"]
     exact = tmp_path / "exact.json"

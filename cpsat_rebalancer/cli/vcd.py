@@ -59,6 +59,8 @@ def _explain(decision: Decision) -> None:
             "no headroom": ",".join(k for k, ok in r.headroom.items() if not ok) or "-",
             "datastores": ",".join(r.datastores)} for k, r in enumerate(decision.ranking)]),
             out=sys.stdout)
+    for attempt in decision.attempts:
+        print(f"  power-on {attempt}")
     for cluster, why in decision.rejected.items():
         print(f"  filtered {cluster}: {why}")
 
