@@ -488,6 +488,17 @@ def test_power_on_keeps_the_disks_where_an_eligible_pool_reaches_them():
     assert (d.cluster, d.datastore) == ("far", "far-ds")  # no pool reaches them: they move
 
 
+def test_power_on_with_a_full_datastore_keeps_its_pool_and_moves_the_disks():
+    s = scenario([cluster("home", memory=(131072, 60000)), cluster("away")],
+                 [store("full", ["home"], free=10_000), store("room", ["home", "away"],
+                                                          free=1_000_000)],
+                 [vm("p", operation="powerOn", storage=40960,
+                     placement={"cluster": "home", "datastore": "full"})])
+    d = decisions(s)["p"]
+    assert (d.cluster, d.datastore, d.attempts) == ("home", "room", [])
+    assert d.ranking[0].list == "preferred"  # its current cluster
+
+
 def test_power_on_not_possible_anywhere_and_unavailable_datastore_affinity():
     s = scenario([cluster("home", memory=(131072, 4096))],
                  vms=[vm("p", operation="powerOn", memory=8192,

@@ -489,10 +489,7 @@ class VcdEngine:
             decision.cluster, decision.datastore = vm.placement
             decision.host = vm.host
             return decision
-        if vm.operation == "create":
-            self._place(vm, state, set(), True, decision)
-            return decision
-        if vm.operation == "migrate":
+        if vm.operation in ("create", "migrate"):
             self._place(vm, state, set(), True, decision)
             return decision
         here = vm.placement[0]
@@ -505,10 +502,10 @@ class VcdEngine:
         decision.reason = "current placement fails (" + "; ".join(
             why for why in (cluster_why and f"cluster {here}: {cluster_why}",
                             ds_why and f"datastore {vm.placement[1]}: {ds_why}") if why) + ")"
-        if vm.operation == "powerOn":
+        if vm.operation == "powerOn":  # the pool is excluded only when it failed
             if cluster_why is not None and cluster_why.startswith(CAPACITY_ERRORS):
                 self._power_on_failed(decision, here, cluster_why)
-            self._place(vm, state, {here}, True, decision)
+            self._place(vm, state, set() if cluster_why is None else {here}, True, decision)
         elif vm.operation == "import":
             self._place(vm, state, set(), False, decision)
         else:  # edit: the cluster stays when only the datastore no longer fits
