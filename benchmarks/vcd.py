@@ -1,11 +1,14 @@
 """Benchmark: the VCD placement engine against the exact model on generated scenarios.
 
-Run ``python benchmarks/vcd.py`` (``--quick`` for the two smallest sizes). For each size
-(VMs x clusters, from 100 x 10 to 2000 x 100) it generates a seeded scenario, runs the
-engine, solves the exact model (hinted with the engine's placement, under ``--time-limit``
-seconds per instance) and prints engine time, exact time, VMs placed by each and the gap:
-``gap`` = exact placed - engine placed; ``bound`` = the most VMs any placement can place
-(the proven bound of position 0), so ``bound - engine`` is the engine's proven shortfall.
+Run ``python benchmarks/vcd.py`` (``--quick`` for the two smallest sizes of each level).
+Two levels: ``clusters`` (VMs x clusters, from 100 x 10 to 2000 x 100, clusters as a whole)
+and ``hosts`` (clusters modelled host by host, 50 to 500 hosts in all). For each size it
+generates a seeded scenario, runs the engine, solves the exact model (hinted with the
+engine's placement, under ``--time-limit`` seconds per instance) and prints engine time,
+exact time, VMs placed by each and the gap: ``gap`` = exact placed - engine placed;
+``bound`` = the most VMs any placement can place (the proven bound of position 0), so
+``bound - engine`` is the engine's proven shortfall; ``failed hosts`` counts the engine's
+power-on attempts that found no host with room (fragmentation inside clusters).
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ from cpsat_rebalancer.vcd.exact import compare_vcd
 from cpsat_rebalancer.vcd.generate import generate
 from cpsat_rebalancer.vcd.inputs import parse_vcd
 
-SIZES = [(100, 10), (250, 25), (500, 50), (1000, 50), (2000, 100)]
+SIZES = {  # level -> (VMs, clusters, hosts per cluster)
+    "clusters": [(100, 10, 0), (250, 25, 0), (500, 50, 0), (1000, 50, 0), (2000, 100, 0)],
+    "hosts": [(100, 10, 5), (250, 25, 4), (500, 50, 5), (1000, 50, 10)],
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,22 +34,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds for the exact model per instance (default 40)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--load", type=float, default=0.9)
-    parser.add_argument("--quick", action="store_true", help="only the two smallest sizes")
+    parser.add_argument("--level", choices=("clusters", "hosts", "both"), default="both",
+                        help="clusters as a whole, host by host, or both (default)")
+    parser.add_argument("--quick", action="store_true",
+                        help="only the two smallest sizes of each level")
     args = parser.parse_args(argv)
-    sizes = SIZES[:2] if args.quick else SIZES
-    header = (f"{'VMs x clusters':>15} {'engine s':>9} {'exact s':>8} {'engine':>7} "
-              f"{'exact':>6} {'bound':>6} {'gap':>4} {'placed proven':>13}")
+    levels = ("clusters", "hosts") if args.level == "both" else (args.level,)
+    sizes = [size for level in levels for size in (SIZES[level][:2] if args.quick
+                                                    else SIZES[level])]
+    header = (f"{'VMs x clusters':>15} {'hosts':>5} {'engine s':>9} {'exact s':>8} "
+              f"{'engine':>7} {'exact':>6} {'bound':>6} {'gap':>4} {'placed proven':>13} "
+              f"{'failed hosts':>12}")
     print(header)
     print("-" * len(header))
     started = time.perf_counter()
-    for vms, clusters in sizes:
-        scenario = parse_vcd(generate(vms, clusters, args.seed, args.load))
+    for vms, clusters, hosts in sizes:
+        scenario = parse_vcd(generate(vms, clusters, args.seed, args.load, hosts=hosts))
         c = compare_vcd(scenario, SolverOptions(time_limit=args.time_limit))
         bound = c.placed_bound
-        print(f"{f'{vms} x {clusters}':>15} {c.engine_seconds:>9.3f} {c.ours.seconds:>8.1f} "
-              f"{c.engine_placed:>7} {c.exact_placed:>6} {bound if bound is not None else '-':>6} "
-              f"{c.exact_placed - c.engine_placed:>4} {'yes' if c.placed_proven else 'no':>13}",
-              flush=True)
+        failed = sum(len(d.attempts) for d in c.decisions)
+        print(f"{f'{vms} x {clusters}':>15} {clusters * hosts or '-':>5} "
+              f"{c.engine_seconds:>9.3f} {c.ours.seconds:>8.1f} {c.engine_placed:>7} "
+              f"{c.exact_placed:>6} {bound if bound is not None else '-':>6} "
+              f"{c.exact_placed - c.engine_placed:>4} "
+              f"{'yes' if c.placed_proven else 'no':>13} {failed:>12}", flush=True)
         if c.entry.contradiction:
             print(f"SOUNDNESS VIOLATION: {c.entry.contradiction}", file=sys.stderr)
             return 1

@@ -23,7 +23,7 @@ from cpsat_rebalancer.vcd.engine import (
     resource_score,
     storage_score,
 )
-from cpsat_rebalancer.vcd.exact import build_model, compare_vcd, engine_assignment
+from cpsat_rebalancer.vcd.exact import build_model, compare_vcd, engine_assignment, positions
 from cpsat_rebalancer.vcd.generate import generate
 from cpsat_rebalancer.vcd.inputs import parse_vcd
 
@@ -59,7 +59,7 @@ def test_weight_moves_between_current_and_future():
 
 
 def test_reservation_score_replaces_missing_inputs_and_zero_requirement_never_binds():
-    s = resource_score(6000, 2000, None, None, 0.67, 0.5, 0.5)
+    s = resource_score(6000, 2000, None, 0.0, 0.67, 0.5, 0.5)
     assert s.capacity == s.future == s.weighted == pytest.approx(3.0)
     assert resource_score(6000, 0, 100, 100, 0.67, 0.5, 0.5).weighted == math.inf
     assert storage_score(300.0, 100.0).weighted == pytest.approx(3.0)
@@ -67,19 +67,30 @@ def test_reservation_score_replaces_missing_inputs_and_zero_requirement_never_bi
 
 
 def _ranked(name: str, kind: str, yellow: bool, score: float) -> Ranked:
-    return Ranked(name, kind, yellow, score, {}, {}, [])
+    return Ranked(name, kind, yellow, (score,), {}, {}, [])
+
+
+def _engine(**tunables) -> VcdEngine:
+    data = _base()
+    data["tunables"] = tunables
+    return VcdEngine(parse_vcd(data))
 
 
 def test_list_order_then_health_then_score():
+    """yellowClusters 'withinLists' (the old reading): health sorts inside each list; the
+    default 'lastResort' puts every yellow cluster after every healthy one."""
     ranked = [_ranked("avoid-best", "avoid", False, 99), _ranked("acc-yellow", "acceptable",
               True, 9), _ranked("nohead", "noHeadroom", False, 50),
               _ranked("acc-green-low", "acceptable", False, 2),
               _ranked("pref-yellow", "preferred", True, 1),
               _ranked("acc-green-high", "acceptable", False, 3),
               _ranked("acc-green-tie", "acceptable", False, 3)]
-    assert [r.cluster for r in VcdEngine.order(ranked)] == [
+    assert [r.cluster for r in _engine(yellowClusters="withinLists").order(ranked)] == [
         "pref-yellow", "acc-green-high", "acc-green-tie", "acc-green-low", "acc-yellow",
         "nohead", "avoid-best"]
+    assert [r.cluster for r in _engine().order(ranked)] == [
+        "acc-green-high", "acc-green-tie", "acc-green-low", "nohead", "avoid-best",
+        "pref-yellow", "acc-yellow"]
 
 
 def test_cluster_score_is_the_most_constrained_resource_and_headroom_lists():
@@ -90,10 +101,10 @@ def test_cluster_score_is_the_most_constrained_resource_and_headroom_lists():
     assert roomy.scores["cpu"].weighted == pytest.approx(12.0)
     assert roomy.scores["memory"].weighted == pytest.approx(3.5)
     assert roomy.score == pytest.approx(3.5)
-    # tight keeps 32768 - 16384 = 16384 MB < 0.2 * 131072: no headroom; sick is yellow
+    # tight has 24576 MB unreserved, not above 0.2 * 131072: no headroom; sick is yellow
     assert [(r.cluster, r.list, r.yellow) for r in first.ranking] == [
-        ("roomy", "acceptable", False), ("sick", "acceptable", True),
-        ("tight", "noHeadroom", False)]
+        ("roomy", "acceptable", False), ("tight", "noHeadroom", False),
+        ("sick", "acceptable", True)]
     assert (first.cluster, first.datastore) == ("roomy", "ds-roomy")
 
 
@@ -104,9 +115,13 @@ def test_preferred_and_avoid_lists_from_vm_host_rules():
                                 {"name": "far", "type": "shouldNot", "vms": ["v1"],
                                  "clusters": ["roomy"]}]}
     first = place(parse_vcd(data))[0]
+    # tight is preferred but short of headroom, which is checked first: no-headroom list
     assert [(r.cluster, r.list) for r in first.ranking] == [
-        ("tight", "preferred"), ("sick", "acceptable"), ("roomy", "avoid")]
+        ("tight", "noHeadroom"), ("roomy", "avoid"), ("sick", "acceptable")]
     assert first.cluster == "tight"
+    data["clusters"][0]["memory"]["unreserved"] = 32768  # now with headroom: preferred
+    first = place(parse_vcd(data))[0]
+    assert [(r.cluster, r.list) for r in first.ranking][0] == ("tight", "preferred")
 
 
 # ------------------------------------------------------------------ operations
@@ -128,7 +143,8 @@ def test_power_on_stays_when_it_fits_and_retries_elsewhere_otherwise():
     # after p1, home has 20480 - 8192 = 12288 MB unreserved < 16384: p2 moves, home excluded
     assert (decisions["p2"].outcome, decisions["p2"].cluster) == ("placed", "away")
     assert "unreserved 12288" in decisions["p2"].reason
-    assert decisions["p2"].rejected["home"].startswith("the pool the VM failed")
+    assert decisions["p2"].rejected["home"].startswith("a pool the VM failed")
+    assert len(decisions["p2"].attempts) == 2  # the pool is tried twice
     assert (decisions["p3"].outcome, decisions["p3"].cluster) == ("stayed", "away")
 
 
@@ -152,13 +168,24 @@ def test_iops_and_policy_filters():
     assert {decisions[s].datastore for s in ("s1", "s2", "s3")} == {"silver-1"}
 
 
-def test_anti_affinity_and_affinity_are_filters():
-    decisions = by_vm(place(scenario("anti_affinity")))
-    assert len({decisions[w].cluster for w in ("web1", "web2", "web3")}) == 3
-    assert "anti-affinity with db1" in decisions["db3"].reason
-    decisions = by_vm(place(scenario("affinity")))
+def _with(name: str, **tunables):
+    data = json.loads((SCENARIOS / f"{name}.json").read_text())
+    data["tunables"] = {**data.get("tunables", {}), **tunables}
+    return parse_vcd(data)
+
+
+def test_vm_vm_rules_rank_by_default_and_filter_when_asked():
+    for mode in ("lists", "filters"):
+        decisions = by_vm(place(_with("anti_affinity", vmVmRules=mode)))
+        assert len({decisions[w].cluster for w in ("web1", "web2", "web3")}) == 3
+    assert "anti-affinity with db1" in by_vm(place(_with("anti_affinity", vmVmRules="filters"))
+                                             )["db3"].reason
+    decisions = by_vm(place(_with("affinity", vmVmRules="filters")))
     assert decisions["cache1"].cluster == decisions["compute"].cluster == "cpu-rich"
     assert "affinity with compute" in decisions["cache2"].reason
+    decisions = by_vm(place(scenario("affinity")))  # lists: affinity only prefers
+    assert decisions["cache1"].cluster == "cpu-rich"
+    assert decisions["cache2"].cluster == "mem-rich"
 
 
 # ------------------------------------------------------------------ validation
@@ -219,7 +246,9 @@ def test_cli_bad_input_exit_code(tmp_path, capsys):
 
 def _brute_force_most_placed(s) -> int:
     """Most VMs any placement can place, by enumeration and direct arithmetic (no solver,
-    no evaluator): capacities, static filters, IOPS, VM-VM rules."""
+    no evaluator): capacities, static filters, IOPS, VM-VM rules when they filter. The
+    scenarios given have no residents and no hosts."""
+    hard_rules = s.tunables.vm_vm_rules == "filters"
     from cpsat_rebalancer.vcd.inputs import cluster_reason, datastore_reason, vm_reason
 
     options = []
@@ -252,20 +281,22 @@ def _brute_force_most_placed(s) -> int:
         ok &= all(disk[d.name] <= d.free for d in s.datastores)
         ok &= not s.tunables.iops_enabled or all(
             d.iops_capacity is None or iops[d.name] <= d.iops_capacity for d in s.datastores)
-        for members in s.anti_affinity.values():
+        for members in s.anti_affinity.values() if hard_rules else ():
             spots = [where[m] for m in members if m in where]
             ok &= len(spots) == len(set(spots))
-        for members in s.affinity.values():
+        for members in s.affinity.values() if hard_rules else ():
             ok &= len({where[m] for m in members if m in where}) <= 1
         if ok:
             best = placed
     return best
 
 
-@pytest.mark.parametrize("name", ["fragmentation", "anti_affinity", "affinity", "power_on",
-                                  "import", "yellow_headroom"])
-def test_exact_model_places_the_brute_force_most(name):
-    s = scenario(name)
+@pytest.mark.parametrize("name, mode", [
+    ("fragmentation", "lists"), ("anti_affinity", "lists"), ("anti_affinity", "filters"),
+    ("affinity", "lists"), ("affinity", "filters"), ("power_on", "lists"),
+    ("import", "lists"), ("yellow_headroom", "lists")])
+def test_exact_model_places_the_brute_force_most(name, mode):
+    s = _with(name, vmVmRules=mode)
     c = compare_vcd(s, OPTIONS)
     assert c.placed_proven
     assert c.exact_placed == _brute_force_most_placed(s)
@@ -280,8 +311,7 @@ def test_model_mapping():
     assert data["scopes"]["cluster"] == {"c1/ds1": "c1", "c2/ds2": "c2", "c1/": "c1",
                                          "c2/": "c2"}
     assert data["scopes"]["datastore"] == {"c1/ds1": "ds1", "c2/ds2": "ds2"}
-    positions = {g["tuplePos"] for g in data["goals"]}
-    assert positions == {0, 4}
+    assert {g["tuplePos"] for g in data["goals"]} == {0, 5}
 
 
 @pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.json")), ids=lambda p: p.stem)
@@ -293,13 +323,14 @@ def test_engine_is_feasible_and_never_beats_the_optimum(path):
     assert c.placed_proven
     assert c.engine_placed <= c.exact_placed
     # the engine's count agrees with the exact model's evaluator at position 0
-    assert c.entry.evaluation.positions[0] == len(s.vms) - c.engine_placed
+    assert c.entry.evaluation.positions[0] == c.decided - c.engine_placed
 
 
-@pytest.mark.parametrize("name", ["fragmentation", "anti_affinity", "affinity",
-                                  "storage_iops"])
-def test_greedy_order_loses_vms_the_optimum_places(name):
-    c = compare_vcd(scenario(name), OPTIONS)
+@pytest.mark.parametrize("name, mode", [
+    ("fragmentation", "lists"), ("anti_affinity", "lists"), ("affinity", "filters"),
+    ("storage_iops", "lists")])
+def test_greedy_order_loses_vms_the_optimum_places(name, mode):
+    c = compare_vcd(_with(name, vmVmRules=mode), OPTIONS)
     assert c.placed_proven
     assert c.engine_placed < c.exact_placed == len(c.scenario.vms)
 
@@ -312,10 +343,10 @@ def test_engine_assignment_evaluates_like_the_decisions():
     final = instance.problem.assignment_array(engine_assignment(s, data, decisions))
     evaluation = evaluate(instance.problem, instance.model, final)
     assert evaluation.feasible
-    # position 1 counts VMs off their current container: imp-policy and imp-old moved,
-    # imp-red was kept (new1 has no preferred placement)
+    # the preferred position counts VMs off their current container: imp-policy and
+    # imp-old moved, imp-red was kept (new1 has no preferred placement)
     moved = sum(1 for d in decisions if d.operation == "import" and d.outcome != "kept")
-    assert evaluation.positions[1] == moved == 2
+    assert evaluation.positions[positions(s.tunables)["preferred"]] == moved == 2
 
 
 # ------------------------------------------------------------------ generator and CLI
@@ -326,7 +357,12 @@ def test_generator_is_deterministic_and_valid():
     assert a == b
     assert generate(60, 6, seed=4) != a
     s = parse_vcd(a)
-    assert (len(s.vms), len(s.clusters), len(s.datastores)) == (60, 6, 12)
+    assert (len(s.acted_on), len(s.clusters), len(s.datastores)) == (60, 6, 12)
+    assert len(s.vms) - len(s.acted_on) == 12  # two powered-off residents per cluster
+    hosts = parse_vcd(generate(60, 6, seed=3, hosts=4))
+    assert all(len(c.hosts) == 4 for c in hosts.clusters)
+    assert [c.memory.unreserved for c in hosts.clusters] == [
+        sum(h.memory.unreserved for h in c.hosts) for c in hosts.clusters]
 
 
 def test_cli_place_compare_generate(tmp_path, capsys):
@@ -338,6 +374,8 @@ def test_cli_place_compare_generate(tmp_path, capsys):
                  "--json", str(placed)]) == 0
     text = capsys.readouterr().out
     assert "not possible" in text and "filtered c1" in text
+    assert main(["vcd", "place", str(SCENARIOS / "hosts.json"), "--explain"]) == 0
+    assert "power-on split: attempt 2 of 2 failed" in capsys.readouterr().out
     payload = json.loads(placed.read_text())
     assert [v["vm"] for v in payload["vms"]] == ["big", "mid1", "mid2", "small"]
     exact = tmp_path / "exact.json"
@@ -379,8 +417,20 @@ def test_malformed_input_is_always_an_input_error():
 
     base = _base()
     base["rules"] = {"antiAffinity": [{"name": "g", "vms": ["big", "small"]}],
+                     "affinity": [{"name": "a", "vms": ["mid1", "mid2"], "scope": "datastore"}],
                      "vmHost": [{"name": "r", "type": "should", "vms": ["big"],
                                  "clusters": ["c1"]}]}
+    base["tunables"] = {"scoreCombination": "mean", "powerOnAttempts": 3}
+    base["clusters"].append({"name": "h", "hosts": [
+        {"name": "h1", "cpu": {"capacity": 9000, "unreserved": 8000},
+         "memory": {"capacity": 9000, "unreserved": 8000}}]})
+    base["datastores"][0]["clusters"].append("h")
+    base["vms"][0].update(orgVdc="o", operation="migrate", target={"cluster": "h"},
+                          placement={"cluster": "c1", "datastore": "ds1"})
+    base["vms"].append({"name": "res", "operation": "resident", "powerState": "on",
+                        "orgVdc": "o", "cpu": 100, "memory": 100,
+                        "placement": {"cluster": "h", "datastore": "ds1", "host": "h1"}})
+    assert len(place(parse_vcd(base))) == 5  # the base itself is valid
     paths = [p for p in _paths(base) if p]
 
     @settings(max_examples=80, deadline=None)

@@ -11,10 +11,16 @@ from typing import Any
 import pandas as pd
 
 from ..errors import InputError
-from ..result import INFEASIBLE, NO_SOLUTION
+from ..result import INFEASIBLE, NO_SOLUTION, OPTIMAL
 from ..scenario import SolverOptions, read_data_file
 from ..vcd.engine import Decision, place
-from ..vcd.exact import POSITIONS, VcdComparison, compare_vcd, placement_of, solve_exact
+from ..vcd.exact import (
+    VcdComparison,
+    compare_vcd,
+    placement_of,
+    position_meanings,
+    solve_exact,
+)
 from ..vcd.generate import generate
 from ..vcd.inputs import VcdScenario, parse_vcd, vm_reason
 from .common import EXIT_INTERNAL, check_outputs, print_table, quiet_pipe, write_output
@@ -30,8 +36,11 @@ def _options(args: argparse.Namespace) -> SolverOptions:
 
 def _decision_rows(decisions: list[Decision]) -> pd.DataFrame:
     return pd.DataFrame([{"vm": d.vm, "operation": d.operation, "outcome": d.outcome,
-                          "cluster": d.cluster or "-", "datastore": d.datastore or "-",
-                          "network pool": d.network_pool or "-", "reason": d.reason or "-"}
+                          "cluster": d.cluster or "-", "host": d.host or "-",
+                          "datastore": d.datastore or "-",
+                          "network pool": d.network_pool or "-",
+                          "reason": "; ".join(d.attempts + [d.reason]) if d.attempts
+                          else d.reason or "-"}
                          for d in decisions])
 
 
@@ -40,8 +49,9 @@ def _explain(decision: Decision) -> None:
           + (f" on {decision.cluster} / {decision.datastore}" if decision.placed else ""))
     if decision.ranking:
         print_table(pd.DataFrame([{
-            "rank": k + 1, "cluster": r.cluster, "list": r.list,
-            "health": "yellow" if r.yellow else "green", "score": r.score,
+            "rank": k + 1, "cluster": r.cluster, "list": r.list, "because": r.because or "-",
+            "health": "yellow" if r.yellow else "green",
+            "score": "/".join(f"{v:.4g}" for v in r.key),
             **{f"{res} weighted": s.weighted for res, s in r.scores.items()},
             **{f"{res} capacity": s.capacity for res, s in r.scores.items()
                if res != "storage"},
@@ -49,6 +59,8 @@ def _explain(decision: Decision) -> None:
             "no headroom": ",".join(k for k, ok in r.headroom.items() if not ok) or "-",
             "datastores": ",".join(r.datastores)} for k, r in enumerate(decision.ranking)]),
             out=sys.stdout)
+    for attempt in decision.attempts:
+        print(f"  power-on {attempt}")
     for cluster, why in decision.rejected.items():
         print(f"  filtered {cluster}: {why}")
 
@@ -62,9 +74,12 @@ def _exact_rows(s: VcdScenario, result) -> pd.DataFrame:
         if spot is None:
             reason = vm_reason(s, vm) or "left unplaced by the optimum (no room)"
         rows.append({"vm": vm.name, "operation": vm.operation,
-                     "outcome": "not possible" if spot is None else
-                     ("stayed" if vm.placement == spot else "placed"),
-                     "cluster": spot[0] if spot else "-", "datastore": spot[1] if spot else "-",
+                     "outcome": "not possible" if spot is None else "resident"
+                     if vm.operation == "resident" else
+                     ("stayed" if vm.placement == spot[:2] else "placed"),
+                     "cluster": spot[0] if spot else "-",
+                     "host": (spot[2] or "-") if spot else "-",
+                     "datastore": spot[1] if spot else "-",
                      "network pool": (s.network_pool(vm.network) or "-") if spot else "-",
                      "reason": reason})
     return pd.DataFrame(rows)
@@ -85,20 +100,22 @@ def command_place(args: argparse.Namespace) -> int:
                                                  for b in result.buckets},
                                    "vms": rows.to_dict(orient="records")}
         header = (f"Exact model: {result.status} in {result.seconds:.2f} s; "
-                  f"{int((rows['outcome'] != 'not possible').sum())} of {len(s.vms)} VMs placed")
+                  f"{int((~rows['outcome'].isin(['not possible', 'resident'])).sum())} of "
+                  f"{len(s.acted_on)} VMs placed")
         decisions = []
     else:
         decisions = place(s)
         rows = _decision_rows(decisions)
         payload = {"solver": "vcd-engine", "vms": [
-            {**row, "ranking": [{"cluster": r.cluster, "list": r.list, "yellow": r.yellow,
-                                 "score": r.score, "scores": {k: v.__dict__ for k, v in
-                                                              r.scores.items()},
+            {**row, "ranking": [{"cluster": r.cluster, "list": r.list, "because": r.because,
+                                 "yellow": r.yellow, "key": list(r.key),
+                                 "scores": {k: v.__dict__ for k, v in r.scores.items()},
                                  "headroom": r.headroom} for r in d.ranking],
-             "filtered": d.rejected}
+             "filtered": d.rejected, "attempts": d.attempts}
             for row, d in zip(rows.to_dict(orient="records"), decisions)]}
-        header = (f"VCD placement engine: {sum(d.placed for d in decisions)} of {len(s.vms)} "
-                  "VMs placed")
+        header = (f"VCD placement engine: "
+                  f"{sum(d.placed for d in decisions if d.outcome != 'resident')} of "
+                  f"{len(s.acted_on)} VMs placed")
     if args.json:  # before printing, so a closed pipe cannot lose it
         write_output(args.json, json.dumps(payload, indent=2, default=_jsonable))
     with quiet_pipe():
@@ -124,11 +141,20 @@ def _jsonable(value: Any) -> Any:
 
 def print_vcd_comparison(c: VcdComparison, source: str) -> None:
     proven = "proven optimum" if c.placed_proven else "best found, not proven"
-    print(f"\n== {source}: {len(c.scenario.vms)} VMs, {len(c.scenario.clusters)} clusters")
+    residents = len(c.scenario.vms) - c.decided
+    print(f"\n== {source}: {c.decided} VMs" + (f" (+{residents} residents)" if residents else "")
+          + f", {len(c.scenario.clusters)} clusters")
+    print("Positions: " + "; ".join(f"{k}: {v}" for k, v in
+                                    position_meanings(c.scenario.tunables).items()))
     print(f"VMs placed: engine {c.engine_placed}, exact {c.exact_placed} ({proven}); "
           f"engine {c.engine_seconds:.3f} s, exact {c.ours.seconds:.2f} s ({c.ours.status})")
     print_table(pd.DataFrame(c.rows()), out=sys.stdout)
     print(f"engine under the exact model: {c.entry.verdict}")
+
+
+def _tuple(values: dict[int, float]) -> str:
+    """Tuple positions and values, e.g. ``0:1 3:0 5:1.09``."""
+    return " ".join(f"{k}:{v:.4g}" for k, v in values.items())
 
 
 def command_compare(args: argparse.Namespace) -> int:
@@ -139,15 +165,15 @@ def command_compare(args: argparse.Namespace) -> int:
         write_output(args.json, json.dumps([c.to_dict() for _, c in comparisons], indent=2,
                                            default=_jsonable))
     with quiet_pipe():
-        print("Positions of the exact model: " + "; ".join(f"{k}: {v}"
-                                                           for k, v in POSITIONS.items()))
         for path, c in comparisons:
             print_vcd_comparison(c, path)
         print("\nSummary:")
         print_table(pd.DataFrame([{
-            "scenario": path, "VMs": len(c.scenario.vms), "engine placed": c.engine_placed,
+            "scenario": path, "VMs": c.decided, "engine placed": c.engine_placed,
             "exact placed": c.exact_placed, "proven": "yes" if c.placed_proven else "no",
             "gap (VMs)": c.exact_placed - c.engine_placed,
+            "engine tuple": _tuple(c.engine_tuple), "exact tuple": _tuple(c.exact_tuple),
+            "tuple proven": "yes" if c.ours.status == OPTIMAL else "no",
             "engine s": round(c.engine_seconds, 3), "exact s": round(c.ours.seconds, 2)}
             for path, c in comparisons]), out=sys.stdout)
         if args.json:
@@ -163,10 +189,11 @@ def command_compare(args: argparse.Namespace) -> int:
 def command_generate(args: argparse.Namespace) -> int:
     check_outputs({"OUT": args.out})
     data = generate(args.vms, args.clusters, args.seed or 0, args.load, args.anti_every,
-                    args.iops)
+                    args.iops, args.hosts, args.orgs)
     parse_vcd(data)  # never write a scenario the loader rejects
     write_output(args.out, json.dumps(data, indent=1))
-    print(f"Wrote {args.out}: {args.vms} VMs over {args.clusters} clusters (seed "
+    print(f"Wrote {args.out}: {args.vms} VMs over {args.clusters} clusters"
+          + (f" of {args.hosts} hosts" if args.hosts else "") + " (seed "
           f"{args.seed or 0}, load {args.load})")
     return 0
 
@@ -206,6 +233,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--anti-every", type=int, default=50,
                    help="one VM in this many joins an anti-affinity group of 3 (0: none)")
     g.add_argument("--iops", action="store_true", help="enable the IOPS filter")
+    g.add_argument("--hosts", type=int, default=0,
+                   help="model each cluster as this many hosts (default 0: clusters whole)")
+    g.add_argument("--orgs", type=int, default=3, help="organisation VDCs (default 3)")
     g.set_defaults(run=command_generate)
 
 

@@ -2,40 +2,40 @@
 cpsat_rebalancer scenario dict, solved by the general engine, and the comparison.
 
 Mapping (objects ``vm``, containers ``placement``):
-- each VM is an object (dimensions ``cpu``, ``memory``, ``storage``, ``iops``: its
-  reservations, disk size and disk IOPS; ``vm`` = 1); a new VM starts in ``unplaced``, a
-  placed one in its ``cluster/datastore`` container;
+- each VM is an object (dimensions ``cpu``, ``memory``: its reservation, held when it is
+  placed by the engine's operations or is a powered-on resident; ``storage`` and, when IOPS
+  is enabled, ``iops``: its disks; ``vm`` = 1); a new VM starts in ``unplaced``, a placed
+  one in its container; residents are fixed (avoidMovingSpec);
 - containers: ``unplaced`` (no capacity, in no scope), one ``cluster/datastore`` per
-  connected pair, and ``cluster/`` holding the fixed object ``reserved/<cluster>`` (what the
-  rest of the world reserves: capacity - unreserved), so relative utilization is real;
-- scopes ``cluster`` and ``datastore`` map containers to their cluster and datastore;
-  cluster capacities are the clusters' CPU and memory capacities, datastore capacities the
-  free space and IOPS capacity left for the listed VMs.
+  connected pair, or ``cluster/host/datastore`` for a cluster modelled host by host, and
+  ``cluster/`` (``cluster/host/``) holding the fixed object ``reserved/<cluster>``
+  (``reserved/<cluster>/<host>``): what the rest of the world reserves, capacity -
+  unreserved, so relative utilization is real;
+- scopes ``cluster``, ``host`` (hosts of clusters modelled host by host) and ``datastore``
+  map containers to their cluster, host and datastore; cluster and host capacities are their
+  CPU and memory capacities, datastore capacities the free space and IOPS capacity left for
+  the listed VMs.
 
-Hard constraints (HARD policy): CPU and memory reservations within the cluster capacity,
-storage within the datastore's free space, IOPS (when enabled) within the IOPS capacity
-(capacitySpec); every order-independent filter of the engine (disabled/red cluster, hardware
-version, vCPUs, storage profile and policy, VM-host must/mustNot, network pool, disabled and
-red-threshold datastores except on import) as a capacitySpec with limit 0 on the forbidden
-containers, one per distinct set of forbidden containers (``compat<k>`` dimensions, 1 for
-the VMs that share the set, so identical VMs still form one class); VM-VM anti-affinity as a
-capacitySpec on a per-group dimension (1 for members) over ``cluster`` with absolute limit 1;
-VM-VM affinity as colocateGroupsSpec (limit 1) over ``cluster`` on the partition
-``affinity``; the ``reserved/`` objects fixed (avoidMovingSpec) and their containers closed
-(nonAcceptingSpec).
+Hard constraints (HARD policy): CPU and memory reservations within the cluster (and host)
+capacity, storage within the datastore's free space, IOPS (when enabled) within the IOPS
+capacity (capacitySpec); every order-independent filter of the engine (disabled/red cluster,
+hardware version, vCPUs, storage profile and policy, VM-host must/mustNot, network pool,
+disabled and red-threshold datastores except on import, datastore affinity, migration
+target, disabled hosts) as a capacitySpec with limit 0 on the forbidden containers, one per
+distinct set of forbidden containers (``compat<k>`` dimensions, 1 for the VMs that share the
+set, so identical VMs still form one class); datastore-scope VM-VM rules; cluster-scope
+VM-VM rules when ``vmVmRules`` is ``filters``; the ``reserved/`` objects and residents fixed
+and the ``reserved/`` containers closed (nonAcceptingSpec).
 
-Then, by tuple position:
-0. place as many VMs as possible: toFreeSpec on ``unplaced`` (the number left unplaced);
-1. keep preferred placements: SOFT capacitySpecs (cost 1 per VM, no state penalty) with
-   limit 0 outside each VM's preferred containers (its current cluster/datastore, the
-   containers of its VM-host ``should`` clusters) and on its ``shouldNot`` clusters: the
-   number of VMs off their preferred placements or on avoided clusters;
-2. avoid no-headroom clusters: SOFT capacitySpecs with thresholds ``(1 - headRoom) x
-   capacity`` (CPU, memory) and ``free - storageHeadRoom x capacity`` (storage): the
-   normalized reservation above the headroom line;
-3. avoid yellow clusters: the number of VMs on yellow clusters;
-4. balance relative memory utilization: balanceSpec IDEAL over the usable clusters
-   (compared leximin, the order VCD's least-constrained-first ranking aims at).
+Then, by tuple position (:func:`positions`): the number of VMs left unplaced first; then
+the engine's list order as costs: VMs on yellow clusters (first when ``yellowClusters`` is
+``lastResort``, last otherwise), VMs on avoided clusters (anti-affinity beyond one member
+per cluster, VM-host ``shouldNot``), reservation above the headroom lines ``(1 - headRoom)
+x capacity`` (storage ``free - storageHeadRoom x capacity``, normalized), VMs off their
+preferred placements (current cluster/datastore, VM-host ``should``) with affinity groups
+and organisation VDCs spread beyond one cluster; last, memory balance (balanceSpec IDEAL
+over the usable clusters, compared leximin, the order VCD's least-constrained-first ranking
+aims at).
 """
 
 from __future__ import annotations
@@ -55,24 +55,55 @@ from ..result import OPTIMAL, SolveResult
 from ..scenario import SolverOptions
 from ..specs.common import REGISTRY
 from .engine import Decision, place
-from .inputs import VcdScenario, cluster_reason, datastore_reason, vm_reason
+from .inputs import (
+    Tunables,
+    VcdScenario,
+    Vm,
+    cluster_reason,
+    datastore_reason,
+    host_candidates,
+    vm_reason,
+)
 
 UNPLACED = "unplaced"
-POSITIONS = {0: "VMs left unplaced", 1: "VMs off preferred placements / on avoided clusters",
-             2: "reservation above the headroom lines (normalized)", 3: "VMs on yellow clusters",
-             4: "memory balance (IDEAL)"}
+MEANINGS = {"placed": "VMs left unplaced",
+            "yellow": "VMs on yellow clusters",
+            "avoid": "VMs on avoided clusters (anti-affinity excess, VM-host should-not)",
+            "headroom": "reservation above the headroom lines (normalized)",
+            "preferred": "VMs off preferred placements; affinity groups and org VDCs spread",
+            "balance": "memory balance (IDEAL)"}
 
 
-def pair(cluster: str, datastore: str) -> str:
-    return f"{cluster}/{datastore}"
+def positions(tunables: Tunables) -> dict[str, int]:
+    """Tuple position of each part of the objective, following the engine's order."""
+    if tunables.yellow_clusters == "lastResort":
+        order = ("placed", "yellow", "avoid", "headroom", "preferred", "balance")
+    else:
+        order = ("placed", "avoid", "headroom", "preferred", "yellow", "balance")
+    return {part: k for k, part in enumerate(order)}
 
 
-def base(cluster: str) -> str:
-    return f"{cluster}/"
+def position_meanings(tunables: Tunables) -> dict[int, str]:
+    return {k: MEANINGS[part] for part, k in positions(tunables).items()}
 
 
-def reserved(cluster: str) -> str:
-    return f"reserved/{cluster}"
+def slot(cluster: str, host: str | None, datastore: str) -> str:
+    """The container of a VM on ``cluster`` (``host``) with disks on ``datastore``."""
+    return f"{cluster}/{datastore}" if host is None else f"{cluster}/{host}/{datastore}"
+
+
+def parse_slot(name: str) -> tuple[str, str, str | None]:
+    """(cluster, datastore, host) of a container made by :func:`slot`."""
+    parts = name.split("/")
+    return (parts[0], parts[1], None) if len(parts) == 2 else (parts[0], parts[2], parts[1])
+
+
+def home(s: VcdScenario, vm: Vm) -> str:
+    """The container of a VM's current placement (a host cluster's first host when the
+    VM's host is not given)."""
+    cluster, datastore = vm.placement
+    hosts = s.cluster(cluster).hosts
+    return slot(cluster, vm.host or (hosts[0].name if hosts else None), datastore)
 
 
 def _hard(spec: dict) -> dict:
@@ -91,30 +122,56 @@ def _zero_on(name: str, dimension: str, containers: list[str], scope: str = "") 
                                        "scopeItemLimits": {c: 0 for c in containers}}}}
 
 
+def _spread(name: str, scope: str, partition: str) -> dict:
+    """colocateGroupsSpec: each group of ``partition`` on one item of ``scope``."""
+    if "colocateGroupsSpec" not in REGISTRY:
+        raise InputError("rules.affinity", "the exact model needs colocateGroupsSpec, "
+                         "which this installation does not have")
+    return {"colocateGroupsSpec": {"name": name, "scope": scope, "partitionName": partition,
+                                   "limits": {"type": "ABSOLUTE", "globalLimit": 1}}}
+
+
+def _apart(name: str, scope: str, dimension: str) -> dict:
+    """capacitySpec: at most one member (dimension 1) per item of ``scope``."""
+    return {"capacitySpec": {"name": name, "scope": scope, "dimension": dimension,
+                             "limit": {"type": "ABSOLUTE", "globalLimit": 1}}}
+
+
 def build_model(s: VcdScenario) -> dict[str, Any]:
     """The scenario dict of the exact model (see the module docstring)."""
     t = s.tunables
-    pairs = [(c.name, d.name) for c in s.clusters for d in s.datastores if c.name in d.clusters]
+    pos = positions(t)
+    slots = [(c.name, h.name if c.hosts else None, d.name)
+             for c in s.clusters for d in s.datastores if c.name in d.clusters
+             for h in (c.hosts or (None,))]
     assignment: dict[str, list[str]] = {UNPLACED: []}
-    for c, d in pairs:
-        assignment[pair(c, d)] = []
-    bases = []
-    dims: dict[str, dict[str, float]] = {k: {} for k in ("cpu", "memory", "storage", "iops",
-                                                         "vm")}
+    for c, h, d in slots:
+        assignment[slot(c, h, d)] = []
+    counted = ("cpu", "memory", "storage", "vm") + (("iops",) if t.iops_enabled else ())
+    dims: dict[str, dict[str, float]] = {k: {} for k in counted}
+    fixed: list[str] = []
+    bases: dict[str, tuple[str, str | None]] = {}  # base container -> (cluster, host)
     for c in s.clusters:
-        cpu, memory = c.cpu.capacity - c.cpu.unreserved, c.memory.capacity - c.memory.unreserved
-        if cpu > 0 or memory > 0:
-            bases.append(base(c.name))
-            assignment[base(c.name)] = [reserved(c.name)]
-            dims["cpu"][reserved(c.name)] = cpu
-            dims["memory"][reserved(c.name)] = memory
+        for h in c.hosts or (None,):
+            figures = (c.cpu, c.memory) if h is None else (h.cpu, h.memory)
+            cpu, memory = (r.capacity - r.unreserved for r in figures)
+            if cpu > 0 or memory > 0:
+                name = f"{c.name}/" if h is None else f"{c.name}/{h.name}/"
+                owner = f"reserved/{c.name}" + ("" if h is None else f"/{h.name}")
+                bases[name] = (c.name, None if h is None else h.name)
+                assignment[name] = [owner]
+                dims["cpu"][owner], dims["memory"][owner] = cpu, memory
+                fixed.append(owner)
     for vm in s.vms:
-        where = UNPLACED if vm.placement is None else pair(*vm.placement)
+        where = home(s, vm) if vm.placement is not None else UNPLACED
         assignment[where].append(vm.name)
-        for key, value in (("cpu", vm.cpu), ("memory", vm.memory), ("storage", vm.storage),
-                           ("iops", vm.iops), ("vm", 1.0)):
-            if value:
+        holds = vm.operation != "resident" or vm.power_state == "on"
+        for key, value in (("cpu", vm.cpu if holds else 0), ("memory", vm.memory if holds else 0),
+                           ("storage", vm.storage), ("iops", vm.iops), ("vm", 1.0)):
+            if value and key in dims:  # IOPS only when enabled: it splits object classes
                 dims[key][vm.name] = value
+        if vm.operation == "resident":
+            fixed.append(vm.name)
     constraints: list[dict] = []
 
     def grouped(prefix: str, sets: dict[str, frozenset[str]]) -> list[tuple[str, list[str]]]:
@@ -127,17 +184,21 @@ def build_model(s: VcdScenario) -> dict[str, Any]:
         return [(dim, sorted(items)) for items, dim in by_set.items()]
 
     forbidden = {}
-    for vm in s.vms:
+    for vm in s.acted_on:
         if vm_reason(s, vm):
-            forbidden[vm.name] = frozenset(pair(c, d) for c, d in pairs)
+            forbidden[vm.name] = frozenset(slot(*x) for x in slots)
             continue
         bad_clusters = {c.name for c in s.clusters if cluster_reason(s, vm, c)}
         bad_stores = {d.name for d in s.datastores if datastore_reason(s, vm, d)}
-        forbidden[vm.name] = frozenset(pair(c, d) for c, d in pairs
-                                       if c in bad_clusters or d in bad_stores)
+        good_hosts = {(c.name, h) for c in s.clusters for h in host_candidates(c, vm)}
+        forbidden[vm.name] = frozenset(
+            slot(c, h, d) for c, h, d in slots
+            if c in bad_clusters or d in bad_stores or (h is not None and (c, h) not in good_hosts))
     for dim, containers in grouped("compat", forbidden):
         constraints.append(_hard(_zero_on(f"compatibility {dim}", dim, containers)))
 
+    host_items = {slot(c, h, d): f"{c}/{h}" for c, h, d in slots if h is not None}
+    host_items.update({b: f"{c}/{h}" for b, (c, h) in bases.items() if h is not None})
     constraints += [
         _hard({"capacitySpec": {"name": "cpu reservations", "scope": "cluster",
                                 "dimension": "cpu"}}),
@@ -146,88 +207,110 @@ def build_model(s: VcdScenario) -> dict[str, Any]:
         _hard({"capacitySpec": {"name": "datastore free space", "scope": "datastore",
                                 "dimension": "storage"}}),
     ]
+    if host_items:
+        constraints += [_hard({"capacitySpec": {"name": f"host {dim} reservations",
+                                                "scope": "host", "dimension": dim}})
+                        for dim in ("cpu", "memory")]
     iops_limits = {d.name: d.iops_capacity for d in s.datastores if d.iops_capacity is not None}
     if t.iops_enabled and iops_limits:
         constraints.append(_hard({"capacitySpec": {
             "name": "datastore IOPS", "scope": "datastore", "dimension": "iops",
             "limit": {"type": "ABSOLUTE", "isDefaultLimitUnbounded": True,
                       "scopeItemLimits": iops_limits}}}))
-    for group, members in s.anti_affinity.items():
-        dim = f"anti:{group}"
-        dims[dim] = {vm: 1.0 for vm in members}
-        constraints.append(_hard({"capacitySpec": {
-            "name": f"anti-affinity {group}", "scope": "cluster", "dimension": dim,
-            "limit": {"type": "ABSOLUTE", "globalLimit": 1}}}))
+    ranked_rules = t.vm_vm_rules == "lists"
+    for scope, rules, hard in (("cluster", s.anti_affinity, not ranked_rules),
+                               ("datastore", s.datastore_anti_affinity, True)):
+        for group, members in rules.items():
+            dim = f"anti:{scope}:{group}"
+            dims[dim] = {vm: 1.0 for vm in members}
+            spec = _apart(f"anti-affinity {group}", scope, dim)
+            constraints.append(_hard(spec) if hard else _soft(spec, pos["avoid"]))
     partitions = {}
-    if s.affinity:
-        if "colocateGroupsSpec" not in REGISTRY:
-            raise InputError("rules.affinity", "the exact model needs colocateGroupsSpec, "
-                             "which this installation does not have")
-        partitions["affinity"] = {g: list(m) for g, m in s.affinity.items()}
-        constraints.append(_hard({"colocateGroupsSpec": {
-            "name": "affinity", "scope": "cluster", "partitionName": "affinity",
-            "limits": {"type": "ABSOLUTE", "globalLimit": 1}}}))
-    if bases:
-        constraints.append(_hard({"avoidMovingSpec": {
-            "name": "reserved by others", "objects": [a[0] for k, a in assignment.items()
-                                                      if k in bases]}}))
-        constraints.append(_hard({"nonAcceptingSpec": {"name": "reserved by others",
-                                                       "items": bases}}))
-
-    # position 1: preferred placements (current container, VM-host should) and avoided clusters
-    elsewhere, avoided = {}, {}  # per VM: containers off its preferred set; avoided clusters
+    for scope, rules, hard in (("cluster", s.affinity, not ranked_rules),
+                               ("datastore", s.datastore_affinity, True)):
+        if rules:
+            name = f"affinity {scope}"
+            partitions[name] = {g: list(m) for g, m in rules.items()}
+            spec = _spread(name, scope, name)
+            constraints.append(_hard(spec) if hard else _soft(spec, pos["preferred"]))
+    orgs: dict[str, list[str]] = {}
     for vm in s.vms:
-        wanted = {pair(*vm.placement)} if vm.placement else set()
+        if vm.org_vdc is not None:
+            orgs.setdefault(vm.org_vdc, []).append(vm.name)
+    if t.org_vdc_colocation == "preferred" and orgs:
+        partitions["orgVdc"] = orgs
+        constraints.append(_soft(_spread("organisation VDC", "cluster", "orgVdc"),
+                                 pos["preferred"]))
+    if fixed:
+        constraints.append(_hard({"avoidMovingSpec": {"name": "reserved and resident",
+                                                      "objects": fixed}}))
+    if bases:
+        constraints.append(_hard({"nonAcceptingSpec": {"name": "reserved by others",
+                                                       "items": sorted(bases)}}))
+
+    # preferred placements (current cluster/datastore, VM-host should), avoided clusters
+    elsewhere, avoided = {}, {}  # per VM: containers off its preferred set; avoided clusters
+    for vm in s.acted_on:
+        wanted = {slot(c, h, d) for c, h, d in slots
+                  if vm.placement is not None and (c, d) == vm.placement}
         shunned = set()
         for rule in s.vm_host:
             if vm.name in rule.vms and rule.kind == "should":
-                wanted |= {pair(c, d) for c, d in pairs if c in rule.clusters}
+                wanted |= {slot(c, h, d) for c, h, d in slots if c in rule.clusters}
             elif vm.name in rule.vms and rule.kind == "shouldNot":
                 shunned |= rule.clusters
-        elsewhere[vm.name] = frozenset(pair(c, d) for c, d in pairs
-                                       if wanted and pair(c, d) not in wanted)
+        elsewhere[vm.name] = frozenset(slot(*x) for x in slots
+                                       if wanted and slot(*x) not in wanted)
         avoided[vm.name] = frozenset(shunned)
-    for prefix, sets, scope, what in (("pref", elsewhere, "", "off preferred placements"),
-                                      ("avoid", avoided, "cluster", "on avoided clusters")):
+    for prefix, sets, scope, what, part in (
+            ("pref", elsewhere, "", "off preferred placements", "preferred"),
+            ("avoid", avoided, "cluster", "on avoided clusters", "avoid")):
         for dim, items in grouped(prefix, sets):
-            constraints.append(_soft(_zero_on(f"{what} {dim}", dim, items, scope), 1))
+            constraints.append(_soft(_zero_on(f"{what} {dim}", dim, items, scope), pos[part]))
 
-    # position 2: headroom
     for dim, room in (("cpu", t.cpu_headroom), ("memory", t.memory_headroom)):
         constraints.append(_soft({"capacitySpec": {
             "name": f"{dim} headroom", "scope": "cluster", "dimension": dim,
-            "limit": {"type": "RELATIVE", "globalLimit": 1 - room}}}, 2))
+            "limit": {"type": "RELATIVE", "globalLimit": 1 - room}}}, pos["headroom"]))
     constraints.append(_soft({"capacitySpec": {
         "name": "storage headroom", "scope": "datastore", "dimension": "storage",
         "limit": {"type": "ABSOLUTE", "globalLimit": 0, "scopeItemLimits": {
             d.name: max(0.0, d.free - t.storage_headroom * d.capacity)
-            for d in s.datastores}}}}, 2))
-    # position 3: yellow clusters
+            for d in s.datastores}}}}, pos["headroom"]))
     yellow = [c.name for c in s.clusters if c.health == "yellow"]
     if yellow:
-        constraints.append(_soft(_zero_on("on yellow clusters", "vm", yellow, "cluster"), 3))
+        dims["acted"] = {vm.name: 1.0 for vm in s.acted_on}
+        constraints.append(_soft(_zero_on("on yellow clusters", "acted", yellow, "cluster"),
+                                 pos["yellow"]))
     goals: list[dict] = [{"spec": {"toFreeSpec": {"name": "unplaced VMs",
                                                   "containers": [UNPLACED], "dimension": "vm"}},
-                          "tuplePos": 0}]
+                          "tuplePos": pos["placed"]}]
     usable = [c.name for c in s.clusters if c.enabled and c.health != "red"
               and c.memory.capacity > 0]
     if usable:
         goals.append({"spec": {"balanceSpec": {
             "name": "memory balance", "scope": "cluster", "dimension": "memory",
-            "formula": "IDEAL", "filter": {"itemsWhitelist": usable}}}, "tuplePos": 4})
+            "formula": "IDEAL", "filter": {"itemsWhitelist": usable}}}, "tuplePos": pos["balance"]})
 
+    scopes = {"cluster": {**{slot(c, h, d): c for c, h, d in slots},
+                          **{b: c for b, (c, _) in bases.items()}},
+              "datastore": {slot(c, h, d): d for c, h, d in slots}}
+    scope_dims = {
+        "cluster": {"cpu": {c.name: c.cpu.capacity for c in s.clusters},
+                    "memory": {c.name: c.memory.capacity for c in s.clusters}},
+        "datastore": {"storage": {d.name: d.free for d in s.datastores}}}
+    if host_items:
+        scopes["host"] = host_items
+        scope_dims["host"] = {dim: {f"{c.name}/{h.name}": getattr(h, dim).capacity
+                                    for c in s.clusters for h in c.hosts}
+                              for dim in ("cpu", "memory")}
     data: dict[str, Any] = {
         "name": s.name, "description": s.description,
         "objectName": "vm", "containerName": "placement",
         "assignment": assignment,
         "objectDimensions": dims,
-        "scopes": {"cluster": {**{pair(c, d): c for c, d in pairs},
-                               **{b: b[:-1] for b in bases}},
-                   "datastore": {pair(c, d): d for c, d in pairs}},
-        "scopeDimensions": {
-            "cluster": {"cpu": {c.name: c.cpu.capacity for c in s.clusters},
-                        "memory": {c.name: c.memory.capacity for c in s.clusters}},
-            "datastore": {"storage": {d.name: d.free for d in s.datastores}}},
+        "scopes": scopes,
+        "scopeDimensions": scope_dims,
         "goals": goals, "constraints": constraints,
     }
     if partitions:
@@ -237,21 +320,28 @@ def build_model(s: VcdScenario) -> dict[str, Any]:
 
 def engine_assignment(s: VcdScenario, data: dict, decisions: list[Decision]
                       ) -> dict[str, list[str]]:
-    """The engine's placement as an assignment of the exact model (reserved objects stay)."""
+    """The engine's placement as an assignment of the exact model (reserved objects stay;
+    a VM the engine could not place is unplaced)."""
     result: dict[str, list[str]] = {name: [] for name in data["assignment"]}
     for name, objects in data["assignment"].items():
         result[name] += [o for o in objects if o not in s.vm_index]
     for d in decisions:
-        result[UNPLACED if d.cluster is None else pair(d.cluster, d.datastore)].append(d.vm)
+        vm = s.vms[s.vm_index[d.vm]]
+        if d.outcome == "resident":
+            result[home(s, vm)].append(d.vm)
+        else:
+            result[UNPLACED if d.cluster is None else slot(d.cluster, d.host, d.datastore)
+                   ].append(d.vm)
     return result
 
 
-def placement_of(s: VcdScenario, problem, final: np.ndarray) -> dict[str, tuple[str, str] | None]:
-    """VM -> (cluster, datastore), or None when unplaced, from an assignment array."""
+def placement_of(s: VcdScenario, problem, final: np.ndarray
+                 ) -> dict[str, tuple[str, str, str | None] | None]:
+    """VM -> (cluster, datastore, host), or None when unplaced, from an assignment array."""
     out = {}
     for vm in s.vms:
         name = problem.containers[final[problem.object_index[vm.name]]]
-        out[vm.name] = None if name == UNPLACED else tuple(name.split("/", 1))
+        out[vm.name] = None if name == UNPLACED else parse_slot(name)
     return out
 
 
@@ -266,17 +356,22 @@ class VcdComparison:
     entry: Entry  # the engine's placement, evaluated and judged under the exact model
 
     @property
+    def decided(self) -> int:
+        """How many VMs the engine acts on (residents left out)."""
+        return len(self.scenario.acted_on)
+
+    @property
     def engine_placed(self) -> int:
-        return sum(d.placed for d in self.decisions)
+        return sum(d.placed for d in self.decisions if d.outcome != "resident")
 
     @property
     def exact_placed(self) -> int:
-        return len(self.scenario.vms) - round(self.ours.final_evaluation.positions.get(0, 0.0))
+        return self.decided - round(self.ours.final_evaluation.positions.get(0, 0.0))
 
     @property
     def placed_proven(self) -> bool:
         """Whether no placement places more VMs: position 0 proven, or every VM placed."""
-        if self.exact_placed == len(self.scenario.vms):
+        if self.exact_placed == self.decided:
             return True
         return bool(self.ours.buckets) and self.ours.buckets[0].status == OPTIMAL
 
@@ -288,7 +383,17 @@ class VcdComparison:
         first = self.ours.buckets[0] if self.ours.buckets else None
         if first is None or first.position != 0 or first.bound is None:
             return None
-        return len(self.scenario.vms) - max(0, math.ceil(first.bound - 1e-9))
+        return self.decided - max(0, math.ceil(first.bound - 1e-9))
+
+    @property
+    def engine_tuple(self) -> dict[int, float]:
+        """The engine's value at every tuple position, under the exact model's evaluator."""
+        return {c.position: c.value for c in self.entry.buckets}
+
+    @property
+    def exact_tuple(self) -> dict[int, float]:
+        """The exact model's value at every tuple position."""
+        return {c.position: c.ours for c in self.entry.buckets}
 
     def rows(self) -> list[dict[str, Any]]:
         """Per tuple position: the engine's value, the exact model's, its bound, the gap."""
@@ -297,7 +402,8 @@ class VcdComparison:
         for c in self.entry.buckets:
             report = reports.get(c.position)
             proven = report is not None and report.status == OPTIMAL
-            rows.append({"position": c.position, "meaning": POSITIONS.get(c.position, ""),
+            rows.append({"position": c.position,
+                         "meaning": position_meanings(self.scenario.tunables).get(c.position, ""),
                          "engine": c.value, "exact": c.ours,
                          "exact bound": c.ours if proven else c.bound,
                          "gap": c.abs_gap, "proven": "yes" if proven else "no",
@@ -308,15 +414,17 @@ class VcdComparison:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "scenario": self.scenario.name, "vms": len(self.scenario.vms),
+            "scenario": self.scenario.name, "vms": self.decided,
+            "residents": len(self.scenario.vms) - self.decided,
             "enginePlaced": self.engine_placed, "exactPlaced": self.exact_placed,
             "placedProven": self.placed_proven, "placedBound": self.placed_bound,
             "engineSeconds": self.engine_seconds,
             "exactSeconds": self.ours.seconds, "exactStatus": self.ours.status,
             "engineFeasible": self.entry.feasible, "verdict": self.entry.verdict,
             "contradiction": self.entry.contradiction, "positions": self.rows(),
-            "engine": {d.vm: [d.cluster, d.datastore] for d in self.decisions},
-            "exact": {k: list(v) if v else [None, None] for k, v in placement_of(
+            "engineTuple": self.engine_tuple, "exactTuple": self.exact_tuple,
+            "engine": {d.vm: [d.cluster, d.datastore, d.host] for d in self.decisions},
+            "exact": {k: list(v) if v else [None, None, None] for k, v in placement_of(
                 self.scenario, self.ours.problem, self.ours.final).items()},
         }
 
@@ -332,7 +440,8 @@ def solve_exact(s: VcdScenario, options: SolverOptions, hint: dict | None = None
 
 def compare_vcd(s: VcdScenario, options: SolverOptions) -> VcdComparison:
     """Run the engine, solve the exact model (hinted with the engine's placement, so the
-    exact answer is never worse) and judge the engine under the exact model."""
+    exact answer is never worse once the solver has completed the hint within its time) and
+    judge the engine under the exact model."""
     started = time.perf_counter()
     decisions = place(s)
     seconds = time.perf_counter() - started
