@@ -50,6 +50,13 @@ class BucketReport:
     # how far above its compiled optimum later buckets may take this one (compiled values
     # within twice the error may tie exactly)
     freeze_slack: float = 0.0
+    # an allowed worsening: the value later buckets were held to (this bucket's own optimum,
+    # proven or not, is what ``status`` and ``bound`` are about; ``objective`` is its final
+    # value, at most this)
+    allowed_up_to: float | None = None
+    # a BLENDED solve: the tuple positions this bucket minimized the sum of (``objective``
+    # and ``bound`` are about that sum)
+    positions: list[int] | None = None
 
 
 @dataclass

@@ -8,7 +8,7 @@ into the input, before any model is built.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from .fields import (
 )
 from .primitives import Restrictions
 from .problem import OUT_OF_SCOPE, DynamicDimension, Problem, Scope
+from .solver_specs import ObjectivePlan, parse_plan
 from .specs.common import REGISTRY, Spec
 
 TOP_LEVEL_KEYS = {
@@ -119,6 +120,8 @@ class SolverOptions:
     log: bool = False
     # further CP-SAT parameters {name: value}, checked (enums by name); see check_cpsat_parameters
     cpsat_parameters: dict[str, Any] = field(default_factory=dict)
+    # which tuple positions to optimize and how (Rebalancer's multiObjSolveSettings)
+    plan: ObjectivePlan = field(default_factory=ObjectivePlan)
 
     @classmethod
     def parse(cls, data: Any, path: str = "solver") -> SolverOptions:
@@ -129,9 +132,10 @@ class SolverOptions:
         deterministic = fields.number("deterministicTime")
         log = fields.flag("log")
         cpsat_parameters = fields.raw("cpsatParameters")
+        plan = parse_plan(fields.raw("multiObjSolveSettings"), fields.at("multiObjSolveSettings"))
         fields.done("solver options")
-        return cls.checked(time_limit, workers, seed, deterministic, log, path,
-                           cpsat_parameters=cpsat_parameters)
+        return replace(cls.checked(time_limit, workers, seed, deterministic, log, path,
+                                   cpsat_parameters=cpsat_parameters), plan=plan)
 
     @classmethod
     def checked(cls, time_limit, workers, seed, deterministic=None, log=False,

@@ -20,7 +20,7 @@ from .compile import compile_model
 from .explain import explain_infeasibility
 from .leximin import solve_leximin
 from .moves import fewest_moves
-from .positions import Bucket
+from .positions import Bucket, planned
 from .session import Session
 
 
@@ -40,7 +40,9 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
     initial = evaluate(problem, model, problem.initial)
     try:
         builder, buckets = compile_model(problem, model, aggregate, accelerate=accelerate,
-                                         seconds=options.time_limit)
+                                         seconds=options.time_limit,
+                                         leximin=not options.plan.blended,
+                                         scalar_positions=frozenset(options.plan.allowances))
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM, as the CLI maps it) while compiling
         return interrupted_at_start(problem, initial, started)
     session = Session(builder, model, options, started, budget)
@@ -48,7 +50,7 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
         start(session, initial, hint)
     except KeyboardInterrupt:
         session.interrupted = True
-    buckets = buckets or {0: Bucket(0)}
+    buckets = planned(buckets or {0: Bucket(0)}, options.plan)
     reports, stop = solve_buckets(session, buckets)
     polish_stopped = False
     if stop is None and session.values is not None:
@@ -62,13 +64,15 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
     final_eval = initial if holding_initial else evaluate(problem, model, final)
     proven = all(r.status == OPTIMAL and (r.position not in buckets
                                           or not buckets[r.position].over) for r in reports)
-    if session.reserve and not infeasible and not session.interrupted and not proven:
+    if (session.reserve and not infeasible and not session.interrupted and not proven
+            and options.plan.lexicographic):  # the floor improves in the plain order only
         floor = move_floor(session, final)
         if floor is not None:
             unsettle_after(reports, final_eval, floor[1])
             final, final_eval = floor
     for report in reports:
-        report.objective = final_eval.positions.get(report.position, 0.0)
+        report.objective = sum(final_eval.positions.get(p, 0.0)
+                               for p in buckets[report.position].members)
         if report.position in final_eval.leximin:
             report.leximin = list(final_eval.leximin[report.position])
     held = session.values is not None or holding_initial

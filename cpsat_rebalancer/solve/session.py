@@ -360,13 +360,13 @@ class Session:
             return True
         return False
 
-    def held_value(self, position: int, factor: Fraction, error: float) -> int:
+    def held_value(self, positions: tuple[int, ...], factor: Fraction, error: float) -> int:
         """A freeze level for a bucket at the assignment held, from the evaluator: the
         compiled value of that assignment is within ``error`` of it (the agreement the tests
         check), whereas a FEASIBLE solution's own objective may carry loose auxiliaries and
         let later buckets worsen this one."""
-        value = evaluate(self.builder.problem, self.model, self.decode()).positions.get(
-            position, 0.0)
+        values = evaluate(self.builder.problem, self.model, self.decode()).positions
+        value = sum(values.get(position, 0.0) for position in positions)
         level = float(factor) * (value + error)
         nearest = round(level)
         return nearest if abs(level - nearest) <= 1e-9 * max(1.0, abs(level)) else math.ceil(level)
