@@ -180,3 +180,20 @@ def value_table(initial: Evaluation, final: Evaluation) -> pd.DataFrame:
                      "initial": c0.violation, "final": c1.violation,
                      "initial_weighted": c0.soft, "final_weighted": c1.soft})
     return pd.DataFrame(rows)
+
+
+class Solution(dict):
+    """What ``ProblemSolver.solve`` returns: Rebalancer's solution dict (``assignment``,
+    ``movesSummary``, ``solverSummaries``, ``initialAssignment``, ``compactAssignment``, the
+    objective and constraint summaries, and :meth:`SolveResult.to_dict`'s own keys), which
+    also answers every attribute of the :class:`SolveResult` it came from
+    (``solution.status``, ``solution.moves``, ``solution.buckets``)."""
+
+    def __init__(self, data: dict[str, Any], result: SolveResult):
+        super().__init__(data)
+        self.result = result
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "result":  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
+        return getattr(self.result, name)

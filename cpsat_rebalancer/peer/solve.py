@@ -101,8 +101,10 @@ def solve_with_wheel(
     seed: int = 0,
     peer_python: str | None = None,
     timeout: float | None = None,
+    spec: dict | None = None,
 ) -> dict:
-    """Solve ``scenario`` (our scenario dict) with Rebalancer's ``solver``.
+    """Solve ``scenario`` (our scenario dict) with Rebalancer's ``solver``, or with ``spec``
+    (a ``SolverSpec`` dict, handed to the wheel as given; ``solver`` then names its kind).
 
     Returns a dict:
 
@@ -122,7 +124,7 @@ def solve_with_wheel(
     """
     python = require_peer_python(peer_python)
     sc = normalise_scenario(scenario)
-    spec = solver_spec(solver, time_limit, move_types, seed)
+    spec = solver_spec(solver, time_limit, move_types, seed) if spec is None else spec
     run = scenario_run(sc, spec)
     run["report"] = True
     if timeout is None:
