@@ -54,6 +54,7 @@ class BucketReport:
     # proven or not, is what ``status`` and ``bound`` are about; ``objective`` is its final
     # value, at most this)
     allowed_up_to: float | None = None
+    stage_value: float | None = None  # and the evaluator's value when it was solved
     # a BLENDED solve: the tuple positions this bucket minimized the sum of (``objective``
     # and ``bound`` are about that sum)
     positions: list[int] | None = None

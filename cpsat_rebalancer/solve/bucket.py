@@ -264,6 +264,7 @@ def freeze(session: Session, bucket: Bucket, form: Integerized, status: int,
         report.freeze_slack = float(Fraction(slack) / form.factor)
         if bucket.allowance is not None:
             report.allowed_up_to = float(allowed_up_to)
+            report.stage_value = session.held_sum(bucket.members)
     if len(bucket.members) > 1:
         report.positions = list(bucket.members)
     return report

@@ -89,12 +89,12 @@ def settle(report: BucketReport, bucket: Bucket) -> None:
     report.gap = gap
     report.relative_gap = gap / abs(report.objective) if report.objective else (
         0.0 if gap == 0 else math.inf)
-    # a position later ones were allowed to worsen: proven when its own solve met its bound
-    # with a model that is exact (its final value may lie anywhere up to the allowance)
+    # a position later ones were allowed to worsen: proven when its value at its own solve
+    # met its bound (its final value may lie anywhere up to the allowance)
     value = report.objective
-    if report.allowed_up_to is not None and report.compiled_objective is not None:
-        value = report.compiled_objective
-        gap = max(0.0, value - report.bound) if bucket.error == 0 else math.inf
+    if report.stage_value is not None:
+        value = report.stage_value
+        gap = max(0.0, value - report.bound)
     if report.status == OPTIMAL and gap > EXACT * abs(value) + FLOAT_NOISE:
         report.status = FEASIBLE
         report.termination = "approximated"

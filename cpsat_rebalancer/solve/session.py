@@ -365,11 +365,15 @@ class Session:
         compiled value of that assignment is within ``error`` of it (the agreement the tests
         check), whereas a FEASIBLE solution's own objective may carry loose auxiliaries and
         let later buckets worsen this one."""
-        values = evaluate(self.builder.problem, self.model, self.decode()).positions
-        value = sum(values.get(position, 0.0) for position in positions)
+        value = self.held_sum(positions)
         level = float(factor) * (value + error)
         nearest = round(level)
         return nearest if abs(level - nearest) <= 1e-9 * max(1.0, abs(level)) else math.ceil(level)
+
+    def held_sum(self, positions: tuple[int, ...]) -> float:
+        """The evaluator's value of ``positions`` (summed) at the assignment held."""
+        values = evaluate(self.builder.problem, self.model, self.decode()).positions
+        return sum(values.get(position, 0.0) for position in positions)
 
     def decode(self) -> np.ndarray:
         """The assignment of the last solution (the initial one when there is none)."""
