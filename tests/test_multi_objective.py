@@ -5,6 +5,7 @@ against the wheel's HiGHS solver."""
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import replace
 from fractions import Fraction
@@ -13,7 +14,7 @@ from functools import cmp_to_key
 import pytest
 from randomized import brute_force, leximin_less, random_scenario
 
-from cpsat_rebalancer import InputError, ProblemSolver, evaluate, parse_scenario
+from cpsat_rebalancer import InputError, ProblemSolver, cli, evaluate, parse_scenario
 from cpsat_rebalancer.api import solve_scenario
 from cpsat_rebalancer.peer import find_peer_python
 from cpsat_rebalancer.peer.bridge import call_peer, normalise_scenario, scenario_run
@@ -355,3 +356,20 @@ def _containers(solution: dict, scenario) -> dict[str, list[str]]:
     for obj, container in zip(problem.objects, problem.initial):
         result[where.get(obj, problem.containers[container])].append(obj)
     return result
+
+
+def test_scenario_files_carry_the_settings(tmp_path) -> None:
+    """A scenario's ``solver.multiObjSolveSettings`` reaches the command line's solve: only
+    the movement position optimized, nothing moves (as the wheel, WHEEL_OUTCOMES)."""
+    data = allowance_case()
+    data["solver"] = {"multiObjSolveSettings": {"firstObjectiveIdx": 1}}
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(data))
+    out = tmp_path / "result.json"
+    assert cli.main(["solve", str(path), "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["moves"] == [] and [b["position"] for b in result["buckets"]] == [1, 2]
+    data["solver"] = {"multiObjSolveSettings": {"lastObjectiveIdx": "x"}}
+    with pytest.raises(InputError) as error:
+        parse_scenario(data)
+    assert error.value.path == "solver.multiObjSolveSettings.lastObjectiveIdx"
