@@ -11,6 +11,7 @@ the recorded scenario in the error messages.
 from __future__ import annotations
 
 import copy
+import uuid
 from dataclasses import replace
 from fractions import Fraction
 from typing import Any
@@ -98,6 +99,7 @@ class ProblemSolver:
         # moves the fewest objects its optimum allows
         self._restrict_moving_once = False
         self._stable = False
+        self._run_id = str(uuid.uuid4())  # as the wheel: a fresh id per solver, or set_run_id's
 
     # ---- universe ----
     def set_object_name(self, object_name: str) -> ProblemSolver:
@@ -160,6 +162,43 @@ class ProblemSolver:
         """Classes of containers the user knows to be alike (a hint to Rebalancer's search).
         The names are checked; the exact solve finds interchangeable containers itself."""
         self._similar.append(_recorded(similar_container_classes))
+        return self
+
+    def set_run_id(self, run_id: str) -> ProblemSolver:
+        """The run's id, reported as the solution's ``runId``."""
+        if not isinstance(run_id, str):
+            raise InputError("set_run_id(run_id)", "expected a string", run_id)
+        self._run_id = run_id
+        return self
+
+    def get_run_id(self) -> str:
+        return self._run_id
+
+    # Rebalancer's telemetry and engine switches: accepted so that a model ports unchanged;
+    # none changes what an exact solve finds
+    def set_logging_label(self, logging_label: str) -> ProblemSolver:
+        return self
+
+    def disable_scuba_logging(self) -> ProblemSolver:
+        return self
+
+    def disable_solution_summary(self) -> ProblemSolver:
+        return self
+
+    def enable_profiler(self) -> ProblemSolver:
+        return self
+
+    def publish_metrics(self) -> ProblemSolver:
+        return self
+
+    def use_parallelized_new_materializer(self) -> ProblemSolver:
+        return self
+
+    def should_use_dynamic_object_ordering(self, use_dynamic_object_ordering: bool
+                                           ) -> ProblemSolver:
+        return self
+
+    def set_manifold_backup_params(self, params: dict) -> ProblemSolver:
         return self
 
     def add_solver(self, spec: dict) -> ProblemSolver:
@@ -335,7 +374,9 @@ class ProblemSolver:
             staged = replace(options, time_limit=seconds, plan=stage.plan)
             held = start if chain.result is None else chain.result.final
             chain.run(solve_scenario(scenario, staged, hint=held), stage.plan)
-        return chain.solution(compact=self._compact is not None)
+        solution = chain.solution(compact=self._compact is not None)
+        solution["runId"] = self._run_id
+        return solution
 
     def evaluate(self, assignment: dict[str, list[str]]) -> Evaluation:
         """Rebalancer-scale values of every goal and constraint for moving to ``assignment``."""

@@ -229,6 +229,30 @@ def test_feasibility_tolerance_and_search_rules_leave_the_optimum() -> None:
     assert error.value.path == "add_similar_containers[0][0][1]"
 
 
+# accepted by the wheel (rebalancer 1.0.4), each returning the ProblemSolver
+SWITCHES = [("set_logging_label", ("label",)), ("disable_scuba_logging", ()),
+            ("disable_solution_summary", ()), ("enable_profiler", ()), ("publish_metrics", ()),
+            ("use_parallelized_new_materializer", ()),
+            ("should_use_dynamic_object_ordering", (True,)),
+            ("set_manifold_backup_params", ({"uploadPolicy": 2},))]
+
+
+def test_telemetry_switches_leave_the_optimum() -> None:
+    plain = small().solve()
+    for name, args in SWITCHES:
+        ps = small()
+        assert getattr(ps, name)(*args) is ps
+        assert ps.solve().final_evaluation.positions == plain.final_evaluation.positions
+
+
+def test_run_id_is_reported() -> None:
+    ps = small()
+    assert ps.get_run_id() != small().get_run_id()  # a fresh id each, as the wheel's
+    assert ps.set_run_id("abc").get_run_id() == "abc" and ps.solve()["runId"] == "abc"
+    with pytest.raises(InputError):
+        ps.set_run_id(5)
+
+
 def test_vector_dimension_is_refused_with_its_meaning() -> None:
     with pytest.raises(InputError) as error:
         ProblemSolver().add_object_dimension_vector("cpu", {"a": [1, 2]})
@@ -298,13 +322,15 @@ def small():
 def test_methods_leave_the_wheels_optimum_as_ours() -> None:
     """The wheel's optimal values with each call that tunes its search equal its values
     without, and ours."""
-    values = wheel_code(WHEEL_SMALL + """
+    values = wheel_code(WHEEL_SMALL + f"SWITCHES = {SWITCHES!r}\n" + """
 out = []
 for call in (lambda ps: ps, lambda ps: ps.set_feasibility_tolerance(1e-6),
              lambda ps: ps.enable_restrict_moving_object_only_once(),
              lambda ps: ps.enable_stable_as_much_as_possible(),
              lambda ps: ps.add_similar_containers([["h0", "h1"]]),
-             lambda ps: ps.set_precision({"absolute": 1e-6, "relative": 1e-6})):
+             lambda ps: ps.set_precision({"absolute": 1e-6, "relative": 1e-6}),
+             *[lambda ps, name=name, args=args: getattr(ps, name)(*args)
+               for name, args in SWITCHES]):
     solution = call(small()).solve()
     out.append([g["value"] for g in solution["finalGlobalObjective"]["goals"]])
 print(json.dumps(out))
