@@ -237,6 +237,20 @@ def test_chain_reverts_an_answer_that_is_worse() -> None:
     assert len(alone.moves) == 0 and alone["movesSummary"] == []
 
 
+def test_last_position_keeps_its_optimum() -> None:
+    """An allowance on the last position solved has no later position to serve: it stays at
+    its optimum (the tie-break on moves does not trade it away), as in the wheel, whose
+    iterative solve adds no limit after the last objective."""
+    data = allowance_case()
+    data["goals"] = data["goals"][4:]  # the SQUARES balance alone: 0 takes two moves
+    scenario = parse_scenario(data)
+    plan = parse_plan({"higherPriorityObjConfig": {"tuplePosToAllowedWorsening": {
+        "0": {"absolute": 5}}}}, "m")
+    result = solve_scenario(scenario, replace(scenario.options, plan=plan))
+    assert result.final_evaluation.positions == {0: 0.0} and len(result.moves) == 2
+    assert result.buckets[0].allowed_up_to is None
+
+
 def test_allowance_limit_is_rebalancers() -> None:
     """max(v·(1 + percent/100), v + absolute): the larger of the two readings."""
     plan = parse_plan({"higherPriorityObjConfig": {"tuplePosToAllowedWorsening": {

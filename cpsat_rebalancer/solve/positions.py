@@ -45,11 +45,12 @@ class Bucket:
 
 def planned(buckets: dict[int, Bucket], plan: ObjectivePlan) -> dict[int, Bucket]:
     """The buckets a solve minimizes under ``plan``: the positions it covers (an empty
-    bucket when it covers none, so the assignment held stands), each with its allowed
-    worsening, or their sum as one bucket when BLENDED."""
+    bucket when it covers none, so the assignment held stands), each but the last with its
+    allowed worsening, or their sum as one bucket when BLENDED."""
     covered = {p: b for p, b in buckets.items() if plan.covers(p)}
-    for position, bucket in covered.items():
-        bucket.allowance = plan.allowances.get(position)
+    for position, bucket in covered.items():  # the last is held at its optimum, as no later
+        if position != max(covered):          # position gains from worsening it
+            bucket.allowance = plan.allowances.get(position)
     if not covered:
         return {plan.first: Bucket(plan.first)}
     if not plan.blended or len(covered) == 1:
