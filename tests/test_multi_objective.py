@@ -387,3 +387,25 @@ def test_scenario_files_carry_the_settings(tmp_path) -> None:
     with pytest.raises(InputError) as error:
         parse_scenario(data)
     assert error.value.path == "solver.multiObjSolveSettings.lastObjectiveIdx"
+
+
+CHAINS = [
+    [optimal({"lastObjectiveIdx": 0}), optimal({"firstObjectiveIdx": 1})],
+    [optimal({"firstObjectiveIdx": 1}), optimal({"lastObjectiveIdx": 0})],
+    [optimal({"firstObjectiveIdx": 1, "lastObjectiveIdx": 1})],
+    *[[optimal(settings)] for settings, _, _ in WHEEL_OUTCOMES],
+]
+
+
+@pytest.mark.peer
+@pytest.mark.skipif(PEER is None, reason=NO_PEER)
+@pytest.mark.parametrize("solvers", CHAINS, ids=range(len(CHAINS)))
+def test_chains_end_where_the_wheels_do(solvers) -> None:
+    """The literal outcomes above, live: the wheel's chain and ours end at the same values
+    (the wheel reverts as ours does, HIERARCHICAL and BLENDED alike)."""
+    theirs = wheel_solution(allowance_case(), solvers)
+    ours = binding_with(None, solvers).solve()
+    wheel_values = [g["value"] for g in theirs["finalGlobalObjective"]["goals"]]
+    assert [g["value"] for g in ours["finalGlobalObjective"]["goals"]] == pytest.approx(
+        wheel_values, rel=1e-9, abs=1e-12)
+    assert len(ours["solverSummaries"]) == len(theirs["solverSummaries"])
