@@ -94,11 +94,6 @@ class ProblemSolver:
         self._similar: list[Any] = []
         self._log_level: str | None = None
         self._precision: dict[str, float] = {}
-        self._feasibility_tolerance: float | None = None
-        # accepted for the port; an exact solve already moves each object once at most and
-        # moves the fewest objects its optimum allows
-        self._restrict_moving_once = False
-        self._stable = False
         self._run_id = str(uuid.uuid4())  # as the wheel: a fresh id per solver, or set_run_id's
 
     # ---- universe ----
@@ -141,20 +136,17 @@ class ProblemSolver:
     def set_feasibility_tolerance(self, feasibility_tolerance: float) -> ProblemSolver:
         """Accepted for the port: the wheel's optimal solver lets a constraint be broken by
         this much; an exact solve keeps every hard constraint exactly."""
-        self._feasibility_tolerance = check_number(feasibility_tolerance,
-                                                   "set_feasibility_tolerance")
+        check_number(feasibility_tolerance, "set_feasibility_tolerance")
         return self
 
     def enable_restrict_moving_object_only_once(self) -> ProblemSolver:
         """Accepted for the port (a local-search rule): an exact solve moves each object at
         most once by construction."""
-        self._restrict_moving_once = True
         return self
 
     def enable_stable_as_much_as_possible(self) -> ProblemSolver:
         """Accepted for the port: an exact solve already moves the fewest objects its
         optimum allows."""
-        self._stable = True
         return self
 
     def add_similar_containers(self, similar_container_classes: list[list[str]]
