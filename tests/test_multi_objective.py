@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from dataclasses import replace
 from fractions import Fraction
 from functools import cmp_to_key
+from pathlib import Path
 
 import pytest
 from randomized import brute_force, leximin_less, random_scenario
 
 from cpsat_rebalancer import InputError, ProblemSolver, cli, evaluate, parse_scenario
 from cpsat_rebalancer.api import solve_scenario
-from cpsat_rebalancer.peer import find_peer_python
+from cpsat_rebalancer.peer import export_rebalancer_python, find_peer_python
 from cpsat_rebalancer.peer.bridge import call_peer, normalise_scenario, scenario_run
 from cpsat_rebalancer.solver_specs import ObjectivePlan, parse_plan, parse_solver_spec
 
@@ -409,3 +412,50 @@ def test_chains_end_where_the_wheels_do(solvers) -> None:
     assert [g["value"] for g in ours["finalGlobalObjective"]["goals"]] == pytest.approx(
         wheel_values, rel=1e-9, abs=1e-12)
     assert len(ours["solverSummaries"]) == len(theirs["solverSummaries"])
+
+
+EXPORTED_SETTINGS = [
+    {"solveType": "BLENDED", "firstObjectiveIdx": 1},
+    {"higherPriorityObjConfig": {"tuplePosToAllowedWorsening": {
+        "0": {"absolute": 0.1, "intent": "MAX"}}}},
+]
+
+
+def exported_plan(settings: dict, tmp_path: Path, monkeypatch) -> tuple[str, list[float]]:
+    """The exported script of allowance_case with ``settings``, and the values it ends at
+    when run on cpsat_rebalancer."""
+    data = allowance_case()
+    data["solver"] = {"multiObjSolveSettings": settings}
+    text = export_rebalancer_python(data, solver="optimal-highs", time_limit=20)
+    assert "'multiObjSolveSettings'" in text and "BLENDED" not in text and "'MAX'" not in text
+    scenario = parse_scenario(data)
+    expected = solve_scenario(scenario).final_evaluation.positions
+    swapped = text.replace("\nimport rebalancer\n", "\nimport cpsat_rebalancer as rebalancer\n")
+    monkeypatch.setattr(sys, "argv", ["script.py", str(tmp_path / "ours.json")])
+    exec(compile(swapped, "script.py", "exec"), {"__name__": "__main__"})
+    ours = json.loads((tmp_path / "ours.json").read_text())
+    values = [g["value"] for g in ours["finalGlobalObjective"]["goals"]]
+    assert values == pytest.approx([expected[p] for p in sorted(expected)], rel=REL, abs=1e-12)
+    return text, values
+
+
+@pytest.mark.parametrize("settings", EXPORTED_SETTINGS)
+def test_export_carries_the_scenarios_settings(settings, tmp_path, monkeypatch) -> None:
+    """A scenario's plan goes into the exported optimal solver (enum names as the wheel's
+    integers); the script run on cpsat_rebalancer ends where `solve` does."""
+    exported_plan(settings, tmp_path, monkeypatch)
+
+
+@pytest.mark.peer
+@pytest.mark.skipif(PEER is None, reason=NO_PEER)
+@pytest.mark.parametrize("settings", EXPORTED_SETTINGS)
+def test_exported_plan_ends_alike_in_the_wheel(settings, tmp_path, monkeypatch) -> None:
+    text, values = exported_plan(settings, tmp_path, monkeypatch)
+    script = tmp_path / "case.py"
+    script.write_text(text)
+    done = subprocess.run([PEER, str(script), str(tmp_path / "wheel.json")],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    theirs = json.loads((tmp_path / "wheel.json").read_text())
+    assert [g["value"] for g in theirs["finalGlobalObjective"]["goals"]] == pytest.approx(
+        values, rel=1e-9, abs=1e-12)
