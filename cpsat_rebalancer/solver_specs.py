@@ -129,14 +129,8 @@ def parse_plan(data: Any, path: str) -> ObjectivePlan:
         return ObjectivePlan()
     fields = Fields(data, path)
     kind = fields.raw("solveType")
-    if kind is None:
-        blended = False
-    elif kind in MULTI_OBJECTIVE_TYPES or (is_integer(kind) and kind in
-                                           MULTI_OBJECTIVE_TYPES.values()):
-        blended = kind in ("BLENDED", MULTI_OBJECTIVE_TYPES["BLENDED"])
-    else:
-        raise InputError(fields.at("solveType"), "expected BLENDED (0) or HIERARCHICAL (1)",
-                         kind)
+    blended = kind is not None and _member(kind, MULTI_OBJECTIVE_TYPES, fields.at("solveType"),
+                                           "expected BLENDED (0) or HIERARCHICAL (1)") == "BLENDED"
     first, last = (_index(fields, key) for key in ("firstObjectiveIdx", "lastObjectiveIdx"))
     if first is not None and last is not None and first > last:
         raise InputError(fields.at("firstObjectiveIdx"), f"must not exceed lastObjectiveIdx "
@@ -160,6 +154,17 @@ def parse_plan(data: Any, path: str) -> ObjectivePlan:
     return ObjectivePlan(first, last, blended, allowances)
 
 
+def _member(value: Any, members: dict[str, int], path: str, problem: str) -> str:
+    """An enum member given by name or by Rebalancer's integer; its name."""
+    if isinstance(value, str) and value in members:
+        return value
+    if is_integer(value):
+        for name, number in members.items():
+            if number == value:
+                return name
+    raise InputError(path, problem, value)
+
+
 def _index(fields: Fields, key: str) -> int | None:
     value = fields.raw(key)
     if value is None:
@@ -172,7 +177,7 @@ def _index(fields: Fields, key: str) -> int | None:
 
 def _position_key(key: Any, path: str) -> int:
     """A map key: an integer, or its decimal text (JSON keys are strings)."""
-    if isinstance(key, str) and key.strip().lstrip("-").isdigit():
+    if isinstance(key, str) and key.isascii() and key.isdigit():
         key = int(key)
     if not is_integer(key) or key < 0:
         raise InputError(path, "expected a non-negative integer tuple position", key)
@@ -185,8 +190,8 @@ def _allowance(data: Any, path: str) -> Allowance:
     absolute = fields.number("absolute", 0.0)
     intent = fields.raw("intent")
     fields.done("AllowedWorsening")
-    if intent is not None and intent not in INTENTS and intent not in INTENTS.values():
-        raise InputError(f"{path}.intent", "expected MAX (0), the only intent there is", intent)
+    if intent is not None:
+        _member(intent, INTENTS, f"{path}.intent", "expected MAX (0), the only intent there is")
     for key, value in (("percent", percent), ("absolute", absolute)):
         if value < 0 or not math.isfinite(value):
             raise InputError(f"{path}.{key}", "must be a non-negative number", value)

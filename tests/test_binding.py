@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_fuzz import mutate, mutation
 
 from cpsat_rebalancer import InputError, ProblemSolver, cli
 from cpsat_rebalancer.peer import export_rebalancer_python, find_peer_python
@@ -428,3 +431,33 @@ def test_wheel_local_search_where_asked() -> None:
     (summary,) = solution["solverSummaries"]
     assert summary["endReason"] in END_REASONS
     assert solution.final_evaluation.positions[0] <= solution.initial_evaluation.positions[0]
+
+
+CALLS = {"compact": {"h0": {"a": 4, "b": 1}, "h1": {"c": 1}},
+         "dims": {"a": 1, "b": 2, "c": 3},
+         "partition": {"big": ["b", "c"], "small": ["a"]},
+         "by_group": {"h0": {"big": 2, "small": 1}},
+         "similar": [["h0", "h1"]], "precision": {"absolute": 1e-9}, "level": "INFO",
+         "solver": {"optimalSolverSpec": {"solveTime": 2}}}
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(mutations=st.lists(mutation, min_size=1, max_size=3))
+def test_mutated_binding_calls_solve_or_raise_input_error(mutations: list) -> None:
+    calls = mutate(CALLS, mutations)
+    try:
+        ps = ProblemSolver().set_container_name("host")
+        ps.set_compact_assignment(calls.get("compact"))
+        ps.add_object_dimension("mem", calls.get("dims"))
+        ps.add_partition("kind", calls.get("partition"))
+        ps.add_dynamic_object_dimension_by_partition("cpu", "host", "kind",
+                                                     calls.get("by_group"))
+        ps.add_similar_containers(calls.get("similar"))
+        ps.set_precision(calls.get("precision"))
+        ps.set_log_level(calls.get("level"))
+        ps.add_solver(calls.get("solver"))
+        ps.add_goal({"balanceSpec": {"scope": "host", "dimension": "mem"}})
+        solution = ps.solve(time_limit=5, log=False)
+    except InputError:
+        return
+    assert solution.final_evaluation.feasible

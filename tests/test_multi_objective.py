@@ -15,7 +15,10 @@ from functools import cmp_to_key
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from randomized import brute_force, leximin_less, random_scenario
+from test_fuzz import mutate, mutation
 
 from cpsat_rebalancer import InputError, ProblemSolver, cli, evaluate, parse_scenario
 from cpsat_rebalancer.api import solve_scenario
@@ -459,3 +462,22 @@ def test_exported_plan_ends_alike_in_the_wheel(settings, tmp_path, monkeypatch) 
     theirs = json.loads((tmp_path / "wheel.json").read_text())
     assert [g["value"] for g in theirs["finalGlobalObjective"]["goals"]] == pytest.approx(
         values, rel=1e-9, abs=1e-12)
+
+
+SPEC = {"optimalSolverSpec": {"solveTime": 3, "multiObjSolveSettings": {
+    "solveType": "BLENDED", "firstObjectiveIdx": 1, "lastObjectiveIdx": 2,
+    "higherPriorityObjConfig": {"tuplePosToAllowedWorsening": {
+        "0": {"percent": 10, "absolute": 1, "intent": "MAX"}}}}}}
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(mutations=st.lists(mutation, min_size=1, max_size=3))
+def test_mutated_solver_specs_solve_or_raise_input_error(mutations: list) -> None:
+    spec = mutate(SPEC, mutations)
+    try:
+        stage = parse_solver_spec(spec, "s")
+    except InputError:
+        return
+    scenario = parse_scenario(allowance_case())
+    result = solve_scenario(scenario, replace(scenario.options, plan=stage.plan, time_limit=5))
+    assert result.final_evaluation.feasible
