@@ -354,8 +354,9 @@ class ProblemSolver:
                                         path="solve")
         start = None if hint is None else problem.assignment_array(hint, "hint")
         chain = Chain(scenario, self._precision)
-        if not stages:
-            chain.run(solve_scenario(scenario, options, hint=start), ObjectivePlan())
+        if not stages:  # one exact solve, its answer taken as it is
+            chain.run(solve_scenario(scenario, options, hint=start), ObjectivePlan(),
+                      revertible=False)
         for stage in stages:
             if stage.local_search and local_search == "wheel":
                 result, reason = wheel_local_search(scenario, self.to_dict(), stage.spec,
@@ -403,11 +404,12 @@ class Chain:
         self.absolute = precision.get("absolute", TOLERANCE)
         self.relative = precision.get("relative", TOLERANCE)
 
-    def run(self, result: SolveResult, plan: ObjectivePlan, reason: int | None = None) -> None:
+    def run(self, result: SolveResult, plan: ObjectivePlan, reason: int | None = None,
+            revertible: bool = True) -> None:
         self.summaries.append({"endReason": end_reason(result) if reason is None else reason})
         held = self.problem.initial if self.result is None else self.result.final
         moved = np.flatnonzero(result.final != held)
-        if len(moved) and self.reverted(result.final_evaluation, plan):
+        if len(moved) and revertible and self.reverted(result.final_evaluation, plan):
             return
         if len(moved):
             names, containers = self.problem.objects, self.problem.containers

@@ -202,6 +202,14 @@ def test_precision_as_the_wheel_takes_it(tolerances, accepted) -> None:
         assert error.value.path.startswith("set_precision")
 
 
+def test_without_a_solver_the_exact_answer_stands() -> None:
+    """No add_solver (the wheel requires one): one exact solve, its answer never undone,
+    even where a coarse precision calls its gain noise."""
+    solution = small().set_precision({"absolute": 0.5}).solve()
+    assert solution.status == "OPTIMAL" and len(solution.moves) == 1
+    assert len(solution["movesSummary"]) == 1
+
+
 def test_precision_decides_what_counts_as_no_better() -> None:
     """The answer (balance 0.1 -> 0 by one move) is undone when the precision calls the
     gain noise: the wheel makes no move either (checked against the wheel below)."""
