@@ -52,6 +52,14 @@ class BucketReport:
     # how far above its compiled optimum later buckets may take this one (compiled values
     # within twice the error may tie exactly)
     freeze_slack: float = 0.0
+    # an allowed worsening: the value later buckets were held to (this bucket's own optimum,
+    # proven or not, is what ``status`` and ``bound`` are about; ``objective`` is its final
+    # value, at most this)
+    allowed_up_to: float | None = None
+    stage_value: float | None = None  # and the evaluator's value when it was solved
+    # a BLENDED solve: the tuple positions this bucket minimized the sum of (``objective``
+    # and ``bound`` are about that sum)
+    positions: list[int] | None = None
 
 
 @dataclass
@@ -265,3 +273,20 @@ def value_table(initial: Evaluation, final: Evaluation) -> pd.DataFrame:
                      "initial": c0.violation, "final": c1.violation,
                      "initial_weighted": c0.soft, "final_weighted": c1.soft})
     return pd.DataFrame(rows)
+
+
+class Solution(dict):
+    """What ``ProblemSolver.solve`` returns: Rebalancer's solution dict (``assignment``,
+    ``movesSummary``, ``solverSummaries``, ``initialAssignment``, ``compactAssignment``, the
+    objective and constraint summaries, and :meth:`SolveResult.to_dict`'s own keys), which
+    also answers every attribute of the :class:`SolveResult` it came from
+    (``solution.status``, ``solution.moves``, ``solution.buckets``)."""
+
+    def __init__(self, data: dict[str, Any], result: SolveResult):
+        super().__init__(data)
+        self.result = result
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "result":  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
+        return getattr(self.result, name)

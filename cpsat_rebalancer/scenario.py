@@ -8,7 +8,7 @@ into the input, before any model is built.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from .fields import (
 )
 from .primitives import MAX_AMOUNT, Restrictions
 from .problem import OUT_OF_SCOPE, DynamicDimension, Problem, Scope
+from .solver_specs import ObjectivePlan, parse_plan
 from .specs.common import REGISTRY, Spec
 from .tables import is_fleet, read_fleet
 
@@ -120,6 +121,8 @@ class SolverOptions:
     log: bool = False
     # further CP-SAT parameters {name: value}, checked (enums by name); see check_cpsat_parameters
     cpsat_parameters: dict[str, Any] = field(default_factory=dict)
+    # which tuple positions to optimize and how (Rebalancer's multiObjSolveSettings)
+    plan: ObjectivePlan = field(default_factory=ObjectivePlan)
 
     @classmethod
     def parse(cls, data: Any, path: str = "solver") -> SolverOptions:
@@ -130,9 +133,10 @@ class SolverOptions:
         deterministic = fields.number("deterministicTime")
         log = fields.flag("log")
         cpsat_parameters = fields.raw("cpsatParameters")
+        plan = parse_plan(fields.raw("multiObjSolveSettings"), fields.at("multiObjSolveSettings"))
         fields.done("solver options")
-        return cls.checked(time_limit, workers, seed, deterministic, log, path,
-                           cpsat_parameters=cpsat_parameters)
+        return replace(cls.checked(time_limit, workers, seed, deterministic, log, path,
+                                   cpsat_parameters=cpsat_parameters), plan=plan)
 
     @classmethod
     def checked(cls, time_limit, workers, seed, deterministic=None, log=False,
@@ -277,18 +281,27 @@ def parse_problem(data: dict) -> Problem:
     cont_defaults = _mapping(data.get("containerDimensionDefaults"), "containerDimensionDefaults",
                              "dimension names")
     cont_caps = {}
-    for dim, values in _mapping(data.get("containerDimensions"), "containerDimensions",
-                                "dimension names").items():
-        check_dim(dim, f"containerDimensions.{dim}")
+    scope_dims = _mapping(data.get("scopeDimensions"), "scopeDimensions", "scope names")
+    given = {dim: (values, f"containerDimensions.{dim}") for dim, values in _mapping(
+        data.get("containerDimensions"), "containerDimensions", "dimension names").items()}
+    # a scope dimension on the container scope is a container dimension (as in the wheel)
+    for dim, values in _mapping(scope_dims.get(container_name),
+                                f"scopeDimensions.{container_name}", "dimension names").items():
+        path = f"scopeDimensions.{container_name}.{dim}"
+        if dim in given:
+            raise InputError(path, "dimension already defined on the container scope (in "
+                             "containerDimensions)", dim)
+        given[dim] = (values, path)
+    for dim, (values, path) in given.items():
+        check_dim(dim, path)
         default = _amount(cont_defaults.get(dim, 1.0), f"containerDimensionDefaults.{dim}")
-        cont_caps[dim] = capacities(values, f"containerDimensions.{dim}", container_index, default)
+        cont_caps[dim] = capacities(values, path, container_index, default)
     for dim in cont_defaults:
         if dim not in cont_caps:
             raise InputError(f"containerDimensionDefaults.{dim}", "unknown dimension", dim)
     scopes = {container_name: Scope(container_name, containers, container_index,
                                     np.arange(len(containers)), cont_caps)}
 
-    scope_dims = _mapping(data.get("scopeDimensions"), "scopeDimensions", "scope names")
     for name, mapping in _mapping(data.get("scopes"), "scopes", "scope names").items():
         path = f"scopes.{name}"
         if name == container_name:
@@ -312,9 +325,6 @@ def parse_problem(data: dict) -> Problem:
             caps[dim] = capacities(values, f"scopeDimensions.{name}.{dim}", item_index, 1.0)
         scopes[name] = Scope(name, items, item_index, container_item, caps)
     for name in scope_dims:
-        if name == container_name:
-            raise InputError(f"scopeDimensions.{name}", "use containerDimensions for the "
-                             "container scope", name)
         if name not in scopes:
             raise InputError(f"scopeDimensions.{name}", "unknown scope", name)
 

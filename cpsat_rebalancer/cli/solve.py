@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 
 from ..api import solve_scenario
 from ..evaluate import evaluate
@@ -47,6 +48,7 @@ def command_solve(args: argparse.Namespace) -> int:
         args.deterministic_time if args.deterministic_time is not None
         else base.deterministic_time, args.log or base.log, path="options",
         cpsat_parameters={**base.cpsat_parameters, **collect_cpsat_params(args.cpsat_param)})
+    options = replace(options, plan=base.plan)
     hint = None if args.hint is None else read_assignment(scenario.problem, args.hint)
     with solve_interrupts() as interrupts, solve_progress(args) as on_progress:
         result = solve_scenario(scenario, options, hint, on_progress=on_progress)

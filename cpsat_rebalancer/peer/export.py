@@ -19,7 +19,7 @@ from typing import Any
 
 from ..enums import ENUMS
 from .bridge import normalise_scenario, scenario_run
-from .solve import solver_spec
+from .solve import scenario_solver_spec
 
 POLICY_NAMES = {number: name for name, number in ENUMS["ConstraintPolicy"].items()}
 WIDTH = 96
@@ -148,7 +148,7 @@ def export_rebalancer_python(scenario: dict, *, solver: str = "local-search",
     the ``rebalancer`` wheel and solves it with ``solver`` (``local-search`` or
     ``optimal-highs``, see :func:`.solver_spec`)."""
     sc = normalise_scenario(scenario)
-    spec = solver_spec(solver, time_limit, move_types, seed)
+    spec = scenario_solver_spec(scenario, solver, time_limit, move_types, seed)
     run = scenario_run(sc, spec, tagged=False)
     seconds = next(iter(spec.values())).get("solveTime")
     limit = "no time limit" if seconds is None else f"a {seconds} s limit"

@@ -22,6 +22,7 @@ to compare like with like.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 import time
@@ -29,6 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InputError
+from ..solver_specs import INTENTS, MULTI_OBJECTIVE_TYPES, parse_plan
 from .bridge import (
     call_peer,
     normalise_scenario,
@@ -86,6 +88,28 @@ def solver_spec(solver: str, time_limit: float | None = None,
                      solver)
 
 
+def scenario_solver_spec(scenario: dict, solver: str, time_limit: float | None = None,
+                         move_types: Sequence[str | dict] | None = None, seed: int = 0) -> dict:
+    """:func:`solver_spec` for ``scenario``: its optimal solver also gets the scenario's
+    ``solver.multiObjSolveSettings``, with the enum names the wheel reads as integers."""
+    spec = solver_spec(solver, time_limit, move_types, seed)
+    options = scenario.get("solver")
+    settings = options.get("multiObjSolveSettings") if isinstance(options, dict) else None
+    if solver == "optimal-highs" and settings is not None:
+        parse_plan(settings, "solver.multiObjSolveSettings")  # bad settings: named here
+        settings = copy.deepcopy(settings)
+        kind = settings.get("solveType")
+        if kind in MULTI_OBJECTIVE_TYPES:
+            settings["solveType"] = MULTI_OBJECTIVE_TYPES[kind]
+        worsening = (settings.get("higherPriorityObjConfig") or {}).get(
+            "tuplePosToAllowedWorsening") or {}
+        for allowance in worsening.values():
+            if allowance.get("intent") in INTENTS:
+                allowance["intent"] = INTENTS[allowance["intent"]]
+        spec["optimalSolverSpec"]["multiObjSolveSettings"] = settings
+    return spec
+
+
 def _positions(summary: dict | None) -> dict[str, float]:
     if not summary:
         return {}
@@ -101,8 +125,10 @@ def solve_with_wheel(
     seed: int = 0,
     peer_python: str | None = None,
     timeout: float | None = None,
+    spec: dict | None = None,
 ) -> dict:
-    """Solve ``scenario`` (our scenario dict) with Rebalancer's ``solver``.
+    """Solve ``scenario`` (our scenario dict) with Rebalancer's ``solver``, or with ``spec``
+    (a ``SolverSpec`` dict, handed to the wheel as given; ``solver`` then names its kind).
 
     Returns a dict:
 
@@ -122,7 +148,8 @@ def solve_with_wheel(
     """
     python = require_peer_python(peer_python)
     sc = normalise_scenario(scenario)
-    spec = solver_spec(solver, time_limit, move_types, seed)
+    if spec is None:
+        spec = scenario_solver_spec(scenario, solver, time_limit, move_types, seed)
     run = scenario_run(sc, spec)
     run["report"] = True
     if timeout is None:
@@ -170,5 +197,5 @@ def solve_with_wheel(
     return answer
 
 
-__all__ = ["DEFAULT_MOVE_TYPES", "SOLVERS", "move_type_specs",
+__all__ = ["DEFAULT_MOVE_TYPES", "SOLVERS", "move_type_specs", "scenario_solver_spec",
            "solve_with_wheel", "solver_spec"]

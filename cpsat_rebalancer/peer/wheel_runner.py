@@ -99,7 +99,8 @@ def solve_run(run: dict[str, Any]) -> dict[str, Any]:
             }
             kwargs = {py: step[js] for js, py in names.items() if step.get(js) is not None}
             solver.add_constraint(step["constraint"], **kwargs)
-    solver.add_solver(run["solver"])
+    for spec in run.get("solvers") or [run["solver"]]:  # "solvers": a chain, in order
+        solver.add_solver(spec)
     started = time.perf_counter()
     solution = solver.solve()
     seconds = time.perf_counter() - started

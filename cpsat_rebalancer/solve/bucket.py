@@ -39,7 +39,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     # alone are costly); if not, a movement bucket first raises that floor over the loads
     floor = implied_floor(builder, form, session.moved_floor)
     moves_here = builder.accelerate and session.moves_at(bucket.position)
-    held = (session.held_value(bucket.position, form.factor, error)
+    held = (session.held_value(bucket.members, form.factor, error)
             if session.values is not None and (floor > form.lo or moves_here) else None)
     if (moves_here and (held is None or held > floor) and not session.interrupted
             and (budget is not None or session.deterministic)):
@@ -124,7 +124,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     if status != cp_model.OPTIMAL and session.values is not None:
         # the assignment held (new, initial or an earlier bucket's) is this bucket's
         # incumbent, at its evaluated value, with the bound CP-SAT proved
-        held = session.held_value(bucket.position, form.factor, error)
+        held = session.held_value(bucket.members, form.factor, error)
         incumbent = held if incumbent is None else min(incumbent, held)
         status = cp_model.FEASIBLE
         objective = float(Fraction(incumbent) / form.factor)
@@ -254,7 +254,12 @@ def freeze(session: Session, bucket: Bucket, form: Integerized, status: int,
         # whole units). Later buckets may pick any of them, so that slack adds to the error.
         # (no further than the form's highest value: a coarse scale's slack may exceed it, and
         # CP-SAT's 64 bits)
-        slack = min(math.floor(2 * error * form.factor), max(form.hi - incumbent, 0))
+        slack = math.floor(2 * error * form.factor)
+        if bucket.allowance is not None:  # later buckets may worsen this one that far
+            value = Fraction(incumbent) / form.factor
+            allowed_up_to = bucket.allowance.limit(value)
+            slack += math.floor((allowed_up_to - value) * form.factor)
+        slack = min(slack, max(form.hi - incumbent, 0))
         builder.cp.add(form.expr <= incumbent + slack)
         if incumbent + slack <= form.lo and lowest_caps:
             # frozen at its lowest value: the limits read for that value hold from now on,
@@ -268,4 +273,9 @@ def freeze(session: Session, bucket: Bucket, form: Integerized, status: int,
     report = bucket_report(bucket.position, status, objective, bound, error)
     if incumbent is not None:
         report.freeze_slack = float(Fraction(slack) / form.factor)
+        if bucket.allowance is not None:
+            report.allowed_up_to = float(allowed_up_to)
+            report.stage_value = session.held_sum(bucket.members)
+    if len(bucket.members) > 1:
+        report.positions = list(bucket.members)
     return report

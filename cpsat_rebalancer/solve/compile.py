@@ -85,10 +85,14 @@ def classes_may_span_containers(model: Model) -> bool:
 def compile_model(problem: Problem, model: Model, aggregate: bool = True,
                   guards: Guards | None = None, leximin: bool = True,
                   accelerate: bool = True, seconds: float | None = None,
-                  deadline: float | None = None) -> tuple[CpBuilder, dict[int, Bucket]]:
+                  deadline: float | None = None,
+                  scalar_positions: frozenset[int] = frozenset()
+                  ) -> tuple[CpBuilder, dict[int, Bucket]]:
     """Build the CP-SAT model: hard parts of constraints, and one objective form per bucket.
     ``aggregate=False`` keeps each initial container's objects in classes of their own;
-    ``leximin=False`` compiles IDEAL alone in its bucket to its scalar too;
+    ``leximin=False`` compiles IDEAL alone in its bucket to its scalar too, and
+    ``scalar_positions`` does so at those positions (a blended sum, an allowed worsening:
+    both read the position's value);
     ``accelerate=False`` leaves out the redundant bounds and the symmetry breaking (the
     optimum is the same; tests compare both); ``seconds``, the solve's time limit, sizes
     the searches that compiling runs (a packing dive); past ``deadline`` (the time limit's
@@ -152,7 +156,9 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
             target.over += error * scale  # a soft term's errors may fall either way
 
     soft_positions = set(buckets)
-    leximin_positions = model.leximin_positions(soft_positions) if leximin else {}
+    leximin_positions = {p: g for p, g in (model.leximin_positions(soft_positions)
+                                           if leximin else {}).items()
+                         if p not in scalar_positions}
     for entry in model.goals:
         builder.check_time()
         target = bucket(entry.position)

@@ -25,7 +25,7 @@ from .compile import compile_model
 from .explain import explain_infeasibility
 from .leximin import solve_leximin
 from .moves import fewest_moves
-from .positions import Bucket
+from .positions import Bucket, planned
 from .session import Session
 
 T = TypeVar("T")
@@ -65,7 +65,9 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     try:
         progress.phase("compile")
         builder, buckets = compile_model(problem, model, aggregate, accelerate=accelerate,
-                                         seconds=options.time_limit, deadline=deadline)
+                                         seconds=options.time_limit, deadline=deadline,
+                                         leximin=not options.plan.blended,
+                                         scalar_positions=frozenset(options.plan.allowances))
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM, as the CLI maps it) while compiling
         return stopped_at_start(problem, initial, started, "interrupted")
     except OutOfTime:
@@ -76,7 +78,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
         start(session, initial, hint)
     except KeyboardInterrupt:
         session.interrupted = True
-    buckets = buckets or {0: Bucket(0)}
+    buckets = planned(buckets or {0: Bucket(0)}, options.plan)
     reports, stop = solve_buckets(session, buckets)
     polish_stopped = False
     if stop is None and session.values is not None:
@@ -93,7 +95,8 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
         lambda: evaluate(problem, model, final))
     proven = all(r.status == OPTIMAL and (r.position not in buckets
                                           or not buckets[r.position].over) for r in reports)
-    if session.reserve and not infeasible and not session.interrupted and not proven:
+    if (session.reserve and not infeasible and not session.interrupted and not proven
+            and options.plan.lexicographic):  # the floor improves in the plain order only
         floor = None
         if came:  # Ctrl-C: the chain's answer stands, without the floor
             polish_stopped = True
@@ -107,7 +110,8 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
             unsettle_after(reports, final_eval, floor[1])
             final, final_eval = floor
     for report in reports:
-        report.objective = final_eval.positions.get(report.position, 0.0)
+        report.objective = sum(final_eval.positions.get(p, 0.0)
+                               for p in buckets[report.position].members)
         if report.position in final_eval.leximin:
             report.leximin = list(final_eval.leximin[report.position])
     held = session.values is not None or holding_initial

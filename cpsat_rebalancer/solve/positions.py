@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 from ..cpsat.builder import TargetProbe
 from ..cpsat.linear import Lin
+from ..errors import InternalError
+from ..solver_specs import Allowance, ObjectivePlan
 
 
 @dataclass
@@ -26,8 +28,41 @@ class Bucket:
     # goal that is never negative, with a weight that is not, or a soft constraint's cost)
     floor: float = 0.0
     probes: list[TargetProbe] = field(default_factory=list)  # its goals' target probes
+    # the tuple positions whose sum this bucket minimizes: its own, or every position a
+    # BLENDED solve adds up
+    members: tuple[int, ...] = ()
+    # how far later buckets may worsen this one once solved (an allowed worsening)
+    allowance: Allowance | None = None
+
+    def __post_init__(self) -> None:
+        self.members = self.members or (self.position,)
 
     def admit(self, weight: float, nonnegative: bool) -> None:
         """A term of this weight joins the bucket: the floor stays 0 only for penalties."""
         if weight < 0 or not nonnegative:
             self.floor = -math.inf
+
+
+def planned(buckets: dict[int, Bucket], plan: ObjectivePlan) -> dict[int, Bucket]:
+    """The buckets a solve minimizes under ``plan``: the positions it covers (an empty
+    bucket when it covers none, so the assignment held stands), each but the last with its
+    allowed worsening, or their sum as one bucket when BLENDED."""
+    covered = {p: b for p, b in buckets.items() if plan.covers(p)}
+    for position, bucket in covered.items():  # the last is held at its optimum, as no later
+        if position != max(covered):          # position gains from worsening it
+            bucket.allowance = plan.allowances.get(position)
+    if not covered:
+        return {plan.first: Bucket(plan.first)}
+    if not plan.blended or len(covered) == 1:
+        return covered
+    first = min(covered)
+    merged = Bucket(first, members=tuple(covered))
+    for bucket in covered.values():
+        if bucket.leximin is not None:
+            raise InternalError("a BLENDED bucket is compiled without leximin orders")
+        merged.terms += bucket.terms
+        merged.error += bucket.error
+        merged.over += bucket.over
+        merged.floor += bucket.floor
+        merged.probes += bucket.probes
+    return {first: merged}

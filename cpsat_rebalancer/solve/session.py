@@ -383,16 +383,20 @@ class Session:
             return True
         return False
 
-    def held_value(self, position: int, factor: Fraction, error: float) -> int:
+    def held_value(self, positions: tuple[int, ...], factor: Fraction, error: float) -> int:
         """A freeze level for a bucket at the assignment held, from the evaluator: the
         compiled value of that assignment is within ``error`` of it (the agreement the tests
         check), whereas a FEASIBLE solution's own objective may carry loose auxiliaries and
         let later buckets worsen this one."""
-        value = evaluate(self.builder.problem, self.model, self.decode()).positions.get(
-            position, 0.0)
+        value = self.held_sum(positions)
         level = float(factor) * (value + error)
         nearest = round(level)
         return nearest if abs(level - nearest) <= 1e-9 * max(1.0, abs(level)) else math.ceil(level)
+
+    def held_sum(self, positions: tuple[int, ...]) -> float:
+        """The evaluator's value of ``positions`` (summed) at the assignment held."""
+        values = evaluate(self.builder.problem, self.model, self.decode()).positions
+        return sum(values.get(position, 0.0) for position in positions)
 
     def decode(self) -> np.ndarray:
         """The assignment of the last solution (the initial one when there is none)."""

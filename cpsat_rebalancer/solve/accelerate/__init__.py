@@ -175,7 +175,7 @@ def configurations_floor(session: Session, bucket: Bucket, form: Integerized, er
         with builder.held(held_vars, list(found.contents.values())):
             status, _ = session.solve(form.expr, session.wall_limit(shares.completion_seconds),
                                     shares.completion_work, probing=True)
-        completed = session.held_value(bucket.position, form.factor, error)
+        completed = session.held_value(bucket.members, form.factor, error)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and completed < held:
             held = completed
         else:
@@ -224,7 +224,7 @@ def fewer_moves_within(session: Session, bucket: Bucket, form: Integerized, erro
                                   started + share, session, session.moved_floor)
     builder.fix(gate, 0)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        better = session.held_value(bucket.position, form.factor, error)
+        better = session.held_value(bucket.members, form.factor, error)
         if better < held:
             return better
     session.values = values
