@@ -11,8 +11,8 @@ the recorded scenario in the error messages.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 from typing import Any
