@@ -56,12 +56,11 @@ def command_solve(args: argparse.Namespace) -> int:
         if args.json:  # before printing, so a closed pipe cannot lose it
             write_output(args.json, result.to_json())
         written = [path for path in [args.json, *write_plan(args, result)] if path]
-    code = {INFEASIBLE: EXIT_INFEASIBLE, NO_SOLUTION: EXIT_NO_SOLUTION}.get(result.status, 0)
-    with quiet_pipe():
-        print_result(result)
-        if written:
-            print("\nWrote " + ", ".join(written))
-    return code
+        with quiet_pipe():  # a later Ctrl-C still waits: the answer is printed whole too
+            print_result(result)
+            if written:
+                print("\nWrote " + ", ".join(written))
+    return {INFEASIBLE: EXIT_INFEASIBLE, NO_SOLUTION: EXIT_NO_SOLUTION}.get(result.status, 0)
 
 
 def command_evaluate(args: argparse.Namespace) -> int:
