@@ -33,12 +33,12 @@ from .errors import InputError
 SPEC_ARMS = ("balanceSpec", "utilIncreaseCostSpec", "capacitySpec", "toFreeSpec",
              "minimizeMovementSpec", "avoidMovingSpec", "nonAcceptingSpec",
              "avoidAssignmentsSpec", "groupCountSpec", "colocateGroupsSpec",
-             "minimizeContainersSpec", "assignmentAffinitiesSpec")
+             "minimizeContainersSpec", "assignmentAffinitiesSpec", "maximizeAllocationSpec")
 # (arm, relative weight of the draw)
 GOAL_ARMS = (("balanceSpec", 6), ("utilIncreaseCostSpec", 2), ("capacitySpec", 2),
              ("toFreeSpec", 2), ("minimizeMovementSpec", 1), ("groupCountSpec", 2),
              ("colocateGroupsSpec", 2), ("minimizeContainersSpec", 2),
-             ("assignmentAffinitiesSpec", 2))
+             ("assignmentAffinitiesSpec", 2), ("maximizeAllocationSpec", 1))
 CONSTRAINT_ARMS = (("capacitySpec", 5), ("toFreeSpec", 2), ("minimizeMovementSpec", 2),
                    ("avoidMovingSpec", 2), ("nonAcceptingSpec", 2), ("avoidAssignmentsSpec", 2),
                    ("groupCountSpec", 2), ("colocateGroupsSpec", 2))
@@ -65,7 +65,8 @@ SHORT = {"balanceSpec": "bal", "utilIncreaseCostSpec": "uic", "capacitySpec": "c
          "toFreeSpec": "free", "minimizeMovementSpec": "moves", "avoidMovingSpec": "pin",
          "nonAcceptingSpec": "closed", "avoidAssignmentsSpec": "avoid",
          "groupCountSpec": "gcount", "colocateGroupsSpec": "coloc",
-         "minimizeContainersSpec": "minc", "assignmentAffinitiesSpec": "aff"}
+         "minimizeContainersSpec": "minc", "assignmentAffinitiesSpec": "aff",
+         "maximizeAllocationSpec": "fill"}
 ABBREVIATIONS = {"RELATIVE_UTIL_VARIANCE": "ruv", "ABSOLUTE": "ABS", "RELATIVE_UTIL": "UTIL",
                  "MINIMIZE_OCCUPIED_CONTAINERS": "occ", "DURING_AND_AFTER": "D&A",
                  "DOUBLE_DURING": "DD", "MOVED_DATA": "MOVED"}
@@ -199,6 +200,12 @@ def _options(rng: random.Random, arm: str, role: str, levels: int) -> dict[str, 
     if arm == "assignmentAffinitiesSpec":
         return {"scope": rng.choices(LEVELS[:levels], (3, 1, 1)[:levels])[0],
                 "_share": rng.choice([0.1, 0.3, 1.0]), "_sign": rng.choice([-1, 1, 0])}
+    if arm == "maximizeAllocationSpec":
+        options = {"scope": rng.choices(LEVELS[:levels], (4, 1, 1)[:levels])[0],
+                   "dimension": rng.choice(["task_count", "cpu", "mem"])}
+        if rng.random() < 0.3:
+            options["_share"] = rng.choice([0.1, 0.5])  # the items it fills
+        return options
     raise AssertionError(arm)
 
 
@@ -568,6 +575,9 @@ class _Builder:
                                           for i in self.sample(items, 0.3)}
         elif arm == "assignmentAffinitiesSpec":
             body["affinities"] = self.affinities(o)
+        elif arm == "maximizeAllocationSpec" and "_share" in o:
+            body["filter"] = {"itemsWhitelist": self.sample(self.items[o["scope"]],
+                                                            o["_share"])}
         return body
 
     def affinities(self, o: dict[str, Any]) -> list[dict[str, Any]]:
