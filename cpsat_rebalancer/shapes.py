@@ -33,16 +33,18 @@ from .errors import InputError
 SPEC_ARMS = ("balanceSpec", "utilIncreaseCostSpec", "capacitySpec", "toFreeSpec",
              "minimizeMovementSpec", "avoidMovingSpec", "nonAcceptingSpec",
              "avoidAssignmentsSpec", "groupCountSpec", "colocateGroupsSpec",
-             "minimizeContainersSpec", "assignmentAffinitiesSpec", "maximizeAllocationSpec")
+             "minimizeContainersSpec", "assignmentAffinitiesSpec", "maximizeAllocationSpec",
+             "groupDiversitySpec")
 # (arm, relative weight of the draw)
 GOAL_ARMS = (("balanceSpec", 6), ("utilIncreaseCostSpec", 2), ("capacitySpec", 2),
              ("toFreeSpec", 2), ("minimizeMovementSpec", 1), ("groupCountSpec", 2),
              ("colocateGroupsSpec", 2), ("minimizeContainersSpec", 2),
-             ("assignmentAffinitiesSpec", 2), ("maximizeAllocationSpec", 1))
+             ("assignmentAffinitiesSpec", 2), ("maximizeAllocationSpec", 1),
+             ("groupDiversitySpec", 2))
 CONSTRAINT_ARMS = (("capacitySpec", 5), ("toFreeSpec", 2), ("minimizeMovementSpec", 2),
                    ("avoidMovingSpec", 2), ("nonAcceptingSpec", 2), ("avoidAssignmentsSpec", 2),
-                   ("groupCountSpec", 2), ("colocateGroupsSpec", 2))
-GROUP_ARMS = ("groupCountSpec", "colocateGroupsSpec")
+                   ("groupCountSpec", 2), ("colocateGroupsSpec", 2), ("groupDiversitySpec", 2))
+GROUP_ARMS = ("groupCountSpec", "colocateGroupsSpec", "groupDiversitySpec")
 POLICIES = ("DEFAULT", "HARD", "SOFT")
 BALANCE_FORMULAS = ("LINEAR", "SQUARES", "MAX", "IDEAL", "RELATIVE_UTIL_VARIANCE")
 BOUND_TYPES = ("RELATIVE", "ABSOLUTE", "RELATIVE_UTIL")
@@ -66,7 +68,7 @@ SHORT = {"balanceSpec": "bal", "utilIncreaseCostSpec": "uic", "capacitySpec": "c
          "nonAcceptingSpec": "closed", "avoidAssignmentsSpec": "avoid",
          "groupCountSpec": "gcount", "colocateGroupsSpec": "coloc",
          "minimizeContainersSpec": "minc", "assignmentAffinitiesSpec": "aff",
-         "maximizeAllocationSpec": "fill"}
+         "maximizeAllocationSpec": "fill", "groupDiversitySpec": "diverse"}
 ABBREVIATIONS = {"RELATIVE_UTIL_VARIANCE": "ruv", "ABSOLUTE": "ABS", "RELATIVE_UTIL": "UTIL",
                  "MINIMIZE_OCCUPIED_CONTAINERS": "occ", "DURING_AND_AFTER": "D&A",
                  "DOUBLE_DURING": "DD", "MOVED_DATA": "MOVED"}
@@ -200,6 +202,11 @@ def _options(rng: random.Random, arm: str, role: str, levels: int) -> dict[str, 
     if arm == "assignmentAffinitiesSpec":
         return {"scope": rng.choices(LEVELS[:levels], (3, 1, 1)[:levels])[0],
                 "_share": rng.choice([0.1, 0.3, 1.0]), "_sign": rng.choice([-1, 1, 0])}
+    if arm == "groupDiversitySpec":  # replicas of a job spread (MIN) or stacked (MAX)
+        bound = rng.choices(["MIN", "MAX"], [2, 1])[0]
+        return {"scope": rng.choices(LEVELS[:levels], (4, 2, 1)[:levels])[0], "bound": bound,
+                "dimension": rng.choice(["task_count", "task_count", "cpu"]),
+                "limit": {"globalLimit": rng.choice([1, 2] if bound == "MIN" else [2, 4])}}
     if arm == "maximizeAllocationSpec":
         options = {"scope": rng.choices(LEVELS[:levels], (4, 1, 1)[:levels])[0],
                    "dimension": rng.choice(["task_count", "cpu", "mem"])}
@@ -564,6 +571,8 @@ class _Builder:
             most = min(o["_items"], len(items) - 1)
             body["assignments"] = [{"object": task, "scopeItems": self.pick(items, most)}
                                    for task in self.sample(self.tasks, o["_share"])]
+        elif arm == "groupDiversitySpec":
+            body["partition"] = PARTITION
         elif arm in GROUP_ARMS:
             body["partitionName"] = PARTITION
         elif arm == "minimizeContainersSpec":

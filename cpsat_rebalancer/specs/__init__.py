@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (imported for registration)
     capacity,
     colocate_groups,
     group_count,
+    group_diversity,
     maximize_allocation,
     minimize_containers,
     minimize_movement,
