@@ -34,7 +34,7 @@ SPEC_ARMS = ("balanceSpec", "utilIncreaseCostSpec", "capacitySpec", "toFreeSpec"
              "minimizeMovementSpec", "avoidMovingSpec", "nonAcceptingSpec",
              "avoidAssignmentsSpec", "groupCountSpec", "colocateGroupsSpec",
              "minimizeContainersSpec", "assignmentAffinitiesSpec", "maximizeAllocationSpec",
-             "groupDiversitySpec")
+             "groupDiversitySpec", "groupMoveLimitSpec")
 # (arm, relative weight of the draw)
 GOAL_ARMS = (("balanceSpec", 6), ("utilIncreaseCostSpec", 2), ("capacitySpec", 2),
              ("toFreeSpec", 2), ("minimizeMovementSpec", 1), ("groupCountSpec", 2),
@@ -43,8 +43,10 @@ GOAL_ARMS = (("balanceSpec", 6), ("utilIncreaseCostSpec", 2), ("capacitySpec", 2
              ("groupDiversitySpec", 2))
 CONSTRAINT_ARMS = (("capacitySpec", 5), ("toFreeSpec", 2), ("minimizeMovementSpec", 2),
                    ("avoidMovingSpec", 2), ("nonAcceptingSpec", 2), ("avoidAssignmentsSpec", 2),
-                   ("groupCountSpec", 2), ("colocateGroupsSpec", 2), ("groupDiversitySpec", 2))
-GROUP_ARMS = ("groupCountSpec", "colocateGroupsSpec", "groupDiversitySpec")
+                   ("groupCountSpec", 2), ("colocateGroupsSpec", 2), ("groupDiversitySpec", 2),
+                   ("groupMoveLimitSpec", 2))
+GROUP_ARMS = ("groupCountSpec", "colocateGroupsSpec", "groupDiversitySpec",
+              "groupMoveLimitSpec")
 POLICIES = ("DEFAULT", "HARD", "SOFT")
 BALANCE_FORMULAS = ("LINEAR", "SQUARES", "MAX", "IDEAL", "RELATIVE_UTIL_VARIANCE")
 BOUND_TYPES = ("RELATIVE", "ABSOLUTE", "RELATIVE_UTIL")
@@ -68,7 +70,8 @@ SHORT = {"balanceSpec": "bal", "utilIncreaseCostSpec": "uic", "capacitySpec": "c
          "nonAcceptingSpec": "closed", "avoidAssignmentsSpec": "avoid",
          "groupCountSpec": "gcount", "colocateGroupsSpec": "coloc",
          "minimizeContainersSpec": "minc", "assignmentAffinitiesSpec": "aff",
-         "maximizeAllocationSpec": "fill", "groupDiversitySpec": "diverse"}
+         "maximizeAllocationSpec": "fill", "groupDiversitySpec": "diverse",
+         "groupMoveLimitSpec": "jobmoves"}
 ABBREVIATIONS = {"RELATIVE_UTIL_VARIANCE": "ruv", "ABSOLUTE": "ABS", "RELATIVE_UTIL": "UTIL",
                  "MINIMIZE_OCCUPIED_CONTAINERS": "occ", "DURING_AND_AFTER": "D&A",
                  "DOUBLE_DURING": "DD", "MOVED_DATA": "MOVED"}
@@ -207,6 +210,8 @@ def _options(rng: random.Random, arm: str, role: str, levels: int) -> dict[str, 
         return {"scope": rng.choices(LEVELS[:levels], (4, 2, 1)[:levels])[0], "bound": bound,
                 "dimension": rng.choice(["task_count", "task_count", "cpu"]),
                 "limit": {"globalLimit": rng.choice([1, 2] if bound == "MIN" else [2, 4])}}
+    if arm == "groupMoveLimitSpec":  # a job moves at most a few of its tasks
+        return {"limit": {"type": "ABSOLUTE", "globalLimit": rng.choice([0, 1, 2, 3])}}
     if arm == "maximizeAllocationSpec":
         options = {"scope": rng.choices(LEVELS[:levels], (4, 1, 1)[:levels])[0],
                    "dimension": rng.choice(["task_count", "cpu", "mem"])}

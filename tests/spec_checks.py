@@ -123,7 +123,7 @@ def wheel_mismatches(data: dict[str, Any], final: np.ndarray, *,
     for label, assignment in (("initial", problem.initial), ("final", final)):
         ours = evaluate(problem, scenario.model, assignment)
         theirs = wheel[label]
-        goal_specs = [g["spec"] for g in data["goals"] if not g.get("boundary")]
+        goal_specs = [g["spec"] for g in data.get("goals", []) if not g.get("boundary")]
         for goal in theirs["goals"]:
             mine = ours.goals[goal["index"]]
             if np.isnan(goal["value"]) and known_wheel_nan(goal_specs[goal["index"]]):

@@ -9,6 +9,7 @@ from . import (  # noqa: F401  (imported for registration)
     colocate_groups,
     group_count,
     group_diversity,
+    group_move_limit,
     maximize_allocation,
     minimize_containers,
     minimize_movement,
