@@ -34,17 +34,17 @@ SPEC_ARMS = ("balanceSpec", "utilIncreaseCostSpec", "capacitySpec", "toFreeSpec"
              "minimizeMovementSpec", "avoidMovingSpec", "nonAcceptingSpec",
              "avoidAssignmentsSpec", "groupCountSpec", "colocateGroupsSpec",
              "minimizeContainersSpec", "assignmentAffinitiesSpec", "maximizeAllocationSpec",
-             "groupDiversitySpec", "groupMoveLimitSpec")
+             "groupDiversitySpec", "groupMoveLimitSpec", "exclusiveScopeItemsSpec")
 # (arm, relative weight of the draw)
 GOAL_ARMS = (("balanceSpec", 6), ("utilIncreaseCostSpec", 2), ("capacitySpec", 2),
              ("toFreeSpec", 2), ("minimizeMovementSpec", 1), ("groupCountSpec", 2),
              ("colocateGroupsSpec", 2), ("minimizeContainersSpec", 2),
              ("assignmentAffinitiesSpec", 2), ("maximizeAllocationSpec", 1),
-             ("groupDiversitySpec", 2))
+             ("groupDiversitySpec", 2), ("exclusiveScopeItemsSpec", 1))
 CONSTRAINT_ARMS = (("capacitySpec", 5), ("toFreeSpec", 2), ("minimizeMovementSpec", 2),
                    ("avoidMovingSpec", 2), ("nonAcceptingSpec", 2), ("avoidAssignmentsSpec", 2),
                    ("groupCountSpec", 2), ("colocateGroupsSpec", 2), ("groupDiversitySpec", 2),
-                   ("groupMoveLimitSpec", 2))
+                   ("groupMoveLimitSpec", 2), ("exclusiveScopeItemsSpec", 1))
 GROUP_ARMS = ("groupCountSpec", "colocateGroupsSpec", "groupDiversitySpec",
               "groupMoveLimitSpec")
 POLICIES = ("DEFAULT", "HARD", "SOFT")
@@ -71,7 +71,7 @@ SHORT = {"balanceSpec": "bal", "utilIncreaseCostSpec": "uic", "capacitySpec": "c
          "groupCountSpec": "gcount", "colocateGroupsSpec": "coloc",
          "minimizeContainersSpec": "minc", "assignmentAffinitiesSpec": "aff",
          "maximizeAllocationSpec": "fill", "groupDiversitySpec": "diverse",
-         "groupMoveLimitSpec": "jobmoves"}
+         "groupMoveLimitSpec": "jobmoves", "exclusiveScopeItemsSpec": "exclusive"}
 ABBREVIATIONS = {"RELATIVE_UTIL_VARIANCE": "ruv", "ABSOLUTE": "ABS", "RELATIVE_UTIL": "UTIL",
                  "MINIMIZE_OCCUPIED_CONTAINERS": "occ", "DURING_AND_AFTER": "D&A",
                  "DOUBLE_DURING": "DD", "MOVED_DATA": "MOVED"}
@@ -212,6 +212,12 @@ def _options(rng: random.Random, arm: str, role: str, levels: int) -> dict[str, 
                 "limit": {"globalLimit": rng.choice([1, 2] if bound == "MIN" else [2, 4])}}
     if arm == "groupMoveLimitSpec":  # a job moves at most a few of its tasks
         return {"limit": {"type": "ABSOLUTE", "globalLimit": rng.choice([0, 1, 2, 3])}}
+    if arm == "exclusiveScopeItemsSpec":  # pairs of items not used together
+        options = {"scope": rng.choices(LEVELS[:levels], (4, 1, 1)[:levels])[0],
+                   "dimension": "task_count", "_pairs": rng.choice([0.05, 0.2])}
+        if goal and rng.random() < 0.5:
+            options["formula"] = "AGGRESSIVE_PACKING"
+        return options
     if arm == "maximizeAllocationSpec":
         options = {"scope": rng.choices(LEVELS[:levels], (4, 1, 1)[:levels])[0],
                    "dimension": rng.choice(["task_count", "cpu", "mem"])}
@@ -589,6 +595,13 @@ class _Builder:
                                           for i in self.sample(items, 0.3)}
         elif arm == "assignmentAffinitiesSpec":
             body["affinities"] = self.affinities(o)
+        elif arm == "exclusiveScopeItemsSpec":
+            items = self.items[o["scope"]]
+            body["conflictInfoList"] = [
+                {"scopeItem": a, "conflictingScopeItemsWithOverlap": [
+                    {"conflictingScopeItem": b}]}
+                for a, b in zip(self.sample(items, o["_pairs"]),
+                                self.sample(items, o["_pairs"])) if a != b]
         elif arm == "maximizeAllocationSpec" and "_share" in o:
             body["filter"] = {"itemsWhitelist": self.sample(self.items[o["scope"]],
                                                             o["_share"])}

@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (imported for registration)
     balance,
     capacity,
     colocate_groups,
+    exclusive_scope_items,
     group_count,
     group_diversity,
     group_move_limit,

@@ -41,12 +41,13 @@ from .common import (
 )
 
 
-def presence(b: CpBuilder, u: Lin, tolerance: int) -> Lin:
-    """step(u) as a literal, exact both ways, for a utilization u over one atom (integer
-    units of its dimension): true exactly when the atom exceeds ``tolerance`` units."""
+def presence(b: CpBuilder, u: Lin) -> Lin:
+    """step(u) as a literal, exact both ways, for a utilization u = c·atom (c > 0): true
+    exactly when the atom exceeds 1e-10 in its own integer units."""
     if u.is_constant:  # nothing can land there
         return Lin(const=int(float(u.const) > TOLERANCE))
-    ((index, _),) = [(a, c) for a, c in u.terms.items() if c != 0]
+    ((index, coef),) = [(a, c) for a, c in u.terms.items() if c != 0]
+    tolerance = math.floor(TOLERANCE * (1 / coef))
     atom = b.atoms[index]
     literal = b.cp.new_bool_var("present")
     b.cp.add(atom.expr >= tolerance + 1).only_enforce_if(literal)
@@ -120,14 +121,13 @@ class GroupDiversitySpec(Spec):
 
     # ---------- compilation ----------
     def _forms(self, b: CpBuilder) -> list[Lin]:
-        tolerance = math.floor(TOLERANCE * b.scale(self.dimension).factor)  # in units
         counts = [[] for _ in self.items]
         for members in self.members:
             if len(members) == 0:
                 continue
             utils = b.group_util(self.scope, self.dimension, "AFTER", members)
             for k, item in enumerate(self.items):
-                counts[k].append(presence(b, utils[item], tolerance))
+                counts[k].append(presence(b, utils[item]))
         forms = []
         for count, limit in zip(counts, self.limits):
             groups = lin_sum(count)
