@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from spec_checks import (
     PARTITION,
     PEER,
@@ -25,6 +27,7 @@ from spec_checks import (
 )
 from test_agreement import allowed_random_final
 from test_bruteforce import check_against_enumeration
+from test_fuzz import mutate, mutation, solve_or_reject
 
 from cpsat_rebalancer import InputError, evaluate, parse_scenario
 from cpsat_rebalancer.result import OPTIMAL
@@ -215,3 +218,10 @@ def test_bad_input_names_the_field(fields: dict, path: str) -> None:
     with pytest.raises(InputError) as info:
         parse_scenario(small(**fields))
     assert info.value.path == f"goals[0].spec.{ARM}.{path}"
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), mutations=st.lists(mutation, min_size=1, max_size=3))
+def test_mutated_scenarios_solve_or_raise_input_error(seed: int, mutations: list) -> None:
+    solve_or_reject(mutate(scenario(seed, max_objects=4), mutations))

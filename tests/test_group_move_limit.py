@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from spec_checks import (
     PARTITION,
     PEER,
@@ -22,6 +24,7 @@ from spec_checks import (
 )
 from test_agreement import allowed_random_final
 from test_bruteforce import check_against_enumeration
+from test_fuzz import mutate, mutation, solve_or_reject
 
 from cpsat_rebalancer import InputError, evaluate, parse_scenario
 from cpsat_rebalancer.result import OPTIMAL
@@ -326,3 +329,10 @@ def test_identical_objects_from_several_hosts_match_enumeration(policy: str) -> 
                          "policy": policy, "invalidCost": 0.01, "invalidState": 0.02}],
     }
     check_against_enumeration(data, policy)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), mutations=st.lists(mutation, min_size=1, max_size=3))
+def test_mutated_scenarios_solve_or_raise_input_error(seed: int, mutations: list) -> None:
+    solve_or_reject(mutate(scenario(seed, max_objects=4), mutations))

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from spec_checks import (
     PEER,
     PEER_REASON,
@@ -24,6 +26,7 @@ from spec_checks import (
 )
 from test_agreement import allowed_random_final
 from test_bruteforce import check_against_enumeration
+from test_fuzz import mutate, mutation, solve_or_reject
 
 from cpsat_rebalancer import InputError, evaluate, parse_scenario
 from cpsat_rebalancer.result import OPTIMAL
@@ -199,3 +202,10 @@ def test_zero_capacity_item_is_refused_unless_filtered_out() -> None:
     data = small(filter={"itemsBlacklist": ["h1"]})
     data["containerDimensions"]["cpu"]["h1"] = 0
     assert value_at(data).goals[0].value == approx(-(3 / 10 + 4 / 20) / 4)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), mutations=st.lists(mutation, min_size=1, max_size=3))
+def test_mutated_scenarios_solve_or_raise_input_error(seed: int, mutations: list) -> None:
+    solve_or_reject(mutate(scenario(seed, max_objects=4), mutations))
