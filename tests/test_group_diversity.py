@@ -122,6 +122,15 @@ def test_custom_scope() -> None:
     assert value_at(data).goals[0].value == approx(1.0)
 
 
+def test_dynamic_dimension_counts_a_group_where_it_weighs() -> None:
+    """d weighs 0 on h1 and 1 elsewhere (the default): k is on h0 only, by this size."""
+    data = small(dimension="dyn", limit={"globalLimit": 2})
+    data["dynamicObjectDimensions"] = {"dyn": {"scope": "host", "default": 1,
+                                               "values": {"h1": {"d": 0}}}}
+    assert value_at(data).goals[0].value == approx(0 + 2 + 2)
+    assert value_at(data, {"d": "h2"}).goals[0].value == approx(0 + 2 + 1)
+
+
 def test_moves_change_the_count() -> None:
     """d joins h2: h1 loses k (2 short), h2 gains k (1 short)."""
     assert value_at(small(limit={"globalLimit": 2}), {"d": "h2"}).goals[0].value == approx(3.0)
@@ -148,8 +157,13 @@ def make_spec(rng: random.Random, data: dict[str, Any], role: str) -> dict[str, 
     if bound == "MAX" and rng.random() < 0.15:
         limit["isDefaultLimitUnbounded"] = True
     spec: dict[str, Any] = {"scope": scope, "partition": PARTITION,
-                            "dimension": rng.choice(["task_count", "task_count", "cpu", "mem"]),
+                            "dimension": rng.choice(["task_count", "task_count", "cpu", "mem",
+                                                     "dyn"]),
                             "bound": bound, "limit": limit}
+    if spec["dimension"] == "dyn":  # a size that depends on the host (0 on some)
+        data["dynamicObjectDimensions"] = {"dyn": {"scope": "host", "default": 1, "values": {
+            h: {o: rng.choice([0, 2]) for o in objs if rng.random() < 0.5}
+            for h, objs in data["assignment"].items()}}}
     chosen = pick_filter(rng, items_of(data, scope))
     if chosen:
         spec["filter"] = chosen

@@ -19,12 +19,13 @@ import numpy as np
 
 from ..context import EvalContext, positive, step
 from ..cpsat.builder import CpBuilder
+from ..cpsat.classes import item_groups
 from ..cpsat.forms import Info
 from ..cpsat.linear import Lin, lin_sum, to_fraction
 from ..errors import InputError
 from ..fields import Fields
 from ..primitives import TOLERANCE
-from ..problem import Problem, Scope
+from ..problem import OUT_OF_SCOPE, Problem, Scope
 from .common import (
     GoalForm,
     Limit,
@@ -82,7 +83,8 @@ class GroupDiversitySpec(Spec):
         name = spec_name(f, cls.arm)
         scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
         partition = resolve_partition(problem, f.text("partition"), f.at("partition"))
-        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"))
+        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
+                                      metrics=("AFTER",))
         # the limit's type is not read: N is a number of groups either way
         limit = Limit.parse(f.raw("limit"), f.at("limit"), scope)
         maximum = cls.enum(f, "bound", "MIN") == "MAX"
@@ -110,9 +112,21 @@ class GroupDiversitySpec(Spec):
         return [f"groups in {self.scope.items[i]}" for i in self.items]
 
     # ---------- evaluation ----------
+    def _group_after(self, ctx: EvalContext) -> np.ndarray:
+        """AFTER utilization per (group, item), each object at its size where it lands."""
+        if self.dimension not in ctx.problem.dynamic_dims:
+            return group_utils(ctx, self.scope, self.dimension, self.group_of,
+                               len(self.members))[0]
+        n = len(self.scope.items)
+        values = ctx.problem.values_at(self.dimension, ctx.final)
+        items = self.scope.container_item[ctx.final]
+        mask = (items != OUT_OF_SCOPE) & (self.group_of >= 0)
+        flat = np.bincount(self.group_of[mask] * n + items[mask], weights=values[mask],
+                           minlength=len(self.members) * n)
+        return flat.astype(float).reshape(len(self.members), n)
+
     def infos(self, ctx: EvalContext) -> np.ndarray:
-        after, _, _ = group_utils(ctx, self.scope, self.dimension, self.group_of,
-                                  len(self.members))
+        after = self._group_after(ctx)
         present = step(after[:, self.items]).sum(axis=0)
         return present - self.limits if self.maximum else self.limits - present
 
@@ -125,7 +139,9 @@ class GroupDiversitySpec(Spec):
         for members in self.members:
             if len(members) == 0:
                 continue
-            utils = b.group_util(self.scope, self.dimension, "AFTER", members)
+            utils = (self._dynamic_group_util(b, members)
+                     if self.dimension in b.problem.dynamic_dims
+                     else b.group_util(self.scope, self.dimension, "AFTER", members))
             for k, item in enumerate(self.items):
                 counts[k].append(presence(b, utils[item]))
         forms = []
@@ -134,6 +150,33 @@ class GroupDiversitySpec(Spec):
             n = to_fraction(float(limit))
             forms.append(groups - n if self.maximum else n - groups)
         return forms
+
+    def _dynamic_group_util(self, b: CpBuilder, members: np.ndarray) -> list[Lin]:
+        """The group's AFTER utilization per item for a dynamic dimension (each count
+        variable weighs its class's size in its container), one atom per item."""
+        problem = b.problem
+        values = b.var_values(self.dimension)
+        where = self.scope.container_item[b.var_cont]
+        table = b.scale(self.dimension).table  # integer size per (object, item of its scope)
+        sized_by = item_groups(problem.scopes[problem.dynamic_dims[self.dimension].scope])
+        start = table[members, sized_by[problem.initial[members]]]
+        start_items = self.scope.container_item[problem.initial[members]]
+        most = int(table[members].max(axis=1).sum())
+        terms: list[list[tuple[object, int]]] = [[] for _ in self.scope.items]
+        for k in b.group_classes(members):
+            for j in b.class_vars[k]:
+                if where[j] != OUT_OF_SCOPE and values[j] != 0:
+                    terms[where[j]].append((b.count_vars[j], int(values[j])))
+        factor = b.scale(self.dimension).factor
+        result = []
+        for item, chosen in enumerate(terms):
+            if not chosen:
+                result.append(Lin())
+                continue
+            initial = int(start[start_items == item].sum())
+            expr = sum(c * v for v, c in chosen)
+            result.append(Lin.atom(b.new_atom(expr, 0, most, initial), 1 / factor))
+        return result
 
     def compile_infos(self, b: CpBuilder) -> list[Info]:
         return [Info(form) for form in self._forms(b)]
