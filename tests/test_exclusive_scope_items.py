@@ -139,7 +139,7 @@ def make_spec(rng: random.Random, data: dict[str, Any], role: str) -> dict[str, 
         spec["scopeItemWeights"] = {rng.choice(items): rng.choice([2, 0.5, -1])}
     if rng.random() < 0.4:
         spec["partitionName"] = PARTITION
-    elif scope == "host" and rng.random() < 0.25:  # a size that depends on the host
+    if rng.random() < 0.25:  # a size that depends on the host
         data["dynamicObjectDimensions"] = {"dyn": {"scope": "host", "default": 0, "values": {
             h: {o: rng.choice([0, 1, 2]) for o in objs if rng.random() < 0.5}
             for h, objs in data["assignment"].items()}}}

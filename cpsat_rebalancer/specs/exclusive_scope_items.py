@@ -29,14 +29,13 @@ from .common import (
     GoalForm,
     Spec,
     group_of,
-    group_utils,
     register,
     resolve_dimension,
     resolve_partition,
     resolve_scope,
     spec_name,
 )
-from .group_diversity import presence
+from .group_diversity import group_after, group_after_forms, presence
 
 
 @dataclass(frozen=True)
@@ -111,7 +110,7 @@ class ExclusiveScopeItemsSpec(Spec):
                                           f.at("partitionName"))
             groups, members = list(partition), list(partition.values())
         dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
-                                      metrics=("AFTER",) if members is None else ())
+                                      metrics=("AFTER",))
         formula = cls.enum(f, "formula", "MINIMIZE_INVALIDATED_SCOPE_ITEMS_COUNT")
         if f.raw("pairs"):
             raise InputError(f.at("pairs"), "deprecated, and refused by Rebalancer 1.0.4: use "
@@ -160,8 +159,8 @@ class ExclusiveScopeItemsSpec(Spec):
             return np.zeros(0)
         if self.members is None:
             return np.asarray([self._broken(ctx.util(self.scope, self.dimension, "AFTER"))])
-        after, _, _ = group_utils(ctx, self.scope, self.dimension,
-                                  group_of(ctx.problem, self.members), len(self.members))
+        after = group_after(ctx, self.scope, self.dimension,
+                            group_of(ctx.problem, self.members), len(self.members))
         return np.asarray([self._broken(after[g]) for g in range(len(self.members))])
 
     def evaluate(self, ctx: EvalContext) -> float:
@@ -195,8 +194,8 @@ class ExclusiveScopeItemsSpec(Spec):
             return []
         if self.members is None:
             return [Info(self._broken_form(b, b.util(self.scope, self.dimension, "AFTER")))]
-        return [Info(self._broken_form(b, b.group_util(self.scope, self.dimension, "AFTER",
-                                                       members)))
+        return [Info(self._broken_form(b, group_after_forms(b, self.scope, self.dimension,
+                                                            members)))
                 for members in self.members]
 
     def compile_goal(self, b: CpBuilder) -> GoalForm:

@@ -57,6 +57,51 @@ def presence(b: CpBuilder, u: Lin) -> Lin:
     return Lin.atom(b.new_atom(literal, 0, 1, initial))
 
 
+def group_after(ctx: EvalContext, scope: Scope, dim: str, groups: np.ndarray,
+                count: int) -> np.ndarray:
+    """AFTER utilization per (group, item of ``scope``), each object at its size where it
+    lands (``groups``: group index per object, -1 for none)."""
+    if dim not in ctx.problem.dynamic_dims:
+        return group_utils(ctx, scope, dim, groups, count)[0]
+    n = len(scope.items)
+    values = ctx.problem.values_at(dim, ctx.final)
+    items = scope.container_item[ctx.final]
+    mask = (items != OUT_OF_SCOPE) & (groups >= 0)
+    flat = np.bincount(groups[mask] * n + items[mask], weights=values[mask],
+                       minlength=count * n)
+    return flat.astype(float).reshape(count, n)
+
+
+def group_after_forms(b: CpBuilder, scope: Scope, dim: str, members: np.ndarray) -> list[Lin]:
+    """One group's AFTER utilization per item of ``scope`` as forms over one atom each; for
+    a dynamic dimension each count variable weighs its class's size in its container."""
+    problem = b.problem
+    if dim not in problem.dynamic_dims:
+        return b.group_util(scope, dim, "AFTER", members)
+    values = b.var_values(dim)
+    where = scope.container_item[b.var_cont]
+    table = b.scale(dim).table  # integer size per (object, item of the dimension's scope)
+    sized_by = item_groups(problem.scopes[problem.dynamic_dims[dim].scope])
+    start = table[members, sized_by[problem.initial[members]]]
+    start_items = scope.container_item[problem.initial[members]]
+    most = int(table[members].max(axis=1).sum())
+    terms: list[list[tuple[object, int]]] = [[] for _ in scope.items]
+    for k in b.group_classes(members):
+        for j in b.class_vars[k]:
+            if where[j] != OUT_OF_SCOPE and values[j] != 0:
+                terms[where[j]].append((b.count_vars[j], int(values[j])))
+    unit = 1 / b.scale(dim).factor
+    result = []
+    for item, chosen in enumerate(terms):
+        if not chosen:
+            result.append(Lin())
+            continue
+        expr = sum(c * v for v, c in chosen)
+        initial = int(start[start_items == item].sum())
+        result.append(Lin.atom(b.new_atom(expr, 0, most, initial), unit))
+    return result
+
+
 @register
 @dataclass(frozen=True, eq=False)
 class GroupDiversitySpec(Spec):
@@ -112,21 +157,8 @@ class GroupDiversitySpec(Spec):
         return [f"groups in {self.scope.items[i]}" for i in self.items]
 
     # ---------- evaluation ----------
-    def _group_after(self, ctx: EvalContext) -> np.ndarray:
-        """AFTER utilization per (group, item), each object at its size where it lands."""
-        if self.dimension not in ctx.problem.dynamic_dims:
-            return group_utils(ctx, self.scope, self.dimension, self.group_of,
-                               len(self.members))[0]
-        n = len(self.scope.items)
-        values = ctx.problem.values_at(self.dimension, ctx.final)
-        items = self.scope.container_item[ctx.final]
-        mask = (items != OUT_OF_SCOPE) & (self.group_of >= 0)
-        flat = np.bincount(self.group_of[mask] * n + items[mask], weights=values[mask],
-                           minlength=len(self.members) * n)
-        return flat.astype(float).reshape(len(self.members), n)
-
     def infos(self, ctx: EvalContext) -> np.ndarray:
-        after = self._group_after(ctx)
+        after = group_after(ctx, self.scope, self.dimension, self.group_of, len(self.members))
         present = step(after[:, self.items]).sum(axis=0)
         return present - self.limits if self.maximum else self.limits - present
 
@@ -139,9 +171,7 @@ class GroupDiversitySpec(Spec):
         for members in self.members:
             if len(members) == 0:
                 continue
-            utils = (self._dynamic_group_util(b, members)
-                     if self.dimension in b.problem.dynamic_dims
-                     else b.group_util(self.scope, self.dimension, "AFTER", members))
+            utils = group_after_forms(b, self.scope, self.dimension, members)
             for k, item in enumerate(self.items):
                 counts[k].append(presence(b, utils[item]))
         forms = []
@@ -150,33 +180,6 @@ class GroupDiversitySpec(Spec):
             n = to_fraction(float(limit))
             forms.append(groups - n if self.maximum else n - groups)
         return forms
-
-    def _dynamic_group_util(self, b: CpBuilder, members: np.ndarray) -> list[Lin]:
-        """The group's AFTER utilization per item for a dynamic dimension (each count
-        variable weighs its class's size in its container), one atom per item."""
-        problem = b.problem
-        values = b.var_values(self.dimension)
-        where = self.scope.container_item[b.var_cont]
-        table = b.scale(self.dimension).table  # integer size per (object, item of its scope)
-        sized_by = item_groups(problem.scopes[problem.dynamic_dims[self.dimension].scope])
-        start = table[members, sized_by[problem.initial[members]]]
-        start_items = self.scope.container_item[problem.initial[members]]
-        most = int(table[members].max(axis=1).sum())
-        terms: list[list[tuple[object, int]]] = [[] for _ in self.scope.items]
-        for k in b.group_classes(members):
-            for j in b.class_vars[k]:
-                if where[j] != OUT_OF_SCOPE and values[j] != 0:
-                    terms[where[j]].append((b.count_vars[j], int(values[j])))
-        factor = b.scale(self.dimension).factor
-        result = []
-        for item, chosen in enumerate(terms):
-            if not chosen:
-                result.append(Lin())
-                continue
-            initial = int(start[start_items == item].sum())
-            expr = sum(c * v for v, c in chosen)
-            result.append(Lin.atom(b.new_atom(expr, 0, most, initial), 1 / factor))
-        return result
 
     def compile_infos(self, b: CpBuilder) -> list[Info]:
         return [Info(form) for form in self._forms(b)]
