@@ -45,6 +45,9 @@ ENUMS: dict[str, dict[str, int]] = {
     },
     "ColocateGroupsSpecBound": {"MAX": 1, "MIN": 2},
     "MinimizeContainerSpecFormula": {"LEGACY": 1, "NEW": 2},
+    "GroupDiversityBound": {"MIN": 1, "MAX": 2},
+    "ExclusiveScopeItemsFormula": {"MINIMIZE_INVALIDATED_SCOPE_ITEMS_COUNT": 1,
+                                   "AGGRESSIVE_PACKING": 2},
     "ConstraintPolicy": {"DEFAULT": 1, "HARD": 2, "SOFT": 3},
 }
 

@@ -33,16 +33,20 @@ from .errors import InputError
 SPEC_ARMS = ("balanceSpec", "utilIncreaseCostSpec", "capacitySpec", "toFreeSpec",
              "minimizeMovementSpec", "avoidMovingSpec", "nonAcceptingSpec",
              "avoidAssignmentsSpec", "groupCountSpec", "colocateGroupsSpec",
-             "minimizeContainersSpec", "assignmentAffinitiesSpec")
+             "minimizeContainersSpec", "assignmentAffinitiesSpec", "maximizeAllocationSpec",
+             "groupDiversitySpec", "groupMoveLimitSpec", "exclusiveScopeItemsSpec")
 # (arm, relative weight of the draw)
 GOAL_ARMS = (("balanceSpec", 6), ("utilIncreaseCostSpec", 2), ("capacitySpec", 2),
              ("toFreeSpec", 2), ("minimizeMovementSpec", 1), ("groupCountSpec", 2),
              ("colocateGroupsSpec", 2), ("minimizeContainersSpec", 2),
-             ("assignmentAffinitiesSpec", 2))
+             ("assignmentAffinitiesSpec", 2), ("maximizeAllocationSpec", 1),
+             ("groupDiversitySpec", 2), ("exclusiveScopeItemsSpec", 1))
 CONSTRAINT_ARMS = (("capacitySpec", 5), ("toFreeSpec", 2), ("minimizeMovementSpec", 2),
                    ("avoidMovingSpec", 2), ("nonAcceptingSpec", 2), ("avoidAssignmentsSpec", 2),
-                   ("groupCountSpec", 2), ("colocateGroupsSpec", 2))
-GROUP_ARMS = ("groupCountSpec", "colocateGroupsSpec")
+                   ("groupCountSpec", 2), ("colocateGroupsSpec", 2), ("groupDiversitySpec", 2),
+                   ("groupMoveLimitSpec", 2), ("exclusiveScopeItemsSpec", 1))
+GROUP_ARMS = ("groupCountSpec", "colocateGroupsSpec", "groupDiversitySpec",
+              "groupMoveLimitSpec")
 POLICIES = ("DEFAULT", "HARD", "SOFT")
 BALANCE_FORMULAS = ("LINEAR", "SQUARES", "MAX", "IDEAL", "RELATIVE_UTIL_VARIANCE")
 BOUND_TYPES = ("RELATIVE", "ABSOLUTE", "RELATIVE_UTIL")
@@ -65,7 +69,9 @@ SHORT = {"balanceSpec": "bal", "utilIncreaseCostSpec": "uic", "capacitySpec": "c
          "toFreeSpec": "free", "minimizeMovementSpec": "moves", "avoidMovingSpec": "pin",
          "nonAcceptingSpec": "closed", "avoidAssignmentsSpec": "avoid",
          "groupCountSpec": "gcount", "colocateGroupsSpec": "coloc",
-         "minimizeContainersSpec": "minc", "assignmentAffinitiesSpec": "aff"}
+         "minimizeContainersSpec": "minc", "assignmentAffinitiesSpec": "aff",
+         "maximizeAllocationSpec": "fill", "groupDiversitySpec": "diverse",
+         "groupMoveLimitSpec": "jobmoves", "exclusiveScopeItemsSpec": "exclusive"}
 ABBREVIATIONS = {"RELATIVE_UTIL_VARIANCE": "ruv", "ABSOLUTE": "ABS", "RELATIVE_UTIL": "UTIL",
                  "MINIMIZE_OCCUPIED_CONTAINERS": "occ", "DURING_AND_AFTER": "D&A",
                  "DOUBLE_DURING": "DD", "MOVED_DATA": "MOVED"}
@@ -199,6 +205,25 @@ def _options(rng: random.Random, arm: str, role: str, levels: int) -> dict[str, 
     if arm == "assignmentAffinitiesSpec":
         return {"scope": rng.choices(LEVELS[:levels], (3, 1, 1)[:levels])[0],
                 "_share": rng.choice([0.1, 0.3, 1.0]), "_sign": rng.choice([-1, 1, 0])}
+    if arm == "groupDiversitySpec":  # replicas of a job spread (MIN) or stacked (MAX)
+        bound = rng.choices(["MIN", "MAX"], [2, 1])[0]
+        return {"scope": rng.choices(LEVELS[:levels], (4, 2, 1)[:levels])[0], "bound": bound,
+                "dimension": rng.choice(["task_count", "task_count", "cpu"]),
+                "limit": {"globalLimit": rng.choice([1, 2] if bound == "MIN" else [2, 4])}}
+    if arm == "groupMoveLimitSpec":  # a job moves at most a few of its tasks
+        return {"limit": {"type": "ABSOLUTE", "globalLimit": rng.choice([0, 1, 2, 3])}}
+    if arm == "exclusiveScopeItemsSpec":  # pairs of items not used together
+        options = {"scope": rng.choices(LEVELS[:levels], (4, 1, 1)[:levels])[0],
+                   "dimension": "task_count", "_pairs": rng.choice([0.05, 0.2])}
+        if goal and rng.random() < 0.5:
+            options["formula"] = "AGGRESSIVE_PACKING"
+        return options
+    if arm == "maximizeAllocationSpec":
+        options = {"scope": rng.choices(LEVELS[:levels], (4, 1, 1)[:levels])[0],
+                   "dimension": rng.choice(["task_count", "cpu", "mem"])}
+        if rng.random() < 0.3:
+            options["_share"] = rng.choice([0.1, 0.5])  # the items it fills
+        return options
     raise AssertionError(arm)
 
 
@@ -557,6 +582,8 @@ class _Builder:
             most = min(o["_items"], len(items) - 1)
             body["assignments"] = [{"object": task, "scopeItems": self.pick(items, most)}
                                    for task in self.sample(self.tasks, o["_share"])]
+        elif arm == "groupDiversitySpec":
+            body["partition"] = PARTITION
         elif arm in GROUP_ARMS:
             body["partitionName"] = PARTITION
         elif arm == "minimizeContainersSpec":
@@ -568,6 +595,16 @@ class _Builder:
                                           for i in self.sample(items, 0.3)}
         elif arm == "assignmentAffinitiesSpec":
             body["affinities"] = self.affinities(o)
+        elif arm == "exclusiveScopeItemsSpec":
+            items = self.items[o["scope"]]
+            body["conflictInfoList"] = [
+                {"scopeItem": a, "conflictingScopeItemsWithOverlap": [
+                    {"conflictingScopeItem": b}]}
+                for a, b in zip(self.sample(items, o["_pairs"]),
+                                self.sample(items, o["_pairs"])) if a != b]
+        elif arm == "maximizeAllocationSpec" and "_share" in o:
+            body["filter"] = {"itemsWhitelist": self.sample(self.items[o["scope"]],
+                                                            o["_share"])}
         return body
 
     def affinities(self, o: dict[str, Any]) -> list[dict[str, Any]]:

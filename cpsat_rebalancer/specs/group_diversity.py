@@ -1,0 +1,189 @@
+"""GroupDiversitySpec: at least (MIN) or at most (MAX) N distinct partition groups per scope
+item (docs/semantics.md#groupdiversity).
+
+Per filtered item s, with D_s the number of groups present there (step of the group's AFTER
+utilization of the dimension) and N_s its limit: e_s = N_s − D_s (MIN) or D_s − N_s (MAX),
+one constraint expression per item; the goal is Σ_s e_s⁺. The value is the optimal solver's:
+for MAX, Rebalancer's local search adds a continuous term P_s on top, which the optimum
+does not see.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..context import EvalContext, positive, step
+from ..cpsat.builder import CpBuilder
+from ..cpsat.classes import item_groups
+from ..cpsat.forms import Info
+from ..cpsat.linear import Lin, lin_sum, to_fraction
+from ..errors import InputError
+from ..fields import Fields
+from ..primitives import TOLERANCE
+from ..problem import OUT_OF_SCOPE, Problem, Scope
+from .common import (
+    GoalForm,
+    Limit,
+    Spec,
+    group_of,
+    group_utils,
+    parse_filter,
+    register,
+    resolve_dimension,
+    resolve_partition,
+    resolve_scope,
+    roles_by_item,
+    spec_name,
+)
+
+
+def presence(b: CpBuilder, u: Lin) -> Lin:
+    """step(u) as a literal, exact both ways, for a utilization u = c·atom (c > 0): true
+    exactly when the atom exceeds 1e-10 in its own integer units."""
+    if u.is_constant:  # nothing can land there
+        return Lin(const=int(float(u.const) > TOLERANCE))
+    ((index, coef),) = [(a, c) for a, c in u.terms.items() if c != 0]
+    tolerance = math.floor(TOLERANCE * (1 / coef))
+    atom = b.atoms[index]
+    literal = b.cp.new_bool_var("present")
+    b.cp.add(atom.expr >= tolerance + 1).only_enforce_if(literal)
+    b.cp.add(atom.expr <= tolerance).only_enforce_if(literal.Not())
+    initial = None if atom.initial is None else int(atom.initial > tolerance)
+    return Lin.atom(b.new_atom(literal, 0, 1, initial))
+
+
+def group_after(ctx: EvalContext, scope: Scope, dim: str, groups: np.ndarray,
+                count: int) -> np.ndarray:
+    """AFTER utilization per (group, item of ``scope``), each object at its size where it
+    lands (``groups``: group index per object, -1 for none)."""
+    if dim not in ctx.problem.dynamic_dims:
+        return group_utils(ctx, scope, dim, groups, count)[0]
+    n = len(scope.items)
+    values = ctx.problem.values_at(dim, ctx.final)
+    items = scope.container_item[ctx.final]
+    mask = (items != OUT_OF_SCOPE) & (groups >= 0)
+    flat = np.bincount(groups[mask] * n + items[mask], weights=values[mask],
+                       minlength=count * n)
+    return flat.astype(float).reshape(count, n)
+
+
+def group_after_forms(b: CpBuilder, scope: Scope, dim: str, members: np.ndarray) -> list[Lin]:
+    """One group's AFTER utilization per item of ``scope`` as forms over one atom each; for
+    a dynamic dimension each count variable weighs its class's size in its container."""
+    problem = b.problem
+    if dim not in problem.dynamic_dims:
+        return b.group_util(scope, dim, "AFTER", members)
+    values = b.var_values(dim)
+    where = scope.container_item[b.var_cont]
+    table = b.scale(dim).table  # integer size per (object, item of the dimension's scope)
+    sized_by = item_groups(problem.scopes[problem.dynamic_dims[dim].scope])
+    start = table[members, sized_by[problem.initial[members]]]
+    start_items = scope.container_item[problem.initial[members]]
+    most = int(table[members].max(axis=1).sum())
+    terms: list[list[tuple[object, int]]] = [[] for _ in scope.items]
+    for k in b.group_classes(members):
+        for j in b.class_vars[k]:
+            if where[j] != OUT_OF_SCOPE and values[j] != 0:
+                terms[where[j]].append((b.count_vars[j], int(values[j])))
+    unit = 1 / b.scale(dim).factor
+    result = []
+    for item, chosen in enumerate(terms):
+        if not chosen:
+            result.append(Lin())
+            continue
+        expr = sum(c * v for v, c in chosen)
+        initial = int(start[start_items == item].sum())
+        result.append(Lin.atom(b.new_atom(expr, 0, most, initial), unit))
+    return result
+
+
+@register
+@dataclass(frozen=True, eq=False)
+class GroupDiversitySpec(Spec):
+    arm = "groupDiversitySpec"
+    enum_fields = {"bound": "GroupDiversityBound"}
+
+    @classmethod
+    def wheel_evaluates_as_mip(cls, body: dict) -> bool:
+        return body.get("bound", 1) == 2  # MAX: its local search adds a continuous term
+
+    name: str
+    scope: Scope
+    dimension: str
+    members: list[np.ndarray]  # object indices per group
+    group_of: np.ndarray  # group index per object (-1: in none)
+    items: np.ndarray  # filtered items with an expression (MAX: a finite limit)
+    limits: np.ndarray  # N_s per item of ``items``
+    maximum: bool  # bound MAX
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str, problem: Problem, *,
+                  as_goal: bool) -> GroupDiversitySpec:
+        f = Fields(data, path)
+        name = spec_name(f, cls.arm)
+        scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
+        partition = resolve_partition(problem, f.text("partition"), f.at("partition"))
+        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
+                                      metrics=("AFTER",))
+        # the limit's type is not read: N is a number of groups either way
+        limit = Limit.parse(f.raw("limit"), f.at("limit"), scope)
+        maximum = cls.enum(f, "bound", "MIN") == "MAX"
+        mask = parse_filter(f.raw("filter"), f.at("filter"), scope)
+        f.done(cls.arm)
+        items = np.flatnonzero(mask)
+        limits = limit.per_item[items]
+        if not maximum and np.isinf(limits).any():
+            raise InputError(f.at("limit"), "a MIN bound needs finite limits "
+                             "(isDefaultLimitUnbounded makes them infinite; the wheel "
+                             "reports an infinite value)")
+        finite = ~np.isinf(limits)  # MAX with no limit: never broken, no expression
+        members = list(partition.values())
+        return cls(name, scope, dimension, members, group_of(problem, members),
+                   items[finite], limits[finite], maximum)
+
+    def reads_initial(self) -> bool:
+        return False
+
+    def container_roles(self, problem: Problem) -> list[Hashable]:
+        return roles_by_item(self.scope, {int(i): float(n) for i, n in
+                                          zip(self.items, self.limits)})
+
+    def info_labels(self, problem: Problem) -> list[str]:
+        return [f"groups in {self.scope.items[i]}" for i in self.items]
+
+    # ---------- evaluation ----------
+    def infos(self, ctx: EvalContext) -> np.ndarray:
+        after = group_after(ctx, self.scope, self.dimension, self.group_of, len(self.members))
+        present = step(after[:, self.items]).sum(axis=0)
+        return present - self.limits if self.maximum else self.limits - present
+
+    def evaluate(self, ctx: EvalContext) -> float:
+        return float(positive(self.infos(ctx)).sum())
+
+    # ---------- compilation ----------
+    def _forms(self, b: CpBuilder) -> list[Lin]:
+        counts = [[] for _ in self.items]
+        for members in self.members:
+            if len(members) == 0:
+                continue
+            utils = group_after_forms(b, self.scope, self.dimension, members)
+            for k, item in enumerate(self.items):
+                counts[k].append(presence(b, utils[item]))
+        forms = []
+        for count, limit in zip(counts, self.limits):
+            groups = lin_sum(count)
+            n = to_fraction(float(limit))
+            forms.append(groups - n if self.maximum else n - groups)
+        return forms
+
+    def compile_infos(self, b: CpBuilder) -> list[Info]:
+        return [Info(form) for form in self._forms(b)]
+
+    def compile_goal(self, b: CpBuilder) -> GoalForm:
+        return GoalForm(lin_sum(b.positive_part(form, what=self.name)
+                                for form in self._forms(b)))

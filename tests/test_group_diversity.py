@@ -1,0 +1,241 @@
+"""GroupDiversitySpec (docs/semantics.md#groupdiversity): values against the wheel's numbers
+for every option, the reference example solved to its documented outcome (where the wheel's
+HiGHS optimal solver is wrong), the optimum against enumeration on random tiny scenarios,
+compiled objective against the evaluator, parity with the wheel, and bad input."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from spec_checks import (
+    PARTITION,
+    PEER,
+    PEER_REASON,
+    items_of,
+    pick_filter,
+    random_final,
+    scopes_of,
+    spec_scenario,
+    value_at,
+    wheel_mismatches,
+)
+from test_agreement import allowed_random_final
+from test_bruteforce import check_against_enumeration
+from test_fuzz import mutate, mutation, solve_or_reject
+
+from cpsat_rebalancer import InputError, evaluate, parse_scenario
+from cpsat_rebalancer.result import OPTIMAL
+from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.check import compiled_values
+from cpsat_rebalancer.solve.pipeline import solve_model
+
+ARM = "groupDiversitySpec"
+CATALOG = Path(__file__).parents[1] / "scenarios" / "catalog"
+OPTIONS = SolverOptions(workers=1, seed=0)
+COST, STATE = 100.0, 10000.0  # the default invalidCost / invalidState
+
+
+def approx(x: float):
+    return pytest.approx(x, rel=1e-12, abs=1e-15)
+
+
+def reference_example() -> dict[str, Any]:
+    return json.loads((CATALOG / "group_diversity.json").read_text())
+
+
+def test_reference_example_reaches_the_documented_outcome() -> None:
+    """Documented: host0 ends with tasks of 2 jobs, host1 of 3, value 0, and the tasks not
+    needed stay unassigned (the fewest moves: 2 + 3). The wheel reports 5 at the start (2
+    jobs short on host0, 3 on host1); its local search reaches 0, while its HiGHS optimal
+    solver (``optimalSolverSpec`` with ``solverPackage`` 2) ends with endReason OPTIMAL,
+    gap 0 and value 1 (host1 with tasks of 2 jobs), which this proves wrong."""
+    data = reference_example()
+    assert value_at(data).goals[0].value == approx(5.0)
+    scenario = parse_scenario(data)
+    result = solve_model(scenario.problem, scenario.model, OPTIONS)
+    assert result.status == OPTIMAL
+    assert result.final_evaluation.goals[0].value == approx(0.0)
+    assert result.buckets[0].bound == approx(0.0)
+    final = scenario.problem.assignment_dict(result.final)
+    job = {t: g for g, tasks in data["partitions"]["job"].items() for t in tasks}
+    assert len({job[t] for t in final["host0"]}) == 2 and len(final["host0"]) == 2
+    assert len({job[t] for t in final["host1"]}) == 3 and len(final["host1"]) == 3
+    assert len(final["unassigned"]) == 3
+
+
+def test_highs_answer_is_not_optimal() -> None:
+    """The assignment the wheel's HiGHS path returns as optimal is worth 1."""
+    highs = {"task1": "unassigned", "task7": "unassigned", "task3": "host1",
+             "task0": "host1", "task6": "host0", "task5": "host0", "task4": "host0",
+             "task2": "host0"}
+    assert value_at(reference_example(), highs).goals[0].value == approx(1.0)
+
+
+def small(*, scopes: dict | None = None, **fields: Any) -> dict[str, Any]:
+    """h0: a b c, h1: d, h2 empty; groups g = {a, b}, k = {c, d}; cpu a 1, b 0, c 2, d 0.
+    By count: h0 holds g and k, h1 holds k, h2 none; by cpu: h0 g and k, h1 none."""
+    data = {
+        "objectName": "task", "containerName": "host",
+        "assignment": {"h0": ["a", "b", "c"], "h1": ["d"], "h2": []},
+        "objectDimensions": {"cpu": {"a": 1, "b": 0, "c": 2, "d": 0}},
+        "partitions": {"p": {"g": ["a", "b"], "k": ["c", "d"]}},
+        "goals": [{"spec": {ARM: {"scope": "host", "partition": "p",
+                                  "dimension": "task_count", **fields}}}],
+    }
+    if scopes:
+        data["scopes"] = scopes
+    return data
+
+
+# values the wheel reports for these fields on ``small`` (MAX: its optimal solver's value,
+# ``optimalSolverSpec`` with ``skipMipSolveForTesting``; its local search adds a continuous
+# term, e.g. 2.375 instead of 1 for MAX with limit 1)
+@pytest.mark.parametrize("fields, expected", [
+    ({"limit": {"globalLimit": 1}}, 1.0),  # h2 holds no group
+    ({"limit": {"globalLimit": 2}}, 3.0),  # h1 one short, h2 two
+    ({"limit": {"type": "ABSOLUTE", "globalLimit": 2}}, 3.0),  # the type is not read
+    ({}, 1.0),  # the default limit: 1
+    ({"limit": {"globalLimit": 1.5}}, 2.0),  # 0.5 + 1.5
+    ({"limit": {"globalLimit": 2, "scopeItemLimits": {"h2": 0}}}, 1.0),
+    ({"limit": {"globalLimit": 2}, "filter": {"itemsBlacklist": ["h2"]}}, 1.0),
+    ({"limit": {"globalLimit": -1}}, 0.0),
+    ({"dimension": "cpu", "limit": {"globalLimit": 2}}, 4.0),  # d and b weigh 0
+    ({"bound": "MAX", "limit": {"globalLimit": 1}}, 1.0),  # h0 one over
+    ({"bound": 2, "limit": {"globalLimit": 0}}, 3.0),  # the integer enum value
+    ({"bound": "MAX", "limit": {"globalLimit": -1}}, 6.0),
+    ({"bound": "MAX", "limit": {"isDefaultLimitUnbounded": True}}, 0.0),
+])
+def test_values(fields: dict, expected: float) -> None:
+    assert value_at(small(**fields)).goals[0].value == approx(expected)
+
+
+def test_custom_scope() -> None:
+    """Rack r0 = {h0, h1} holds g and k (h2 is outside the scope): MAX 1 is one over."""
+    data = small(bound="MAX", limit={"globalLimit": 1}, scope="rack",
+                 scopes={"rack": {"h0": "r0", "h1": "r0"}})
+    assert value_at(data).goals[0].value == approx(1.0)
+
+
+def test_dynamic_dimension_counts_a_group_where_it_weighs() -> None:
+    """d weighs 0 on h1 and 1 elsewhere (the default): k is on h0 only, by this size."""
+    data = small(dimension="dyn", limit={"globalLimit": 2})
+    data["dynamicObjectDimensions"] = {"dyn": {"scope": "host", "default": 1,
+                                               "values": {"h1": {"d": 0}}}}
+    assert value_at(data).goals[0].value == approx(0 + 2 + 2)
+    assert value_at(data, {"d": "h2"}).goals[0].value == approx(0 + 2 + 1)
+
+
+def test_moves_change_the_count() -> None:
+    """d joins h2: h1 loses k (2 short), h2 gains k (1 short)."""
+    assert value_at(small(limit={"globalLimit": 2}), {"d": "h2"}).goals[0].value == approx(3.0)
+    assert value_at(small(limit={"globalLimit": 2}), {"a": "h2"}).goals[0].value == approx(2.0)
+
+
+def test_constraint_has_one_expression_per_item() -> None:
+    """SOFT: the broken items h1 (1 short) and h2 (2 short) each cost invalidState once."""
+    data = small(limit={"globalLimit": 2})
+    data["constraints"] = [{"spec": data.pop("goals")[0]["spec"], "policy": "SOFT"}]
+    constraint = value_at(data).constraints[0]
+    assert constraint.violation == approx(3.0)
+    assert constraint.soft == approx(COST * 3 + STATE * 2)
+
+
+def make_spec(rng: random.Random, data: dict[str, Any], role: str) -> dict[str, Any]:
+    scope = rng.choice(scopes_of(data))
+    bound = rng.choice(["MIN", "MAX"])
+    limit: dict[str, Any] = {"globalLimit": rng.choice([0, 1, 1, 2, 1.5, -1])}
+    if rng.random() < 0.3:
+        limit["type"] = rng.choice(["ABSOLUTE", "RELATIVE"])
+    if rng.random() < 0.3:
+        limit["scopeItemLimits"] = {rng.choice(items_of(data, scope)): rng.choice([0, 1, 3])}
+    if bound == "MAX" and rng.random() < 0.15:
+        limit["isDefaultLimitUnbounded"] = True
+    spec: dict[str, Any] = {"scope": scope, "partition": PARTITION,
+                            "dimension": rng.choice(["task_count", "task_count", "cpu", "mem",
+                                                     "dyn"]),
+                            "bound": bound, "limit": limit}
+    if spec["dimension"] == "dyn":  # a size that depends on the host (0 on some)
+        data["dynamicObjectDimensions"] = {"dyn": {"scope": "host", "default": 1, "values": {
+            h: {o: rng.choice([0, 2]) for o in objs if rng.random() < 0.5}
+            for h, objs in data["assignment"].items()}}}
+    chosen = pick_filter(rng, items_of(data, scope))
+    if chosen:
+        spec["filter"] = chosen
+    return spec
+
+
+def scenario(seed: int, **kwargs: Any) -> dict[str, Any]:
+    return spec_scenario(ARM, make_spec, seed, **kwargs)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_scenarios_match_enumeration(seed: int) -> None:
+    check_against_enumeration(scenario(seed), seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(1000, 1060))
+def test_larger_random_scenarios_match_enumeration(seed: int) -> None:
+    check_against_enumeration(scenario(seed, max_objects=7), seed)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_compiled_objective_matches_the_evaluator(seed: int) -> None:
+    parsed = parse_scenario(scenario(seed))
+    final = allowed_random_final(parsed, random.Random(seed))
+    if final is None:
+        pytest.skip("no feasible random assignment for this scenario")
+    values, canonical = compiled_values(parsed.problem, parsed.model, final)
+    evaluation = evaluate(parsed.problem, parsed.model, canonical)
+    for position, (compiled, error) in values.items():
+        exact = evaluation.positions.get(position, 0.0)
+        assert compiled == pytest.approx(exact, abs=error + 1e-9 * max(1.0, abs(exact)))
+
+
+def local_search_term(data: dict[str, Any]) -> bool:
+    """Whether a MAX GroupDiversity constraint's soft term (where the wheel's local search
+    adds its continuous term) is in the tuple-position sums."""
+    return any(ARM in c["spec"] and c["spec"][ARM].get("bound") in ("MAX", 2)
+               for c in data["constraints"])
+
+
+@pytest.mark.peer
+@pytest.mark.skipif(PEER is None, reason=PEER_REASON)
+@pytest.mark.parametrize("seed", range(40))
+def test_random_scenarios_agree_with_the_wheel(seed: int) -> None:
+    data = scenario(seed)
+    final = random_final(parse_scenario(data).problem, seed)
+    problems = wheel_mismatches(data, final, positions=not local_search_term(data))
+    assert not problems, f"seed {seed}:\n" + "\n".join(problems) + f"\n{data}"
+
+
+@pytest.mark.parametrize("fields, path", [
+    ({"partition": "nope"}, "partition"),
+    ({"partition": ""}, "partition"),
+    ({"dimension": ""}, "dimension"),
+    ({"dimension": "disk"}, "dimension"),
+    ({"limit": {"groupLimits": {"g": 2}}}, "limit.groupLimits"),
+    ({"limit": {"scopeItemToGroupLimits": {"h0": {"g": 2}}}}, "limit.scopeItemToGroupLimits"),
+    ({"limit": {"scopeItemLimits": {"h9": 2}}}, "limit.scopeItemLimits.h9"),
+    ({"limit": {"isDefaultLimitUnbounded": True}}, "limit"),  # MIN: an infinite value
+    ({"bound": "SOMETIMES"}, "bound"),
+    ({"filter": {"type": "GROUP"}}, "filter.type"),
+    ({"colour": "red"}, "colour"),
+])
+def test_bad_input_names_the_field(fields: dict, path: str) -> None:
+    with pytest.raises(InputError) as info:
+        parse_scenario(small(**fields))
+    assert info.value.path == f"goals[0].spec.{ARM}.{path}"
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), mutations=st.lists(mutation, min_size=1, max_size=3))
+def test_mutated_scenarios_solve_or_raise_input_error(seed: int, mutations: list) -> None:
+    solve_or_reject(mutate(scenario(seed, max_objects=4), mutations))
