@@ -43,6 +43,8 @@ CONSTRAINT_ARMS = (("capacitySpec", 5), ("toFreeSpec", 2), ("minimizeMovementSpe
                    ("avoidMovingSpec", 2), ("nonAcceptingSpec", 2), ("avoidAssignmentsSpec", 2),
                    ("groupCountSpec", 2), ("colocateGroupsSpec", 2))
 GROUP_ARMS = ("groupCountSpec", "colocateGroupsSpec")
+SPEC_ARMS += ("movesInProgressSpec",)
+CONSTRAINT_ARMS += (("movesInProgressSpec", 2),)
 POLICIES = ("DEFAULT", "HARD", "SOFT")
 BALANCE_FORMULAS = ("LINEAR", "SQUARES", "MAX", "IDEAL", "RELATIVE_UTIL_VARIANCE")
 BOUND_TYPES = ("RELATIVE", "ABSOLUTE", "RELATIVE_UTIL")
@@ -66,6 +68,7 @@ SHORT = {"balanceSpec": "bal", "utilIncreaseCostSpec": "uic", "capacitySpec": "c
          "nonAcceptingSpec": "closed", "avoidAssignmentsSpec": "avoid",
          "groupCountSpec": "gcount", "colocateGroupsSpec": "coloc",
          "minimizeContainersSpec": "minc", "assignmentAffinitiesSpec": "aff"}
+SHORT["movesInProgressSpec"] = "inflight"
 ABBREVIATIONS = {"RELATIVE_UTIL_VARIANCE": "ruv", "ABSOLUTE": "ABS", "RELATIVE_UTIL": "UTIL",
                  "MINIMIZE_OCCUPIED_CONTAINERS": "occ", "DURING_AND_AFTER": "D&A",
                  "DOUBLE_DURING": "DD", "MOVED_DATA": "MOVED"}
@@ -163,6 +166,8 @@ def _options(rng: random.Random, arm: str, role: str, levels: int) -> dict[str, 
             options["magicScaling"] = False
         return options
     if arm == "avoidMovingSpec":
+        return {"_share": rng.choice([0.02, 0.05, 0.1])}
+    if arm == "movesInProgressSpec":  # a share of the objects already moving somewhere
         return {"_share": rng.choice([0.02, 0.05, 0.1])}
     if arm == "nonAcceptingSpec":
         return {"scope": rng.choices(LEVELS[:levels], (4, 1, 1)[:levels])[0],
@@ -549,6 +554,9 @@ class _Builder:
                                  else _significant(o["_allowance"] * total, 3))
         elif arm == "avoidMovingSpec":
             body["objects"] = self.sample(self.tasks, o["_share"])
+        elif arm == "movesInProgressSpec":
+            body["moves"] = [{"objName": task, "toContainer": self.pick(self.hosts, 1)[0]}
+                             for task in self.sample(self.tasks, o["_share"])]
         elif arm == "nonAcceptingSpec":
             items = self.items[o["scope"]]
             body["items"] = self.pick(items, min(o["_items"], len(items) - 1))

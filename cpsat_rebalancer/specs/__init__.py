@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (imported for registration)
     group_count,
     minimize_containers,
     minimize_movement,
+    moves_in_progress,
     non_accepting,
     to_free,
     util_increase_cost,

@@ -54,6 +54,8 @@ class Spec:
     enum_fields: ClassVar[dict[str, str]] = {}
     counts_moves: ClassVar[bool] = False  # a positive weight minimizes the objects moved
     nonnegative: ClassVar[bool] = True  # the goal value is never below 0
+    # its restrictions hold under every policy (a SOFT constraint usually only prices them)
+    restricts_when_soft: ClassVar[bool] = False
     name: str
 
     @classmethod
@@ -67,6 +69,12 @@ class Spec:
         integers) in its optimal solver's flavour to get the value the evaluator gives:
         where its local search and optimal solver value the spec differently."""
         return False
+
+    @classmethod
+    def wire_moves_in_flight(cls, body: dict) -> list[tuple[str, str]]:
+        """(object, container) names of the moves already in flight that ``body`` (in its
+        wire shape) declares; see ``moves_in_flight``."""
+        return []
 
     @classmethod
     def from_dict(cls, data: Any, path: str, problem: Problem, *, as_goal: bool) -> Spec:
@@ -100,6 +108,11 @@ class Spec:
     # -- structure --
     def restrictions(self, problem: Problem) -> Restrictions:
         return Restrictions()
+
+    def moves_in_flight(self) -> list[tuple[int, int]]:
+        """(object, destination) moves already under way: the solve starts with them done,
+        while every utilization definition counts from before them (``Problem.origin``)."""
+        return []
 
     def dimensions(self) -> frozenset[str]:
         """The object dimensions this spec reads: objects that differ only elsewhere are
@@ -342,7 +355,7 @@ def group_utils(ctx: EvalContext, scope: Scope, dim: str, groups: np.ndarray,
     level as ``EvalContext.util``."""
     values = ctx.problem.object_dims[dim]
     n = len(scope.items)
-    before = scope.container_item[ctx.initial]
+    before = scope.container_item[ctx.reference]
     after = scope.container_item[ctx.final]
 
     def total(items: np.ndarray, mask: np.ndarray) -> np.ndarray:
