@@ -45,6 +45,10 @@ CONSTRAINT_ARMS = (("capacitySpec", 5), ("toFreeSpec", 2), ("minimizeMovementSpe
 GROUP_ARMS = ("groupCountSpec", "colocateGroupsSpec")
 SPEC_ARMS += ("movesInProgressSpec",)
 CONSTRAINT_ARMS += (("movesInProgressSpec", 2),)
+SPEC_ARMS += ("capacityWithGroupPresenceSpec",)
+GOAL_ARMS += (("capacityWithGroupPresenceSpec", 1),)
+CONSTRAINT_ARMS += (("capacityWithGroupPresenceSpec", 2),)
+GROUP_ARMS += ("capacityWithGroupPresenceSpec",)
 POLICIES = ("DEFAULT", "HARD", "SOFT")
 BALANCE_FORMULAS = ("LINEAR", "SQUARES", "MAX", "IDEAL", "RELATIVE_UTIL_VARIANCE")
 BOUND_TYPES = ("RELATIVE", "ABSOLUTE", "RELATIVE_UTIL")
@@ -69,6 +73,7 @@ SHORT = {"balanceSpec": "bal", "utilIncreaseCostSpec": "uic", "capacitySpec": "c
          "groupCountSpec": "gcount", "colocateGroupsSpec": "coloc",
          "minimizeContainersSpec": "minc", "assignmentAffinitiesSpec": "aff"}
 SHORT["movesInProgressSpec"] = "inflight"
+SHORT["capacityWithGroupPresenceSpec"] = "presence"
 ABBREVIATIONS = {"RELATIVE_UTIL_VARIANCE": "ruv", "ABSOLUTE": "ABS", "RELATIVE_UTIL": "UTIL",
                  "MINIMIZE_OCCUPIED_CONTAINERS": "occ", "DURING_AND_AFTER": "D&A",
                  "DOUBLE_DURING": "DD", "MOVED_DATA": "MOVED"}
@@ -167,6 +172,18 @@ def _options(rng: random.Random, arm: str, role: str, levels: int) -> dict[str, 
         return options
     if arm == "avoidMovingSpec":
         return {"_share": rng.choice([0.02, 0.05, 0.1])}
+    if arm == "capacityWithGroupPresenceSpec":  # jobs count at least a share of an object
+        options = {"scope": _level(rng, levels), "dimension": _dimension(rng),
+                   "bound": rng.choices(["MAX", "MIN"], [4, 1])[0],
+                   "roundUpGroupUtilOnScopeItem": rng.random() < 0.3,
+                   "_presence": rng.choice([0.5, 1, 2]),
+                   "_fraction": rng.choice([0.8, 0.9, 1.0])}
+        if rng.random() < 0.3:
+            options["intent"] = "PER_GROUP_AND_SCOPE_ITEM"
+        if rng.random() < 0.2:
+            options["groupUtilMultipliers"] = [{"value": {"globalLimit": 1.25},
+                                                "target": rng.choice(["COMMON", "UTILIZATION"])}]
+        return options
     if arm == "movesInProgressSpec":  # a share of the objects already moving somewhere
         return {"_share": rng.choice([0.02, 0.05, 0.1])}
     if arm == "nonAcceptingSpec":
@@ -554,6 +571,15 @@ class _Builder:
                                  else _significant(o["_allowance"] * total, 3))
         elif arm == "avoidMovingSpec":
             body["objects"] = self.sample(self.tasks, o["_share"])
+        elif arm == "capacityWithGroupPresenceSpec":
+            body["partition"] = PARTITION
+            mean = float(self.size[o["dimension"]].mean())
+            body["groupToPresenceWeight"] = {"type": "ABSOLUTE", "globalLimit":
+                                             _significant(o["_presence"] * mean, 3)}
+            fraction = o["_fraction"] if o["bound"] == "MAX" else 0.05
+            if body.get("intent") == "PER_GROUP_AND_SCOPE_ITEM":
+                fraction /= 4  # a share of an item per job
+            body["scopeItemToLimit"] = {"type": "RELATIVE", "globalLimit": fraction}
         elif arm == "movesInProgressSpec":
             body["moves"] = [{"objName": task, "toContainer": self.pick(self.hosts, 1)[0]}
                              for task in self.sample(self.tasks, o["_share"])]

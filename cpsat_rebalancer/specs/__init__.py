@@ -6,6 +6,7 @@ from . import (  # noqa: F401  (imported for registration)
     avoid_moving,
     balance,
     capacity,
+    capacity_with_group_presence,
     colocate_groups,
     group_count,
     minimize_containers,

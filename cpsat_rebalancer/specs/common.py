@@ -366,3 +366,28 @@ def group_utils(ctx: EvalContext, scope: Scope, dim: str, groups: np.ndarray,
 
     everything = np.ones(len(values), dtype=bool)
     return total(after, everything), total(before, everything), total(after, after == before)
+
+
+def parse_group_filter(data: Any, path: str, groups: list[str]) -> np.ndarray:
+    """Mask of the partition groups a Filter of type GROUP keeps (whitelist exactly, or all
+    but the blacklist); the type defaults to GROUP here."""
+    mask = np.ones(len(groups), dtype=bool)
+    if data is None:
+        return mask
+    fields = Fields(data, path)
+    kind = fields.enum("type", "FilterType", "GROUP")
+    white, black = fields.raw("itemsWhitelist"), fields.raw("itemsBlacklist")
+    fields.done("Filter")
+    if kind != "GROUP":
+        raise InputError(fields.at("type"), "a group filter must have type GROUP", kind)
+    if white is not None and black is not None:
+        raise InputError(path, "both itemsWhitelist and itemsBlacklist are set; give one")
+    index = {g: k for k, g in enumerate(groups)}
+    for key, keep in (("itemsWhitelist", True), ("itemsBlacklist", False)):
+        if fields.raw(key) is not None:
+            mask[:] = not keep
+            for k, name in enumerate(fields.names(key)):
+                if name not in index:
+                    raise InputError(f"{fields.at(key)}[{k}]", "unknown group", name)
+                mask[index[name]] = keep
+    return mask
