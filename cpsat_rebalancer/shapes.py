@@ -49,6 +49,9 @@ SPEC_ARMS += ("capacityWithGroupPresenceSpec",)
 GOAL_ARMS += (("capacityWithGroupPresenceSpec", 1),)
 CONSTRAINT_ARMS += (("capacityWithGroupPresenceSpec", 2),)
 GROUP_ARMS += ("capacityWithGroupPresenceSpec",)
+SPEC_ARMS += ("disasterRecoveryCapacitySpec",)
+GOAL_ARMS += (("disasterRecoveryCapacitySpec", 1),)
+CONSTRAINT_ARMS += (("disasterRecoveryCapacitySpec", 1),)
 POLICIES = ("DEFAULT", "HARD", "SOFT")
 BALANCE_FORMULAS = ("LINEAR", "SQUARES", "MAX", "IDEAL", "RELATIVE_UTIL_VARIANCE")
 BOUND_TYPES = ("RELATIVE", "ABSOLUTE", "RELATIVE_UTIL")
@@ -74,6 +77,7 @@ SHORT = {"balanceSpec": "bal", "utilIncreaseCostSpec": "uic", "capacitySpec": "c
          "minimizeContainersSpec": "minc", "assignmentAffinitiesSpec": "aff"}
 SHORT["movesInProgressSpec"] = "inflight"
 SHORT["capacityWithGroupPresenceSpec"] = "presence"
+SHORT["disasterRecoveryCapacitySpec"] = "dr"
 ABBREVIATIONS = {"RELATIVE_UTIL_VARIANCE": "ruv", "ABSOLUTE": "ABS", "RELATIVE_UTIL": "UTIL",
                  "MINIMIZE_OCCUPIED_CONTAINERS": "occ", "DURING_AND_AFTER": "D&A",
                  "DOUBLE_DURING": "DD", "MOVED_DATA": "MOVED"}
@@ -172,6 +176,9 @@ def _options(rng: random.Random, arm: str, role: str, levels: int) -> dict[str, 
         return options
     if arm == "avoidMovingSpec":
         return {"_share": rng.choice([0.02, 0.05, 0.1])}
+    if arm == "disasterRecoveryCapacitySpec":  # a few primaries with 1-2 replicas each
+        return {"scope": LEVELS[levels - 1], "dimension": _dimension(rng),
+                "_primaries": rng.randint(2, 4), "_replicas": rng.randint(1, 2)}
     if arm == "capacityWithGroupPresenceSpec":  # jobs count at least a share of an object
         options = {"scope": _level(rng, levels), "dimension": _dimension(rng),
                    "bound": rng.choices(["MAX", "MIN"], [4, 1])[0],
@@ -571,6 +578,16 @@ class _Builder:
                                  else _significant(o["_allowance"] * total, 3))
         elif arm == "avoidMovingSpec":
             body["objects"] = self.sample(self.tasks, o["_share"])
+        elif arm == "disasterRecoveryCapacitySpec":
+            chosen = self.pick(self.tasks, o["_primaries"] * (1 + o["_replicas"]))
+            step = 1 + o["_replicas"]
+            body["primaryToSetOfSecondaryObjects"] = {
+                chosen[k]: chosen[k + 1:k + step] for k in range(0, len(chosen) - 1, step)}
+            items = self.items[o["scope"]]
+            if len(items) > 20:  # at most 10 failure domains: the model grows with their count
+                width = -(-len(items) // 10)
+                body["sharedDisasterGroups"] = [items[k:k + width]
+                                                for k in range(0, len(items), width)]
         elif arm == "capacityWithGroupPresenceSpec":
             body["partition"] = PARTITION
             mean = float(self.size[o["dimension"]].mean())

@@ -255,3 +255,24 @@ def test_an_aggregation_scope_must_nest_in_the_main_one() -> None:
     with pytest.raises(InputError, match="aggregationScope"):
         parse_scenario(data)
     np.testing.assert_equal(len(data["scopes"]), 2)
+
+
+@pytest.mark.peer
+@pytest.mark.skipif(PEER is None, reason="no Python 3.12 interpreter with the rebalancer wheel")
+def test_enum_names_reach_the_wheel_as_its_integers() -> None:
+    """The reference example with its nested enums written as names, and multipliers with
+    named targets: the bridge converts them, and the wheel's values equal ours."""
+    data = doc_example()
+    data["goals"] = [{"spec": {ARM: {
+        **data["constraints"][0]["spec"][ARM], "bound": "MAX",
+        "groupUtilMultipliers": [{"value": {"type": "ABSOLUTE", "globalLimit": 1.2},
+                                  "target": "COMMON"}],
+        "multiplierList": [{"type": "ABSOLUTE", "globalLimit": 2}],
+        "groupFilter": {"type": "GROUP", "itemsBlacklist": ["job1"]},
+        "scopeItemFilter": {"type": "SCOPE_ITEM", "itemsWhitelist": ["host0"]}}}}]
+    scenario = parse_scenario(data)
+    ours = evaluate(scenario.problem, scenario.model, scenario.problem.initial)
+    wheel = evaluate_with_wheel(data, peer_python=PEER)["initial"]
+    assert ours.goals[0].value == 1  # job0 alone: max(⌈1·1.2⌉, ⌈⌈0.6⌉·1.2⌉) − 1
+    assert close(ours.goals[0].value, wheel["goals"][0]["value"])
+    assert close(ours.constraints[0].violation, wheel["constraints"][0]["value"])

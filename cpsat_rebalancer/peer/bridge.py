@@ -90,11 +90,21 @@ NESTED_ENUMS: dict[str, str] = {
         ("limit", "limits", "contribution", "bundleConfig", "coefficients", "perGroupValues"),
         "LimitType",
     ),
+    **dict.fromkeys(("groupToPresenceWeight", "scopeItemToLimit", "groupToExtraAdditivePenalty"),
+                    "LimitType"),
+    **dict.fromkeys(("scopeItemFilter", "groupFilter"), "FilterType"),
     **dict.fromkeys(
         ("filter", "sourceFilter", "sourceScopeItemsAffectingLimitFilter",
          "destinationScopeItemsAffectingLimitFilter"),
         "FilterType",
     ),
+}
+
+
+# Keys whose value is a list of structs: the enum fields of each element.
+LIST_ENUMS: dict[str, dict[str, Any]] = {
+    "multiplierList": {"type": "LimitType"},
+    "groupUtilMultipliers": {"target": "GroupUtilMultiplierTarget", "value": {"type": "LimitType"}},
 }
 
 
@@ -150,8 +160,9 @@ def require_peer_python(explicit: str | None = None) -> str:
 # --------------------------------------------------------------------------- spec conversion
 
 
-def _convert(value: Any, enums: dict[str, str], path: str) -> Any:
-    """Copy ``value``, turning enum names (or checked integers) into the wheel's integers."""
+def _convert(value: Any, enums: dict[str, Any], path: str) -> Any:
+    """Copy ``value``, turning enum names (or checked integers) into the wheel's integers.
+    ``enums``: the enum of each field, or (a dict) the enum fields of a nested struct."""
     if isinstance(value, list):
         return [_convert(v, {}, f"{path}[{k}]") for k, v in enumerate(value)]
     if not isinstance(value, dict):
@@ -159,8 +170,13 @@ def _convert(value: Any, enums: dict[str, str], path: str) -> Any:
     out = {}
     for key, item in value.items():
         where = f"{path}.{key}"
-        if key in enums:
+        if key in enums and isinstance(enums[key], dict):
+            out[key] = _convert(item, enums[key], where)
+        elif key in enums:
             out[key] = enum_value(enums[key], parse_enum(enums[key], item, where))
+        elif key in LIST_ENUMS and isinstance(item, list):
+            out[key] = [_convert(v, LIST_ENUMS[key], f"{where}[{k}]")
+                        for k, v in enumerate(item)]
         elif key in NESTED_ENUMS and isinstance(item, dict):
             out[key] = _convert(item, {"type": NESTED_ENUMS[key]}, where)
         else:

@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (imported for registration)
     capacity,
     capacity_with_group_presence,
     colocate_groups,
+    disaster_recovery_capacity,
     group_count,
     minimize_containers,
     minimize_movement,
