@@ -87,8 +87,10 @@ def test_the_in_flight_move_is_made_and_nothing_else() -> None:
     result = solve_model(scenario.problem, scenario.model, OPTIONS)
     assert result.status == OPTIMAL
     assert result.assignment == {"host0": ["task0", "task1"], "host1": ["task2", "task3"]}
-    # the move is already under way: the solve adds none
+    # the move is already under way: the solve adds none; the initial assignment reported is
+    # the one given, as Rebalancer reports it
     assert result.moves.empty
+    assert result.to_dict()["initialAssignment"]["task2"] == "host0"
 
 
 @pytest.mark.parametrize(("definition", "task3"), [("AFTER", "host0"), ("DURING", "host1")])
