@@ -132,8 +132,8 @@ def test_compiled_objective_matches_the_evaluator(seed: int) -> None:
 @pytest.mark.skipif(PEER is None, reason="no Python 3.12 interpreter with the rebalancer wheel")
 @pytest.mark.parametrize("seed", range(40))
 def test_values_agree_with_the_wheel(seed: int) -> None:
-    """Goal values and constraint violations, at the start and after three random moves,
-    relative 1e-9."""
+    """Goal values and constraint violations, at the start and after three random moves, and
+    the start's tuple positions (soft terms under every policy), relative 1e-9."""
     data = random_disaster_scenario(seed, max_objects=7)
     scenario = parse_scenario(data)
     problem = scenario.problem
@@ -154,6 +154,10 @@ def test_values_agree_with_the_wheel(seed: int) -> None:
             if not close(mine, constraint["value"]):
                 problems.append(f"{label} constraint {constraint['index']}: {mine!r} vs "
                                 f"{constraint['value']!r}")
+    start = evaluate(problem, scenario.model, problem.initial)
+    for position, value in wheel["initial"].get("positions", {}).items():
+        if not close(start.positions.get(int(position), 0.0), value):
+            problems.append(f"start position {position}: {start.positions} vs {value!r}")
     assert not problems, f"seed {seed}:\n" + "\n".join(problems) + f"\n{data}"
 
 

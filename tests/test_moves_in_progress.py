@@ -219,7 +219,8 @@ def test_compiled_objective_matches_the_evaluator(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(40))
 def test_values_agree_with_the_wheel(seed: int) -> None:
     """Every goal value and constraint violation at the start and at a random assignment
-    that keeps the moving objects where they go, relative 1e-9."""
+    that keeps the moving objects where they go, and every tuple position's sum at the
+    start (weighted goals and soft terms), relative 1e-9."""
     data = with_moves_in_progress(random_scenario(seed), seed)
     scenario = parse_scenario(data)
     problem = scenario.problem
@@ -237,6 +238,12 @@ def test_values_agree_with_the_wheel(seed: int) -> None:
             if not np.isnan(constraint["value"]) and not close(mine, constraint["value"]):
                 problems.append(f"{label} constraint {constraint['index']}: {mine!r} vs "
                                 f"{constraint['value']!r}")
+    # the policies judge "initially broken" at the start: the start's bucket sums agree
+    start = evaluate(problem, scenario.model, problem.initial)
+    for position, value in wheel["initial"].get("positions", {}).items():
+        mine = start.positions.get(int(position), 0.0)
+        if not np.isnan(value) and not close(mine, value):
+            problems.append(f"start position {position}: {mine!r} vs {value!r}")
     assert not problems, f"seed {seed}:\n" + "\n".join(problems) + f"\n{data}"
 
 
