@@ -11,12 +11,15 @@ from .problem import OUT_OF_SCOPE, Problem, Scope
 
 
 class EvalContext:
-    """Utilizations of an (initial, final) assignment pair, computed once per (scope, dim)."""
+    """Utilizations of an (initial, final) assignment pair, computed once per (scope, dim).
+    ``initial`` is where the solve starts; the definitions count from ``reference``, which
+    differs only for objects whose move is already in flight (``Problem.origin``)."""
 
     def __init__(self, problem: Problem, initial: np.ndarray, final: np.ndarray):
         self.problem = problem
         self.initial = initial
         self.final = final
+        self.reference = initial if problem.origin is None else problem.origin
         self._base: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._at_initial: EvalContext | None = None
 
@@ -32,9 +35,9 @@ class EvalContext:
         key = (scope.name, dim)
         if key not in self._base:
             final_values = self.problem.values_at(dim, self.final)
-            initial_values = self.problem.values_at(dim, self.initial)
+            initial_values = self.problem.values_at(dim, self.reference)
             n = len(scope.items)
-            item_initial = scope.container_item[self.initial]
+            item_initial = scope.container_item[self.reference]
             item_final = scope.container_item[self.final]
 
             def total(items: np.ndarray, mask: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -70,8 +73,8 @@ class EvalContext:
     def out_of_scope_new(self, scope: Scope, dim: str) -> float:
         """Size of objects finally out of ``scope`` that were initially in it
         (docs/semantics.md#minimizemovement)."""
-        values = self.problem.values_at(dim, self.initial)
-        item_initial = scope.container_item[self.initial]
+        values = self.problem.values_at(dim, self.reference)
+        item_initial = scope.container_item[self.reference]
         item_final = scope.container_item[self.final]
         mask = (item_final == OUT_OF_SCOPE) & (item_initial != OUT_OF_SCOPE)
         return float(values[mask].sum())

@@ -36,6 +36,11 @@ ENUMS: dict[str, dict[str, int]] = {
         "MOVED_DATA": 8,
     },
     "CapacitySpecBound": {"MAX": 1, "MIN": 2},
+    "CapacityWithGroupPresenceBound": {"MAX": 1, "MIN": 2},
+    "CapacityWithGroupPresenceUsageIntent": {"PER_SCOPE_ITEM": 1, "PER_GROUP_AND_SCOPE_ITEM": 2},
+    "ContinuousPenaltyType": {"CONTINUOUS_UTILIZATION": 1,
+                              "NORMALIZED_CONTINUOUS_UTILIZATION": 2},
+    "GroupUtilMultiplierTarget": {"PRESENCE_WEIGHT": 1, "UTILIZATION": 2, "COMMON": 3},
     "GroupCountSpecDefinition": {"AFTER": 1, "DURING_AND_AFTER": 2, "DURING": 3, "STAYED": 4},
     "GroupCountSpecBound": {"MAX": 1, "MIN": 2, "EXACT": 3, "MULTIPLE": 4},
     "GroupCountSpecLimitRelativeTo": {

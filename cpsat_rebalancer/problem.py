@@ -6,7 +6,7 @@ back at the edges (results, CLI).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -65,11 +65,29 @@ class Problem:
     object_index: dict[str, int]
     containers: list[str]
     container_index: dict[str, int]
-    initial: np.ndarray  # container index per object
+    initial: np.ndarray  # container index per object: where the solve starts
     object_dims: dict[str, np.ndarray]  # dimension -> value per object (float, >= 0)
     scopes: dict[str, Scope]
     partitions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     dynamic_dims: dict[str, DynamicDimension] = field(default_factory=dict)
+    # where objects were before the moves already in flight (MovesInProgressSpec): the
+    # utilization definitions count from there, while the solve starts from ``initial``,
+    # which has those objects at their destinations already; None when nothing is in flight
+    origin: np.ndarray | None = None
+
+    @property
+    def reference(self) -> np.ndarray:
+        """The assignment INITIAL, STAYED (and so DURING, NEW, OLD, MOVED) count from
+        (docs/semantics.md#movesinprogress)."""
+        return self.initial if self.origin is None else self.origin
+
+    def with_moves_in_flight(self, moves: dict[int, int]) -> Problem:
+        """This problem with ``moves`` (object -> destination) already under way: the
+        solve starts with each object at its destination; metrics still count from here."""
+        start = self.initial.copy()
+        for obj, container in moves.items():
+            start[obj] = container
+        return replace(self, initial=start, origin=self.reference.copy())
 
     @property
     def count_dimension(self) -> str:

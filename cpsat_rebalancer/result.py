@@ -139,8 +139,9 @@ class SolveResult:
         solved = self.status == OPTIMAL
         return {
             "assignment": {o: problem.containers[c] for o, c in zip(problem.objects, self.final)},
+            # as given (as Rebalancer reports it): before any move already in flight
             "initialAssignment": {o: problem.containers[c]
-                                  for o, c in zip(problem.objects, problem.initial)},
+                                  for o, c in zip(problem.objects, problem.reference)},
             "initialObjective": objective_dict(initial, position=0),
             "finalObjective": objective_dict(final, position=0, solved=solved),
             "initialGlobalObjective": global_objective_dict(initial),

@@ -466,8 +466,24 @@ def parse_model(data: dict, problem: Problem) -> Model:
                                                                  f"{path}.tuplePosIfBroken"),
         ))
     restrictions = [(c.spec, c.spec.restrictions(problem)) for c in constraints
-                    if c.policy != "SOFT"]
+                    if c.policy != "SOFT" or c.spec.restricts_when_soft]
     return Model(goals, constraints, restrictions)
+
+
+def moves_in_flight(model: Model, problem: Problem) -> dict[int, int]:
+    """Objects whose move some constraint says is already under way, with their destination
+    (the first one named wins, as in Rebalancer); objects held where they are left out."""
+    moves: dict[int, int] = {}
+    for entry in model.constraints:
+        for obj, container in entry.spec.moves_in_flight():
+            moves.setdefault(obj, container)
+    moving = {obj: c for obj, c in moves.items() if c != problem.initial[obj]}
+    if moving and problem.dynamic_dims:
+        path = next(f"constraints[{k}].spec.{e.spec.arm}" for k, e in enumerate(model.constraints)
+                    if e.spec.moves_in_flight())
+        raise InputError(path, "moves in flight with dynamic object dimensions are not "
+                         "supported", sorted(problem.dynamic_dims))
+    return moving
 
 
 def parse_scenario(data: Any) -> Scenario:
@@ -486,6 +502,10 @@ def parse_scenario(data: Any) -> Scenario:
             raise InputError(key, "expected a string", data[key])
     problem = parse_problem(data)
     model = parse_model(data, problem)
+    in_flight = moves_in_flight(model, problem)
+    if in_flight:  # the solve starts with them done; specs are read against that start
+        problem = problem.with_moves_in_flight(in_flight)
+        model = parse_model(data, problem)
     options = SolverOptions.parse(data.get("solver"))
     return Scenario(problem, model, options)
 

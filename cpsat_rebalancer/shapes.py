@@ -34,19 +34,24 @@ SPEC_ARMS = ("balanceSpec", "utilIncreaseCostSpec", "capacitySpec", "toFreeSpec"
              "minimizeMovementSpec", "avoidMovingSpec", "nonAcceptingSpec",
              "avoidAssignmentsSpec", "groupCountSpec", "colocateGroupsSpec",
              "minimizeContainersSpec", "assignmentAffinitiesSpec", "maximizeAllocationSpec",
-             "groupDiversitySpec", "groupMoveLimitSpec", "exclusiveScopeItemsSpec")
+             "groupDiversitySpec", "groupMoveLimitSpec", "exclusiveScopeItemsSpec",
+             "movesInProgressSpec", "capacityWithGroupPresenceSpec",
+             "disasterRecoveryCapacitySpec")
 # (arm, relative weight of the draw)
 GOAL_ARMS = (("balanceSpec", 6), ("utilIncreaseCostSpec", 2), ("capacitySpec", 2),
              ("toFreeSpec", 2), ("minimizeMovementSpec", 1), ("groupCountSpec", 2),
              ("colocateGroupsSpec", 2), ("minimizeContainersSpec", 2),
              ("assignmentAffinitiesSpec", 2), ("maximizeAllocationSpec", 1),
-             ("groupDiversitySpec", 2), ("exclusiveScopeItemsSpec", 1))
+             ("groupDiversitySpec", 2), ("exclusiveScopeItemsSpec", 1),
+             ("capacityWithGroupPresenceSpec", 1), ("disasterRecoveryCapacitySpec", 1))
 CONSTRAINT_ARMS = (("capacitySpec", 5), ("toFreeSpec", 2), ("minimizeMovementSpec", 2),
                    ("avoidMovingSpec", 2), ("nonAcceptingSpec", 2), ("avoidAssignmentsSpec", 2),
                    ("groupCountSpec", 2), ("colocateGroupsSpec", 2), ("groupDiversitySpec", 2),
-                   ("groupMoveLimitSpec", 2), ("exclusiveScopeItemsSpec", 1))
+                   ("groupMoveLimitSpec", 2), ("exclusiveScopeItemsSpec", 1),
+                   ("movesInProgressSpec", 2), ("capacityWithGroupPresenceSpec", 2),
+                   ("disasterRecoveryCapacitySpec", 1))
 GROUP_ARMS = ("groupCountSpec", "colocateGroupsSpec", "groupDiversitySpec",
-              "groupMoveLimitSpec")
+              "groupMoveLimitSpec", "capacityWithGroupPresenceSpec")
 POLICIES = ("DEFAULT", "HARD", "SOFT")
 BALANCE_FORMULAS = ("LINEAR", "SQUARES", "MAX", "IDEAL", "RELATIVE_UTIL_VARIANCE")
 BOUND_TYPES = ("RELATIVE", "ABSOLUTE", "RELATIVE_UTIL")
@@ -71,7 +76,9 @@ SHORT = {"balanceSpec": "bal", "utilIncreaseCostSpec": "uic", "capacitySpec": "c
          "groupCountSpec": "gcount", "colocateGroupsSpec": "coloc",
          "minimizeContainersSpec": "minc", "assignmentAffinitiesSpec": "aff",
          "maximizeAllocationSpec": "fill", "groupDiversitySpec": "diverse",
-         "groupMoveLimitSpec": "jobmoves", "exclusiveScopeItemsSpec": "exclusive"}
+         "groupMoveLimitSpec": "jobmoves", "exclusiveScopeItemsSpec": "exclusive",
+         "movesInProgressSpec": "inflight", "capacityWithGroupPresenceSpec": "presence",
+         "disasterRecoveryCapacitySpec": "dr"}
 ABBREVIATIONS = {"RELATIVE_UTIL_VARIANCE": "ruv", "ABSOLUTE": "ABS", "RELATIVE_UTIL": "UTIL",
                  "MINIMIZE_OCCUPIED_CONTAINERS": "occ", "DURING_AND_AFTER": "D&A",
                  "DOUBLE_DURING": "DD", "MOVED_DATA": "MOVED"}
@@ -169,6 +176,23 @@ def _options(rng: random.Random, arm: str, role: str, levels: int) -> dict[str, 
             options["magicScaling"] = False
         return options
     if arm == "avoidMovingSpec":
+        return {"_share": rng.choice([0.02, 0.05, 0.1])}
+    if arm == "disasterRecoveryCapacitySpec":  # a few primaries with 1-2 replicas each
+        return {"scope": LEVELS[levels - 1], "dimension": _dimension(rng),
+                "_primaries": rng.randint(2, 4), "_replicas": rng.randint(1, 2)}
+    if arm == "capacityWithGroupPresenceSpec":  # jobs count at least a share of an object
+        options = {"scope": _level(rng, levels), "dimension": _dimension(rng),
+                   "bound": rng.choices(["MAX", "MIN"], [4, 1])[0],
+                   "roundUpGroupUtilOnScopeItem": rng.random() < 0.3,
+                   "_presence": rng.choice([0.5, 1, 2]),
+                   "_fraction": rng.choice([0.8, 0.9, 1.0])}
+        if rng.random() < 0.3:
+            options["intent"] = "PER_GROUP_AND_SCOPE_ITEM"
+        if rng.random() < 0.2:
+            options["groupUtilMultipliers"] = [{"value": {"globalLimit": 1.25},
+                                                "target": rng.choice(["COMMON", "UTILIZATION"])}]
+        return options
+    if arm == "movesInProgressSpec":  # a share of the objects already moving somewhere
         return {"_share": rng.choice([0.02, 0.05, 0.1])}
     if arm == "nonAcceptingSpec":
         return {"scope": rng.choices(LEVELS[:levels], (4, 1, 1)[:levels])[0],
@@ -574,6 +598,28 @@ class _Builder:
                                  else _significant(o["_allowance"] * total, 3))
         elif arm == "avoidMovingSpec":
             body["objects"] = self.sample(self.tasks, o["_share"])
+        elif arm == "disasterRecoveryCapacitySpec":
+            chosen = self.pick(self.tasks, o["_primaries"] * (1 + o["_replicas"]))
+            step = 1 + o["_replicas"]
+            body["primaryToSetOfSecondaryObjects"] = {
+                chosen[k]: chosen[k + 1:k + step] for k in range(0, len(chosen) - 1, step)}
+            items = self.items[o["scope"]]
+            if len(items) > 20:  # at most 10 failure domains: the model grows with their count
+                width = -(-len(items) // 10)
+                body["sharedDisasterGroups"] = [items[k:k + width]
+                                                for k in range(0, len(items), width)]
+        elif arm == "capacityWithGroupPresenceSpec":
+            body["partition"] = PARTITION
+            mean = float(self.size[o["dimension"]].mean())
+            body["groupToPresenceWeight"] = {"type": "ABSOLUTE", "globalLimit":
+                                             _significant(o["_presence"] * mean, 3)}
+            fraction = o["_fraction"] if o["bound"] == "MAX" else 0.05
+            if body.get("intent") == "PER_GROUP_AND_SCOPE_ITEM":
+                fraction /= 4  # a share of an item per job
+            body["scopeItemToLimit"] = {"type": "RELATIVE", "globalLimit": fraction}
+        elif arm == "movesInProgressSpec":
+            body["moves"] = [{"objName": task, "toContainer": self.pick(self.hosts, 1)[0]}
+                             for task in self.sample(self.tasks, o["_share"])]
         elif arm == "nonAcceptingSpec":
             items = self.items[o["scope"]]
             body["items"] = self.pick(items, min(o["_items"], len(items) - 1))

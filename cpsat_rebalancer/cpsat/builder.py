@@ -458,10 +458,7 @@ class CpBuilder(IntegerForms):
         if key not in self._utils:
             ints = self.scale(dim).values
             n_items = len(scope.items)
-            initial_item = scope.container_item[self.problem.initial]
-            initial_util = np.zeros(n_items, dtype=np.int64)
-            inside = initial_item != OUT_OF_SCOPE
-            np.add.at(initial_util, initial_item[inside], ints[inside])
+            initial_util = self._item_totals(scope, ints, self.problem.initial)
             item_of_var = scope.container_item[self.var_cont]
             coef = self.var_values(dim)
             order = np.argsort(item_of_var, kind="stable")
@@ -476,19 +473,57 @@ class CpBuilder(IntegerForms):
                 load = self.cp.new_int_var(0, total, f"load_{scope.name}{i}_{dim}")
                 self.cp.add(load == self._weighted(chosen, coef))
                 after.append(self.new_atom(load, 0, total, int(initial_util[i])))
-            self._utils[key] = (after, None, initial_util)
-        after, stays, initial_util = self._utils[key]
+            reference_util = self._item_totals(scope, ints, self.problem.reference)
+            self._utils[key] = (after, None, reference_util)
+        after, stays, reference_util = self._utils[key]
         if stayed and stays is None:
+            ints = self.scale(dim).values
             class_value = self._class_values(dim)
             by_item: list[list[tuple[object, int]]] = [[] for _ in range(len(scope.items))]
             for (k, group), (expr, _) in self.stay_counts(scope).items():
                 if group < len(scope.items) and class_value[k] != 0:
                     by_item[group].append((expr, int(class_value[k])))
-            stays = [self.new_atom(cp_model.LinearExpr.weighted_sum(
-                [e for e, _ in terms], [v for _, v in terms]) if terms else 0,
-                0, int(initial_util[i]), int(initial_util[i])) for i, terms in enumerate(by_item)]
-            self._utils[key] = (after, stays, initial_util)
+            start = self._item_totals(scope, ints, self.problem.initial)
+            offset = self._in_flight_stays(scope, ints)
+            stays = [self.new_atom((cp_model.LinearExpr.weighted_sum(
+                [e for e, _ in terms], [v for _, v in terms]) if terms else 0) - int(offset[i]),
+                0, int(start[i] - offset[i]), int(start[i] - offset[i]))
+                for i, terms in enumerate(by_item)]
+            self._utils[key] = (after, stays, reference_util)
         return self._utils[key]
+
+    @staticmethod
+    def _item_totals(scope: Scope, ints: np.ndarray, where: np.ndarray,
+                     members: np.ndarray | None = None) -> np.ndarray:
+        """Integer total per item of ``scope`` of the objects (``members``, default all) with
+        each object in ``where[o]``."""
+        chosen = np.arange(len(where)) if members is None else members
+        items = scope.container_item[where[chosen]]
+        totals = np.zeros(len(scope.items), dtype=np.int64)
+        inside = items != OUT_OF_SCOPE
+        np.add.at(totals, items[inside], ints[chosen][inside])
+        return totals
+
+    def _in_flight(self, members: np.ndarray | None = None) -> np.ndarray:
+        """Objects (among ``members``) whose move is already in flight (Problem.origin)."""
+        problem = self.problem
+        if problem.origin is None:
+            return np.zeros(0, dtype=np.int64)
+        moving = np.flatnonzero(problem.origin != problem.initial)
+        return moving if members is None else np.intersect1d(moving, members)
+
+    def _in_flight_stays(self, scope: Scope, ints: np.ndarray,
+                         members: np.ndarray | None = None) -> np.ndarray:
+        """Per item: the stay counts (kept from the start) count objects in flight to an item
+        other than their origin's as staying; STAYED, counted from the origin, does not.
+        Such objects are fixed at their destination, so the difference is a constant."""
+        moving = self._in_flight(members)
+        start = scope.container_item[self.problem.initial[moving]]
+        origin = scope.container_item[self.problem.reference[moving]]
+        left = (start != origin) & (start != OUT_OF_SCOPE)
+        offset = np.zeros(len(scope.items), dtype=np.int64)
+        np.add.at(offset, start[left], ints[moving][left])
+        return offset
 
     def _weighted(self, chosen: np.ndarray, coef: np.ndarray) -> object:
         if len(chosen) == 0:
@@ -512,10 +547,10 @@ class CpBuilder(IntegerForms):
         return result
 
     def initial_util(self, scope: Scope, dim: str) -> list[Fraction]:
-        """Exact initial utilization per item."""
-        _, _, initial = self._util_atoms(scope, dim, stayed=False)
+        """Exact utilization per item at the start (AFTER of the initial assignment)."""
+        start = self._item_totals(scope, self.scale(dim).values, self.problem.initial)
         unit = Fraction(1, self.scale(dim).factor)
-        return [int(v) * unit for v in initial]
+        return [int(v) * unit for v in start]
 
     def object_in_item(self, obj: int, scope: Scope, item: int) -> Lin:
         """1 when the (singleton-class) object ends in ``item`` of ``scope``."""
@@ -568,7 +603,13 @@ class CpBuilder(IntegerForms):
         stayed = (cp_model.LinearExpr.weighted_sum([e for e, _ in stays], [v for _, v in stays])
                   if stays else 0)
         total = int(self.scale(dim).values.sum())
-        atom = self.new_atom(arrived - stayed, -total, total, 0)
+        # objects in flight from inside the scope to outside it moved out for the origin
+        moving = self._in_flight()
+        start = scope.container_item[self.problem.initial[moving]]
+        origin = scope.container_item[self.problem.reference[moving]]
+        gone = int(self.scale(dim).values[moving][(start == OUT_OF_SCOPE)
+                                                  & (origin != OUT_OF_SCOPE)].sum())
+        atom = self.new_atom(arrived - stayed + gone, -total, total, gone)
         return Lin.atom(atom, Fraction(1, self.scale(dim).factor))
 
     def loads(self, scope: Scope, dim: str) -> list[object]:
@@ -618,10 +659,9 @@ class CpBuilder(IntegerForms):
             unit = Fraction(1, self.scale(dim).factor)
             n_items = len(scope.items)
             ints = self.scale(dim).values
-            initial = np.zeros(n_items, dtype=np.int64)
-            where = scope.container_item[self.problem.initial[members]]
-            inside = where != OUT_OF_SCOPE
-            np.add.at(initial, where[inside], ints[members][inside])
+            initial = self._item_totals(scope, ints, self.problem.initial, members)
+            reference = self._item_totals(scope, ints, self.problem.reference, members)
+            offset = self._in_flight_stays(scope, ints, members)
             after: list[list[tuple[object, int]]] = [[] for _ in range(n_items)]
             stayed: list[list[tuple[object, int]]] = [[] for _ in range(n_items)]
             valued = [k for k in classes if class_value[k] != 0]
@@ -641,19 +681,19 @@ class CpBuilder(IntegerForms):
                             stayed[item].append((stays[(k, item)][0], int(class_value[k])))
             total = int(ints[members].sum())
 
-            def atom(terms: list[tuple[object, int]], hi: int, start: int) -> Lin:
+            def atom(terms: list[tuple[object, int]], hi: int, start: int, less: int = 0) -> Lin:
                 if not terms:
                     return Lin()
                 expr = cp_model.LinearExpr.weighted_sum([e for e, _ in terms],
                                                         [c for _, c in terms])
-                return Lin.atom(self.new_atom(expr, 0, hi, start), unit)
+                return Lin.atom(self.new_atom(expr - less, 0, hi, start), unit)
 
             result = []
             for i in range(n_items):
-                start = int(initial[i])
+                start, less = int(initial[i]), int(offset[i])
                 a = atom(after[i], total, start)
-                s = atom(stayed[i], start, start)
-                init = Lin(const=start * unit)
+                s = atom(stayed[i], start - less, start - less, less)
+                init = Lin(const=int(reference[i]) * unit)
                 result.append({"AFTER": a, "INITIAL": init, "STAYED": s,
                                "DURING": a + init - s}[metric])
             self._group_utils[key] = result

@@ -335,7 +335,11 @@ class IntegerForms:
             # domains it is given, and forms built on the atom are sized by its bounds
             domain = self.cp.proto.variables[atom.expr.index].domain
             if len(domain) == 2 and (domain[0] < atom.lo or domain[1] > atom.hi):
-                domain[0], domain[1] = max(domain[0], atom.lo), min(domain[1], atom.hi)
+                lo, hi = max(domain[0], atom.lo), min(domain[1], atom.hi)
+                # an empty range (the rule contradicts a fixed variable) is left to the rule
+                # itself, which makes the model infeasible; an empty domain is invalid
+                if lo <= hi:
+                    domain[0], domain[1] = lo, hi
 
     def as_atom(self, lin: Lin) -> Lin:
         """The same form over a single atom (a new variable when it spans several), so that a

@@ -90,11 +90,21 @@ NESTED_ENUMS: dict[str, str] = {
         ("limit", "limits", "contribution", "bundleConfig", "coefficients", "perGroupValues"),
         "LimitType",
     ),
+    **dict.fromkeys(("groupToPresenceWeight", "scopeItemToLimit", "groupToExtraAdditivePenalty"),
+                    "LimitType"),
+    **dict.fromkeys(("scopeItemFilter", "groupFilter"), "FilterType"),
     **dict.fromkeys(
         ("filter", "sourceFilter", "sourceScopeItemsAffectingLimitFilter",
          "destinationScopeItemsAffectingLimitFilter"),
         "FilterType",
     ),
+}
+
+
+# Keys whose value is a list of structs: the enum fields of each element.
+LIST_ENUMS: dict[str, dict[str, Any]] = {
+    "multiplierList": {"type": "LimitType"},
+    "groupUtilMultipliers": {"target": "GroupUtilMultiplierTarget", "value": {"type": "LimitType"}},
 }
 
 
@@ -150,8 +160,9 @@ def require_peer_python(explicit: str | None = None) -> str:
 # --------------------------------------------------------------------------- spec conversion
 
 
-def _convert(value: Any, enums: dict[str, str], path: str) -> Any:
-    """Copy ``value``, turning enum names (or checked integers) into the wheel's integers."""
+def _convert(value: Any, enums: dict[str, Any], path: str) -> Any:
+    """Copy ``value``, turning enum names (or checked integers) into the wheel's integers.
+    ``enums``: the enum of each field, or (a dict) the enum fields of a nested struct."""
     if isinstance(value, list):
         return [_convert(v, {}, f"{path}[{k}]") for k, v in enumerate(value)]
     if not isinstance(value, dict):
@@ -159,8 +170,13 @@ def _convert(value: Any, enums: dict[str, str], path: str) -> Any:
     out = {}
     for key, item in value.items():
         where = f"{path}.{key}"
-        if key in enums:
+        if key in enums and isinstance(enums[key], dict):
+            out[key] = _convert(item, enums[key], where)
+        elif key in enums:
             out[key] = enum_value(enums[key], parse_enum(enums[key], item, where))
+        elif key in LIST_ENUMS and isinstance(item, list):
+            out[key] = [_convert(v, LIST_ENUMS[key], f"{where}[{k}]")
+                        for k, v in enumerate(item)]
         elif key in NESTED_ENUMS and isinstance(item, dict):
             out[key] = _convert(item, {"type": NESTED_ENUMS[key]}, where)
         else:
@@ -237,6 +253,9 @@ class _Scenario:
     policy: int | None
     defaults: dict
     last_position: int
+    # where the wheel starts: the initial assignment with the moves already in flight made
+    # (the first destination named wins); the definitions still count from ``initial``
+    start: dict[str, str]
 
     @property
     def container_name(self) -> str:
@@ -313,7 +332,15 @@ def normalise_scenario(scenario: dict) -> _Scenario:
             entry.get("invalidState"), pos, DEFAULT if effective is None else effective,
             default_pos if single or pos is None else int(pos)))
     last = max([g.position for g in goals] + [c.position for c in constraints] + [0])
-    return _Scenario(base, containers, initial, goals, constraints, steps, policy, defaults, last)
+    in_flight: dict[str, str] = {}
+    for c in constraints:
+        spec_type = REGISTRY.get(c.arm)
+        for obj, container in (spec_type.wire_moves_in_flight(c.spec[c.arm])
+                               if spec_type else []):
+            in_flight.setdefault(obj, container)
+    start = {obj: in_flight.get(obj, container) for obj, container in initial.items()}
+    return _Scenario(base, containers, initial, goals, constraints, steps, policy, defaults, last,
+                     start)
 
 
 # --------------------------------------------------------------------------- runs
@@ -413,7 +440,7 @@ def _substitute(sc: _Scenario, c: _Constraint) -> _Substitute:
         # N - #stayed == number of listed objects finally outside their initial container.
         objects = dict.fromkeys(body.get("objects", []))
         assignments = [{"object": o, "scopeItems": [x for x in sc.containers
-                                                    if x != sc.initial[o]]} for o in objects]
+                                                    if x != sc.start[o]]} for o in objects]
         spec = {"name": tag, "scope": sc.container_name, "assignments": assignments}
         return _Substitute("substitute:avoidAssignmentsSpec",
                            [{"avoidAssignmentsSpec": spec}], [], {}, {})
@@ -422,7 +449,7 @@ def _substitute(sc: _Scenario, c: _Constraint) -> _Substitute:
         scope = body.get("scope") or sc.container_name
         items = body.get("items", [])
         assignments = []
-        for obj, container in sc.initial.items():
+        for obj, container in sc.start.items():
             others = [i for i in items if i != sc.item(scope, container)]
             if others:
                 assignments.append({"object": obj, "scopeItems": others})
@@ -602,14 +629,14 @@ def evaluate_with_wheel(
     """
     python = require_peer_python(peer_python)
     sc = normalise_scenario(scenario)
-    where = sc.initial if final_assignment is None else _final_map(sc, final_assignment)
-    moves = {o: (sc.initial[o], c) for o, c in where.items() if c != sc.initial[o]}
+    where = sc.start if final_assignment is None else _final_map(sc, final_assignment)
+    moves = {o: (sc.start[o], c) for o, c in where.items() if c != sc.start[o]}
     any_mip = any(g.mip for g in sc.goals)
     subs = {c.index: _substitute(sc, c) for c in sc.constraints if _blocks(sc, c, moves)}
 
     runs = [_initial_run(sc)]
     if any_mip:
-        runs.append(_mip_run(sc, sc.initial))
+        runs.append(_mip_run(sc, sc.start))
     if moves:
         runs.append(_forced_run(sc, moves, subs))
         if any_mip:
@@ -619,7 +646,7 @@ def evaluate_with_wheel(
     seconds = time.perf_counter() - start
 
     first = results.pop(0)
-    if first["assignment"] != sc.initial:
+    if first["assignment"] != sc.start:
         raise PeerError("the wheel moved objects in a run meant to make no move")
     sums, entries = _objectives(first["initialGlobalObjective"])
     mip_entries = _objectives(results.pop(0)["initialGlobalObjective"])[1] if any_mip else {}

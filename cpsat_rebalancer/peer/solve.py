@@ -172,7 +172,7 @@ def solve_with_wheel(
     answer: dict[str, Any] = {
         "solver": solver,
         "assignment": assignment,
-        "moves": sum(1 for obj, c in sc.initial.items() if where.get(obj, c) != c),
+        "moves": sum(1 for obj, c in sc.start.items() if where.get(obj, c) != c),
         "positions": _positions(result.get("finalGlobalObjective")),
         "initialPositions": _positions(result.get("initialGlobalObjective")),
         "goals": [{"index": g.index, "name": g.name,

@@ -100,6 +100,9 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
     With ``guards`` (a list to fill), every hard rule and restriction holds only under a
     literal of its own, recorded as (literal, spec name, what), to explain infeasibility."""
     fixed, non_accepting = model.fixed_objects, model.non_accepting
+    # the accelerators count moves and stays from the start, which moves in flight part
+    # from where the definitions count (Problem.origin)
+    accelerate = accelerate and problem.origin is None
     aggregate = aggregate and classes_may_span_containers(model)
     named = named_objects(model) | fixed
     # objects differing only in dimensions no spec reads share a class

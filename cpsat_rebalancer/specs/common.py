@@ -54,6 +54,8 @@ class Spec:
     enum_fields: ClassVar[dict[str, str]] = {}
     counts_moves: ClassVar[bool] = False  # a positive weight minimizes the objects moved
     nonnegative: ClassVar[bool] = True  # the goal value is never below 0
+    # its restrictions hold under every policy (a SOFT constraint usually only prices them)
+    restricts_when_soft: ClassVar[bool] = False
     name: str
 
     @classmethod
@@ -67,6 +69,12 @@ class Spec:
         integers) in its optimal solver's flavour to get the value the evaluator gives:
         where its local search and optimal solver value the spec differently."""
         return False
+
+    @classmethod
+    def wire_moves_in_flight(cls, body: dict) -> list[tuple[str, str]]:
+        """(object, container) names of the moves already in flight that ``body`` (in its
+        wire shape) declares; see ``moves_in_flight``."""
+        return []
 
     @classmethod
     def from_dict(cls, data: Any, path: str, problem: Problem, *, as_goal: bool) -> Spec:
@@ -100,6 +108,11 @@ class Spec:
     # -- structure --
     def restrictions(self, problem: Problem) -> Restrictions:
         return Restrictions()
+
+    def moves_in_flight(self) -> list[tuple[int, int]]:
+        """(object, destination) moves already under way: the solve starts with them done,
+        while every utilization definition counts from before them (``Problem.origin``)."""
+        return []
 
     def dimensions(self) -> frozenset[str]:
         """The object dimensions this spec reads: objects that differ only elsewhere are
@@ -345,7 +358,7 @@ def group_utils(ctx: EvalContext, scope: Scope, dim: str, groups: np.ndarray,
     level as ``EvalContext.util``."""
     values = ctx.problem.object_dims[dim]
     n = len(scope.items)
-    before = scope.container_item[ctx.initial]
+    before = scope.container_item[ctx.reference]
     after = scope.container_item[ctx.final]
 
     def total(items: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -356,3 +369,28 @@ def group_utils(ctx: EvalContext, scope: Scope, dim: str, groups: np.ndarray,
 
     everything = np.ones(len(values), dtype=bool)
     return total(after, everything), total(before, everything), total(after, after == before)
+
+
+def parse_group_filter(data: Any, path: str, groups: list[str]) -> np.ndarray:
+    """Mask of the partition groups a Filter of type GROUP keeps (whitelist exactly, or all
+    but the blacklist); the type defaults to GROUP here."""
+    mask = np.ones(len(groups), dtype=bool)
+    if data is None:
+        return mask
+    fields = Fields(data, path)
+    kind = fields.enum("type", "FilterType", "GROUP")
+    white, black = fields.raw("itemsWhitelist"), fields.raw("itemsBlacklist")
+    fields.done("Filter")
+    if kind != "GROUP":
+        raise InputError(fields.at("type"), "a group filter must have type GROUP", kind)
+    if white is not None and black is not None:
+        raise InputError(path, "both itemsWhitelist and itemsBlacklist are set; give one")
+    index = {g: k for k, g in enumerate(groups)}
+    for key, keep in (("itemsWhitelist", True), ("itemsBlacklist", False)):
+        if fields.raw(key) is not None:
+            mask[:] = not keep
+            for k, name in enumerate(fields.names(key)):
+                if name not in index:
+                    raise InputError(f"{fields.at(key)}[{k}]", "unknown group", name)
+                mask[index[name]] = keep
+    return mask

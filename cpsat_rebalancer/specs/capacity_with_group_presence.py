@@ -1,0 +1,349 @@
+"""CapacityWithGroupPresenceSpec: a capacity on each scope item (or each group in it) where
+every group present counts at least its presence weight, optionally rounded up and scaled
+by multipliers (docs/semantics.md#capacitywithgrouppresence). Goal or constraint.
+
+Per (aggregation item a, aggregation group j) with AFTER utilization u of j in a, the
+contribution is max(P(a, j)·step(u), F(a, j, u)), P the presence weight and F the
+utilization, each through its multipliers (and ceil after each, when rounding). Expressions:
+Σ contributions − limit (MAX) or limit − Σ (MIN), per main item or per (main item, group),
+not normalized. The value is the optimal solver's: no local-search continuous penalty."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..context import EvalContext, positive
+from ..cpsat.builder import CpBuilder
+from ..cpsat.forms import INT_LIMIT, Info
+from ..cpsat.linear import Lin, lin_sum, to_fraction
+from ..errors import InputError
+from ..fields import Fields, check_list
+from ..primitives import TOLERANCE
+from ..problem import OUT_OF_SCOPE, Problem, Scope
+from .common import (
+    GoalForm,
+    GroupLimit,
+    Spec,
+    group_of,
+    group_utils,
+    parse_filter,
+    parse_group_filter,
+    register,
+    resolve_dimension,
+    resolve_partition,
+    resolve_scope,
+    spec_name,
+)
+
+SIDES = {"PRESENCE_WEIGHT": "presence", "UTILIZATION": "utilization"}  # COMMON: both
+
+
+def ceil_tolerant(values: np.ndarray) -> np.ndarray:
+    """Rebalancer's ceil: a value within 1e-10 of an integer is that integer."""
+    nearest = np.round(values)
+    return np.where(np.abs(values - nearest) <= TOLERANCE, nearest, np.ceil(values))
+
+
+def ceil_fraction(value: Fraction) -> int:
+    return -((-value.numerator) // value.denominator)
+
+
+def nested(outer: np.ndarray, members: list[np.ndarray], path: str, what: str,
+           names: list[str]) -> np.ndarray:
+    """For each inner unit (members: its elements), the one outer unit its elements lie in
+    (-1: none); an inner unit spread over two outer ones is an error naming it."""
+    result = np.full(len(members), -1, dtype=np.int64)
+    for k, elements in enumerate(members):
+        found = set(outer[elements].tolist()) - {OUT_OF_SCOPE}
+        if len(found) > 1:
+            raise InputError(path, f"{what} {names[k]} is not inside one {what} of the main "
+                             "one", names[k])
+        if found and (outer[elements] == OUT_OF_SCOPE).any():
+            raise InputError(path, f"{what} {names[k]} is only partly inside the main one",
+                             names[k])
+        if found:
+            result[k] = found.pop()
+    return result
+
+
+@register
+@dataclass(frozen=True, eq=False)
+class CapacityWithGroupPresenceSpec(Spec):
+    arm = "capacityWithGroupPresenceSpec"
+    enum_fields = {"bound": "CapacityWithGroupPresenceBound",
+                   "intent": "CapacityWithGroupPresenceUsageIntent",
+                   "continuousPenaltyType": "ContinuousPenaltyType"}
+
+    name: str
+    scope: Scope  # the main scope: limits and the filter are on its items
+    aggregation_scope: Scope  # where contributions are computed (nested in ``scope``)
+    dimension: str
+    bound: str  # MAX or MIN
+    per_group: bool  # intent PER_GROUP_AND_SCOPE_ITEM
+    round_up: bool
+    groups: list[np.ndarray]  # members of each aggregation group counted (in a kept group)
+    main_of_group: np.ndarray  # kept main group (index into main_groups) of each
+    main_groups: list[str]  # kept main groups, in partition order
+    main_of_item: np.ndarray  # main item of each aggregation item (-1: none kept)
+    presence: np.ndarray  # weight per (aggregation group, aggregation item)
+    multipliers: dict[str, list[np.ndarray]]  # per side, in order, (group, item) values
+    infos_at: list[tuple[int, int]]  # (main item, kept main group or -1) per expression
+    limits: list[tuple[float, float]]  # (limit as given, capacity or 1) per expression
+
+    @classmethod
+    def wheel_evaluates_as_mip(cls, body: dict) -> bool:
+        """Local search adds a continuous penalty to the goal; the optimal solver does not."""
+        return True
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str, problem: Problem, *,
+                  as_goal: bool) -> CapacityWithGroupPresenceSpec:
+        f = Fields(data, path)
+        name = spec_name(f, cls.arm)
+        scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
+        aggregation_name = f.raw("aggregationScope")
+        aggregation_scope = (scope if aggregation_name is None else
+                             resolve_scope(problem, f.text("aggregationScope"),
+                                           f.at("aggregationScope")))
+        partition_name = f.text("partition")
+        main = resolve_partition(problem, partition_name, f.at("partition"))
+        aggregation_partition = f.raw("aggregationPartition")
+        fine = (main if aggregation_partition is None else
+                resolve_partition(problem, f.text("aggregationPartition"),
+                                  f.at("aggregationPartition")))
+        dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"))
+        bound = cls.enum(f, "bound", "MAX")
+        per_group = cls.enum(f, "intent", "PER_SCOPE_ITEM") == "PER_GROUP_AND_SCOPE_ITEM"
+        cls.enum(f, "continuousPenaltyType", "NORMALIZED_CONTINUOUS_UTILIZATION")
+        round_up = f.flag("roundUpGroupUtilOnScopeItem", True)
+        if not per_group and aggregation_partition is not None and \
+                f.text("aggregationPartition") != partition_name:
+            raise InputError(f.at("aggregationPartition"), "must equal partition under "
+                             "intent PER_SCOPE_ITEM", f.text("aggregationPartition"))
+        fine_names = list(fine)
+        main_names = list(main)
+        keep_main = parse_group_filter(f.raw("groupFilter"), f.at("groupFilter"), main_names)
+        keep_items = parse_filter(f.raw("scopeItemFilter"), f.at("scopeItemFilter"), scope)
+        # the main group of each aggregation group, and the main item of each aggregation item
+        main_index = group_of(problem, [main[g] for g in main_names])
+        fine_members = [np.asarray(fine[g], dtype=np.int64) for g in fine_names]
+        main_of_fine = nested(main_index, fine_members, f.at("aggregationPartition"),
+                              "group", fine_names)
+        item_members = aggregation_scope.members()
+        main_of_agg = nested(scope.container_item, item_members,
+                             f.at("aggregationScope"), "item", aggregation_scope.items)
+        kept_main = [g for g in range(len(main_names)) if keep_main[g]]
+        renumber = {g: k for k, g in enumerate(kept_main)}
+        counted = [j for j in range(len(fine_names))
+                   if main_of_fine[j] in renumber and len(fine_members[j])]
+        main_of_item = np.where((main_of_agg >= 0) & keep_items[np.maximum(main_of_agg, 0)],
+                                main_of_agg, -1)
+
+        def table(limit: GroupLimit) -> np.ndarray:
+            return np.asarray([[limit.resolve(a, fine_names[j])
+                                for a in range(len(aggregation_scope.items))]
+                               for j in counted], dtype=float).reshape(
+                                   len(counted), len(aggregation_scope.items))
+
+        fine_groups = {g: fine[g] for g in fine_names}
+        presence_limit = GroupLimit.parse(f.raw("groupToPresenceWeight"),
+                                          f.at("groupToPresenceWeight"), aggregation_scope,
+                                          fine_groups, "ABSOLUTE")
+        if presence_limit.kind != "ABSOLUTE":
+            raise InputError(f.at("groupToPresenceWeight"), "the presence weight must be an "
+                             "ABSOLUTE limit", presence_limit.kind)
+        presence = table(presence_limit)
+        if (presence < 0).any() or np.isinf(presence).any():
+            raise InputError(f.at("groupToPresenceWeight"), "presence weights must be finite "
+                             "and not negative")
+        GroupLimit.parse(f.raw("groupToExtraAdditivePenalty"),
+                         f.at("groupToExtraAdditivePenalty"), aggregation_scope, fine_groups,
+                         "ABSOLUTE", 0.0)  # local search's continuous penalty only
+        multipliers: dict[str, list[np.ndarray]] = {"presence": [], "utilization": []}
+        common: list[np.ndarray] = []
+        detailed = check_list(f.raw("groupUtilMultipliers") or [],
+                              f.at("groupUtilMultipliers"))
+        legacy = check_list(f.raw("multiplierList") or [], f.at("multiplierList"))
+
+        def multiplier(value: Any, where: str) -> np.ndarray:
+            values = table(GroupLimit.parse(value, where, aggregation_scope, fine_groups,
+                                            "ABSOLUTE"))
+            if (values < 0).any() or np.isinf(values).any():
+                raise InputError(where, "multipliers must be finite and not negative")
+            return values
+
+        if detailed:
+            for k, entry in enumerate(detailed):
+                m = Fields(entry, f"{f.at('groupUtilMultipliers')}[{k}]")
+                values = multiplier(m.raw("value"), m.at("value"))
+                target = m.enum("target", "GroupUtilMultiplierTarget", "COMMON")
+                m.done("GroupUtilMultiplier")
+                (common if target == "COMMON" else multipliers[SIDES[target]]).append(values)
+        else:
+            common = [multiplier(value, f"{f.at('multiplierList')}[{k}]")
+                      for k, value in enumerate(legacy)]
+        for side in multipliers.values():
+            side.extend(common)
+        capacity = GroupLimit.parse(f.raw("scopeItemToLimit"), f.at("scopeItemToLimit"),
+                                    scope, main, "RELATIVE")
+        f.done(cls.arm)
+        if not per_group and (capacity.groups or capacity.item_groups):
+            raise InputError(f.at("scopeItemToLimit"), "group limits need intent "
+                             "PER_GROUP_AND_SCOPE_ITEM")
+        caps = scope.capacity(dimension)
+        infos_at, limits = [], []
+        for item in np.flatnonzero(keep_items):
+            for group in (range(len(kept_main)) if per_group else [-1]):
+                limit = (capacity.resolve(int(item), main_names[kept_main[group]])
+                         if per_group else capacity.items.get(int(item),
+                                                              capacity.global_limit))
+                if math.isinf(limit):
+                    if bound == "MIN":
+                        raise InputError(f.at("scopeItemToLimit"), "an unbounded lower "
+                                         "limit can never be met")
+                    continue
+                infos_at.append((int(item), group))
+                limits.append((float(limit), float(caps[item])
+                               if capacity.kind == "RELATIVE" else 1.0))
+        return cls(name, scope, aggregation_scope, dimension, bound, per_group, round_up,
+                   [fine_members[j] for j in counted],
+                   np.asarray([renumber[int(main_of_fine[j])] for j in counted],
+                              dtype=np.int64),
+                   [main_names[g] for g in kept_main], main_of_item, presence, multipliers,
+                   infos_at, limits)
+
+    def reads_initial(self) -> bool:
+        return False
+
+    def info_labels(self, problem: Problem) -> list[str]:
+        return [self.scope.items[i] + ("" if g < 0 else f" {self.main_groups[g]}")
+                for i, g in self.infos_at]
+
+    # ---------- evaluation ----------
+    def _side(self, base: np.ndarray, side: str) -> np.ndarray:
+        value = ceil_tolerant(base) if self.round_up else base
+        zero = np.zeros(base.shape, dtype=bool)
+        for m in self.multipliers[side]:
+            zero |= np.abs(m) <= TOLERANCE
+            value = value * m
+            if self.round_up:
+                value = ceil_tolerant(value)
+        return np.where(zero, 0.0, value)
+
+    def contributions(self, ctx: EvalContext) -> np.ndarray:
+        """Contribution per (aggregation group, aggregation item)."""
+        index = group_of(ctx.problem, self.groups)
+        after, _, _ = group_utils(ctx, self.aggregation_scope, self.dimension, index,
+                                  len(self.groups))
+        present = (after > TOLERANCE).astype(float)
+        return np.maximum(self._side(self.presence * present, "presence"),
+                          self._side(after, "utilization"))
+
+    def infos(self, ctx: EvalContext) -> np.ndarray:
+        c = self.contributions(ctx)
+        values = []
+        for (item, group), (limit, cap) in zip(self.infos_at, self.limits):
+            rows = np.ones(len(self.groups), bool) if group < 0 else self.main_of_group == group
+            util = float(c[np.ix_(rows, self.main_of_item == item)].sum())
+            values.append(util - limit * cap if self.bound == "MAX" else limit * cap - util)
+        return np.asarray(values, dtype=float)
+
+    def evaluate(self, ctx: EvalContext) -> float:
+        return float(positive(self.infos(ctx)).sum())
+
+    # ---------- compilation ----------
+    def _ceil_times(self, b: CpBuilder, expr: object, lo: int, hi: int, initial: int | None,
+                    factor: Fraction) -> tuple[object, int, int, int | None]:
+        """ceil(expr·factor) as an integer variable (expr integer, factor > 0 rational)."""
+        p, q = factor.numerator, factor.denominator
+        low, high = ceil_fraction(lo * factor), ceil_fraction(hi * factor)
+        if max(abs(p * lo), abs(p * hi), abs(q * low), abs(q * high)) + q >= INT_LIMIT:
+            raise InputError(self.name, "a rounded-up group utilization is too large to model "
+                             "in CP-SAT's 64-bit integers", float(hi * factor))
+        z = b.cp.new_int_var(low, high, "ceil")
+        b.cp.add(q * z >= p * expr)
+        b.cp.add(q * z <= p * expr + q - 1)
+        start = None if initial is None else ceil_fraction(initial * factor)
+        return z, low, high, start
+
+    def _contribution(self, b: CpBuilder, util: Lin, j: int, a: int) -> Lin:
+        """max(P·step(u), F(u)) for group j in item a, exactly."""
+        presence = to_fraction(float(self.presence[j, a]))
+        if self.round_up:
+            presence = Fraction(ceil_fraction(presence))
+        for m in self.multipliers["presence"]:
+            value = to_fraction(float(m[j, a]))
+            presence = Fraction(0) if abs(value) <= TOLERANCE else presence * value
+            if self.round_up:
+                presence = Fraction(ceil_fraction(presence))
+        form = b.integerize(util)
+        try:
+            initial = int(b.initial_value(util) * form.factor)
+        except ValueError:
+            initial = None
+        zero = any(abs(float(m[j, a])) <= TOLERANCE for m in self.multipliers["utilization"])
+        if zero:
+            side = Lin()
+        elif not self.round_up:
+            side = util
+            for m in self.multipliers["utilization"]:
+                side = side * to_fraction(float(m[j, a]))
+        else:
+            expr, lo, hi, start = self._ceil_times(b, form.expr, form.lo, form.hi, initial,
+                                                   1 / form.factor)
+            for m in self.multipliers["utilization"]:
+                expr, lo, hi, start = self._ceil_times(b, expr, lo, hi, start,
+                                                       to_fraction(float(m[j, a])))
+            side = Lin.atom(b.new_atom(expr, lo, hi, start))
+        if presence == 0 or form.hi <= 0:
+            return side
+        present = b.cp.new_bool_var("present")
+        b.cp.add(form.expr >= 1).only_enforce_if(present)
+        b.cp.add(form.expr <= 0).only_enforce_if(present.Not())
+        step = Lin.atom(b.new_atom(present, 0, 1, None if initial is None
+                                   else int(initial >= 1)), presence)
+        if side.is_constant:  # the utilization side is 0
+            return step
+        return self._exact_max(b, step, side)
+
+    @staticmethod
+    def _exact_max(b: CpBuilder, first: Lin, second: Lin) -> Lin:
+        forms = b.integerize_all([first, second])
+        lo, hi = max(f.lo for f in forms), max(f.hi for f in forms)
+        t = b.cp.new_int_var(lo, hi, "contribution")
+        b.cp.add_max_equality(t, [b.variable(f.expr, f.lo, f.hi, "side") for f in forms])
+        try:
+            start = max(round(b.initial_value(x) * forms[0].factor) for x in (first, second))
+        except ValueError:
+            start = None
+        return Lin.atom(b.new_atom(t, lo, hi, start), 1 / forms[0].factor)
+
+    def _info_forms(self, b: CpBuilder) -> list[Info]:
+        by_pair: dict[tuple[int, int], Lin] = {}
+        for j, members in enumerate(self.groups):
+            utils = b.group_util(self.aggregation_scope, self.dimension, "AFTER", members)
+            for a in np.flatnonzero(self.main_of_item >= 0):
+                if not utils[a].is_constant:
+                    by_pair[(j, int(a))] = self._contribution(b, utils[a], j, int(a))
+        forms = []
+        for (item, group), (limit, cap) in zip(self.infos_at, self.limits):
+            util = lin_sum(c for (j, a), c in by_pair.items()
+                           if self.main_of_item[a] == item
+                           and (group < 0 or self.main_of_group[j] == group))
+            threshold = to_fraction(limit) * to_fraction(cap)
+            forms.append(Info(util - threshold if self.bound == "MAX"
+                              else Lin(const=threshold) - util))
+        return forms
+
+    def compile_infos(self, b: CpBuilder) -> list[Info]:
+        return self._info_forms(b)
+
+    def compile_goal(self, b: CpBuilder) -> GoalForm:
+        return GoalForm(lin_sum(b.positive_part(info.expr, what=self.name)
+                                for info in self._info_forms(b)))
+

@@ -1,0 +1,278 @@
+"""CapacityWithGroupPresenceSpec (docs/semantics.md#capacitywithgrouppresence): presence
+weights, rounding, multipliers, aggregation scope and partition, both intents and bounds,
+filters; as goal and constraint under every policy."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_agreement import allowed_random_final
+from test_bruteforce import check_against_enumeration
+from test_parity import PEER, close
+
+from cpsat_rebalancer import evaluate, parse_scenario
+from cpsat_rebalancer.errors import InputError
+from cpsat_rebalancer.peer import evaluate_with_wheel
+from cpsat_rebalancer.result import OPTIMAL
+from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.check import compiled_values
+from cpsat_rebalancer.solve.pipeline import solve_model
+
+CATALOG = Path(__file__).parents[1] / "scenarios" / "catalog"
+OPTIONS = SolverOptions(workers=1, seed=0)
+ARM = "capacityWithGroupPresenceSpec"
+
+
+def random_presence_scenario(seed: int, max_objects: int = 5) -> dict:
+    """A tiny scenario with one CapacityWithGroupPresenceSpec, every option drawn (nested
+    enums as the wheel's integers, which both sides accept), as a goal or a constraint under
+    a random policy, and sometimes a movement goal after it."""
+    rng = random.Random(seed)
+    n, m = rng.randint(2, max_objects), rng.randint(2, 3)
+    objects, hosts = [f"t{o}" for o in range(n)], [f"h{c}" for c in range(m)]
+    assignment = {h: [] for h in hosts}
+    for o in objects:
+        assignment[rng.choice(hosts)].append(o)
+    racks = {h: f"r{k % 2}" for k, h in enumerate(hosts)}
+    jobs: dict[str, list[str]] = {}
+    for o in objects:
+        if rng.random() < 0.9:
+            jobs.setdefault(f"j{rng.randint(0, 2)}", []).append(o)
+    jobs = jobs or {"j0": objects[:1]}
+    fine = {f"{j}_{k}": [o for i, o in enumerate(members) if i % 2 == k]
+            for j, members in jobs.items() for k in range(2 if len(members) > 1 else 1)}
+    intent = rng.choice([1, 2])
+    main_scope = rng.choice(["host", "rack"])
+    items = hosts if main_scope == "host" else sorted(set(racks.values()))
+    spec: dict = {"scope": main_scope, "partition": "job", "dimension": "load",
+                  "bound": rng.choice([1, 1, 2]), "intent": intent}
+    if main_scope == "rack" and rng.random() < 0.6:
+        spec["aggregationScope"] = "host"
+    agg_items = hosts if spec.get("aggregationScope") == "host" or main_scope == "host" \
+        else items
+    finer = intent == 2 and rng.random() < 0.5
+    groups = list(fine) if finer else list(jobs)
+    if finer:
+        spec["aggregationPartition"] = "sub"
+    presence: dict = {"type": 1, "globalLimit": rng.choice([0, 0.5, 1, 1.5, 3])}
+    if rng.random() < 0.4:
+        presence["groupLimits"] = {g: rng.choice([0, 1, 2.5]) for g in rng.sample(groups, 1)}
+    if rng.random() < 0.3:
+        presence["scopeItemToGroupLimits"] = {rng.choice(agg_items): {rng.choice(groups): 2}}
+    if rng.random() < 0.8:
+        spec["groupToPresenceWeight"] = presence
+    kind = rng.choice([1, 2])
+    limit: dict = {"type": kind, "globalLimit": rng.choice([0.5, 1, 2, 3])
+                   if kind == 1 else rng.choice([0.25, 0.5, 1])}
+    if rng.random() < 0.3:
+        limit["scopeItemLimits"] = {rng.choice(items): rng.choice([0, 1, 4])}
+    if intent == 2 and rng.random() < 0.3:
+        limit["groupLimits"] = {rng.choice(list(jobs)): rng.choice([0.5, 2])}
+    if spec["bound"] == 1 and rng.random() < 0.15:
+        limit = {"type": kind, "isDefaultLimitUnbounded": True,
+                 "scopeItemLimits": {items[0]: 1}}
+    spec["scopeItemToLimit"] = limit
+    if rng.random() < 0.3:
+        spec["roundUpGroupUtilOnScopeItem"] = False
+    if rng.random() < 0.4:
+        spec["groupUtilMultipliers"] = [
+            {"value": {"type": 1, "globalLimit": rng.choice([0, 0.5, 1.2, 2, 4])},
+             "target": rng.choice([1, 2, 3])} for _ in range(rng.randint(1, 2))]
+    elif rng.random() < 0.2:
+        spec["multiplierList"] = [{"type": 1, "globalLimit": rng.choice([1.5, 3])}]
+    if rng.random() < 0.25:
+        spec["scopeItemFilter"] = {"type": 1, "itemsWhitelist": [rng.choice(items)]}
+    if rng.random() < 0.25:
+        spec["groupFilter"] = {"type": 2, "itemsBlacklist": [rng.choice(list(jobs))]}
+    if rng.random() < 0.1:
+        spec["continuousPenaltyType"] = 1
+        spec["groupToExtraAdditivePenalty"] = {"type": 1, "globalLimit": 0.5}
+    data = {
+        "objectName": "task", "containerName": "host", "assignment": assignment,
+        "objectDimensions": {"load": {o: rng.choice([0, 0.2, 0.5, 1, 1.5, 2]) for o in objects}},
+        "containerDimensions": {"load": {h: rng.choice([1, 2, 4]) for h in hosts}},
+        "scopes": {"rack": racks},
+        "scopeDimensions": {"rack": {"load": {r: rng.choice([2, 4]) for r in set(racks.values())}}},
+        "partitions": {"job": jobs, "sub": fine},
+        "goals": [], "constraints": [],
+    }
+    if rng.random() < 0.5:
+        data["goals"].append({"spec": {ARM: spec}, "weight": rng.choice([1, 2])})
+    else:
+        data["constraints"].append({"spec": {ARM: spec},
+                                    "policy": rng.choice(["DEFAULT", "HARD", "SOFT"]),
+                                    "invalidCost": rng.choice([1, 100]),
+                                    "invalidState": rng.choice([0, 10])})
+    if rng.random() < 0.5 or not data["goals"]:
+        data["goals"].append({"spec": {"minimizeMovementSpec": {}}, "tuplePos": 1})
+    return data
+
+
+def doc_example() -> dict:
+    return json.loads((CATALOG / "capacity_with_group_presence.json").read_text())
+
+
+# ---------------------------------------------------------------- semantics
+
+
+def test_the_reference_example_puts_the_two_jobs_on_separate_hosts() -> None:
+    """Both jobs start on host0: utilization 2 (one per present job), limit 1; the optimum
+    gives job1 a host of its own and keeps job0 together."""
+    scenario = parse_scenario(doc_example())
+    start = evaluate(scenario.problem, scenario.model, scenario.problem.initial)
+    assert start.constraints[0].violation == 1.0
+    result = solve_model(scenario.problem, scenario.model, OPTIONS)
+    assert result.status == OPTIMAL
+    final = result.to_dict()["assignment"]
+    assert final["t0"] == final["t1"] == final["t2"] != final["t3"]
+    assert result.final_evaluation.constraints[0].violation == 0
+    assert len(result.moves) == 1  # only job1's task moves
+
+
+def test_options_equal_the_wheels_numbers() -> None:
+    """The reference example's start (four tasks of load 0.2 on host0 of capacity 2; job0
+    three tasks, job1 one) scored as goals; the wheel's optimal-solver values (HiGHS,
+    skipMipSolveForTesting): default 1, no rounding 1, MIN limit 3 → 7 (1 + 3 + 3), per
+    group limit 0.5 → 1, multipliers COMMON 1.2 and UTILIZATION 4 → 9 (each job
+    max(ceil(ceil(1)·1.2), ceil(ceil(ceil(0.6)·4)·1.2)) = 5), RELATIVE 0.5 → 1, a zero
+    presence multiplier → 1, an unbounded limit → 0."""
+    data = doc_example()
+    base = data["constraints"][0]["spec"][ARM]
+    variants = {
+        "default": {}, "no rounding": {"roundUpGroupUtilOnScopeItem": False},
+        "min": {"bound": "MIN", "scopeItemToLimit": {"type": "ABSOLUTE", "globalLimit": 3}},
+        "per group": {"intent": "PER_GROUP_AND_SCOPE_ITEM",
+                      "scopeItemToLimit": {"type": "ABSOLUTE", "globalLimit": 0.5}},
+        "multipliers": {"groupUtilMultipliers": [
+            {"value": {"type": "ABSOLUTE", "globalLimit": 1.2}, "target": "COMMON"},
+            {"value": {"type": "ABSOLUTE", "globalLimit": 4.0}, "target": "UTILIZATION"}]},
+        "relative": {"scopeItemToLimit": {"type": "RELATIVE", "globalLimit": 0.5}},
+        "zero": {"groupUtilMultipliers": [{"value": {"globalLimit": 0},
+                                           "target": "PRESENCE_WEIGHT"}]},
+        "unbounded": {"scopeItemToLimit": {"isDefaultLimitUnbounded": True}},
+    }
+    data["containerDimensions"] = {"load": {"host0": 2, "host1": 2, "host2": 2}}
+    data["constraints"] = []
+    data["goals"] = [{"spec": {ARM: {**base, **v, "name": k}}} for k, v in variants.items()]
+    scenario = parse_scenario(data)
+    values = [g.value for g in evaluate(scenario.problem, scenario.model,
+                                        scenario.problem.initial).goals]
+    assert values == [1, 1, 7, 1, 9, 1, 1, 0]
+
+
+# ---------------------------------------------------------------- exactness
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_optimum_matches_enumeration(seed: int) -> None:
+    check_against_enumeration(random_presence_scenario(seed), seed)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_compiled_objective_matches_the_evaluator(seed: int) -> None:
+    scenario = parse_scenario(random_presence_scenario(seed, max_objects=7))
+    final = allowed_random_final(scenario, random.Random(seed))
+    if final is None:
+        pytest.skip("no feasible random assignment for this scenario")
+    values, canonical = compiled_values(scenario.problem, scenario.model, final)
+    evaluation = evaluate(scenario.problem, scenario.model, canonical)
+    for position, (compiled, error) in values.items():
+        exact = evaluation.positions.get(position, 0.0)
+        assert compiled == pytest.approx(exact, abs=error + 1e-9 * max(1.0, abs(exact))), (
+            f"seed {seed} position {position}")
+
+
+# ---------------------------------------------------------------- parity with the wheel
+
+
+@pytest.mark.peer
+@pytest.mark.skipif(PEER is None, reason="no Python 3.12 interpreter with the rebalancer wheel")
+@pytest.mark.parametrize("seed", range(40))
+def test_values_agree_with_the_wheel(seed: int) -> None:
+    """Goal values (the optimal solver's flavour) and constraint violations, at the start and
+    after three random moves, relative 1e-9."""
+    data = random_presence_scenario(seed, max_objects=7)
+    scenario = parse_scenario(data)
+    problem = scenario.problem
+    rng = random.Random(seed)
+    final = problem.initial.copy()
+    for obj in rng.sample(range(problem.num_objects), min(3, problem.num_objects)):
+        final[obj] = rng.randrange(problem.num_containers)
+    wheel = evaluate_with_wheel(data, problem.assignment_dict(final), peer_python=PEER)
+    problems = []
+    for label, where in (("initial", problem.initial), ("final", final)):
+        ours = evaluate(problem, scenario.model, where)
+        for goal in wheel[label]["goals"]:
+            mine = ours.goals[goal["index"]].value
+            if not close(mine, goal["value"]):
+                problems.append(f"{label} goal {goal['index']}: {mine!r} vs {goal['value']!r}")
+        for constraint in wheel[label]["constraints"]:
+            mine = ours.constraints[constraint["index"]].violation
+            if not close(mine, constraint["value"]):
+                problems.append(f"{label} constraint {constraint['index']}: {mine!r} vs "
+                                f"{constraint['value']!r}")
+    assert not problems, f"seed {seed}:\n" + "\n".join(problems) + f"\n{data}"
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"partition": "nope"}, "partition"),
+    ({"dimension": ""}, "dimension"),
+    ({"groupToPresenceWeight": {"type": "RELATIVE"}}, "groupToPresenceWeight"),
+    ({"groupToPresenceWeight": {"globalLimit": -1}}, "groupToPresenceWeight"),
+    ({"scopeItemToLimit": {"groupLimits": {"job0": 1}}}, "scopeItemToLimit"),
+    ({"bound": "MIN", "scopeItemToLimit": {"isDefaultLimitUnbounded": True}},
+     "scopeItemToLimit"),
+    ({"intent": "SIDEWAYS"}, "intent"),
+    ({"aggregationPartition": "fine"}, "aggregationPartition"),
+    ({"groupFilter": {"type": "SCOPE_ITEM", "itemsWhitelist": ["job0"]}}, "groupFilter.type"),
+    ({"groupFilter": {"itemsWhitelist": ["nope"]}}, r"groupFilter.itemsWhitelist\[0\]"),
+    ({"groupUtilMultipliers": [{"value": {"globalLimit": 2}, "target": "BOTH"}]},
+     r"groupUtilMultipliers\[0\].target"),
+    ({"multiplierList": [{"globalLimit": -2}]}, r"multiplierList\[0\]"),
+    ({"aggregationScope": "nope"}, "aggregationScope"),
+    ({"extra": 1}, "extra"),
+])
+def test_bad_fields_are_named(change: dict, field: str) -> None:
+    data = doc_example()
+    data["partitions"]["fine"] = {"f0": ["t0", "t3"], "f1": ["t1", "t2"]}
+    data["constraints"][0]["spec"][ARM].update(change)
+    with pytest.raises(InputError, match=field):
+        parse_scenario(data)
+
+
+def test_an_aggregation_scope_must_nest_in_the_main_one() -> None:
+    data = doc_example()
+    data["scopes"] = {"pair": {"host0": "p0", "host1": "p0", "host2": "p1"},
+                      "other": {"host0": "q0", "host1": "q1", "host2": "q1"}}
+    data["constraints"][0]["spec"][ARM].update(scope="pair", aggregationScope="other")
+    with pytest.raises(InputError, match="aggregationScope"):
+        parse_scenario(data)
+    np.testing.assert_equal(len(data["scopes"]), 2)
+
+
+@pytest.mark.peer
+@pytest.mark.skipif(PEER is None, reason="no Python 3.12 interpreter with the rebalancer wheel")
+def test_enum_names_reach_the_wheel_as_its_integers() -> None:
+    """The reference example with its nested enums written as names, and multipliers with
+    named targets: the bridge converts them, and the wheel's values equal ours."""
+    data = doc_example()
+    data["goals"] = [{"spec": {ARM: {
+        **data["constraints"][0]["spec"][ARM], "bound": "MAX",
+        "groupUtilMultipliers": [{"value": {"type": "ABSOLUTE", "globalLimit": 1.2},
+                                  "target": "COMMON"}],
+        "multiplierList": [{"type": "ABSOLUTE", "globalLimit": 2}],
+        "groupFilter": {"type": "GROUP", "itemsBlacklist": ["job1"]},
+        "scopeItemFilter": {"type": "SCOPE_ITEM", "itemsWhitelist": ["host0"]}}}}]
+    scenario = parse_scenario(data)
+    ours = evaluate(scenario.problem, scenario.model, scenario.problem.initial)
+    wheel = evaluate_with_wheel(data, peer_python=PEER)["initial"]
+    assert ours.goals[0].value == 1  # job0 alone: max(⌈1·1.2⌉, ⌈⌈0.6⌉·1.2⌉) − 1
+    assert close(ours.goals[0].value, wheel["goals"][0]["value"])
+    assert close(ours.constraints[0].violation, wheel["constraints"][0]["value"])
