@@ -46,6 +46,7 @@ ENUMS: dict[str, dict[str, int]] = {
     "ColocateGroupsSpecBound": {"MAX": 1, "MIN": 2},
     "MinimizeContainerSpecFormula": {"LEGACY": 1, "NEW": 2},
     "ConstraintPolicy": {"DEFAULT": 1, "HARD": 2, "SOFT": 3},
+    "UtilizationBoundType": {"UPPER": 1, "LOWER": 2},
 }
 
 

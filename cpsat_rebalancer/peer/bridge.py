@@ -97,6 +97,11 @@ NESTED_ENUMS: dict[str, str] = {
     ),
 }
 
+# Nested structs with enum fields of their own: key -> {field: enum}.
+NESTED_STRUCT_ENUMS: dict[str, dict[str, str]] = {
+    "groupUtilizationBound": {"boundType": "UtilizationBoundType"},
+}
+
 
 class PeerUnavailable(RuntimeError):
     """No interpreter with the ``rebalancer`` wheel was found; the message says how to add one."""
@@ -163,6 +168,8 @@ def _convert(value: Any, enums: dict[str, str], path: str) -> Any:
             out[key] = enum_value(enums[key], parse_enum(enums[key], item, where))
         elif key in NESTED_ENUMS and isinstance(item, dict):
             out[key] = _convert(item, {"type": NESTED_ENUMS[key]}, where)
+        elif key in NESTED_STRUCT_ENUMS and isinstance(item, dict):
+            out[key] = _convert(item, NESTED_STRUCT_ENUMS[key], where)
         else:
             out[key] = _convert(item, {}, where)
     return out

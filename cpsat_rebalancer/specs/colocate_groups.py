@@ -28,7 +28,6 @@ from .common import (
     GoalForm,
     GroupLimit,
     Spec,
-    group_of,
     group_utils,
     parse_filter,
     register,
@@ -62,7 +61,6 @@ class ColocateGroupsSpec(Spec):
     dimension: str
     groups: list[str]  # groups with a finite limit, in partition order
     members: list[np.ndarray]
-    group_of: np.ndarray  # index into groups per object (-1: in none of them)
     limits: np.ndarray  # L_g per listed group
     group_weights: np.ndarray  # W_g per listed group
     items: np.ndarray  # filtered items
@@ -127,15 +125,13 @@ class ColocateGroupsSpec(Spec):
             members.append(objs)
             limits.append(value)
             weights.append(weight)
-        return cls(name, scope, dimension, groups, members, group_of(problem, members),
-                   np.asarray(limits, dtype=float),
+        return cls(name, scope, dimension, groups, members, np.asarray(limits, dtype=float),
                    np.asarray(weights, dtype=float), items, item_weight[items], minimum, squares)
 
     # ---------- evaluation ----------
     def _excess(self, ctx: EvalContext) -> np.ndarray:
         """Y_g: X_g, or max(0, X_g)^1.1 with squares."""
-        after, _, _ = group_utils(ctx, self.scope, self.dimension, self.group_of,
-                                  len(self.groups))
+        after, _, _ = group_utils(ctx, self.scope, self.dimension, self.members)
         x = step(after[:, self.items]) @ self.item_weights - self.limits
         x = -x if self.minimum else x
         return np.maximum(x, 0.0) ** POWER if self.squares else x

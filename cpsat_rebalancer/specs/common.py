@@ -327,29 +327,25 @@ class GroupLimit:
         return value if value != self.global_limit else self.of_group(group)
 
 
-def group_of(problem: Problem, groups: list[np.ndarray]) -> np.ndarray:
-    """Index of each object's group among ``groups`` (-1: in none of them)."""
-    result = np.full(problem.num_objects, -1, dtype=np.int64)
-    for g, members in enumerate(groups):
-        result[members] = g
-    return result
-
-
-def group_utils(ctx: EvalContext, scope: Scope, dim: str, groups: np.ndarray,
-                count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """AFTER, INITIAL and STAYED utilization of each of ``count`` groups (``groups``: group
-    index per object, -1 for none) per item of ``scope``: arrays (group, item), at scope-item
-    level as ``EvalContext.util``."""
-    values = ctx.problem.object_dims[dim]
+def group_utils(ctx: EvalContext, scope: Scope, dim: str,
+                members: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """AFTER, INITIAL and STAYED utilization of each group (``members``: object indices per
+    group) per item of ``scope``: arrays (group, item), at scope-item level as
+    ``EvalContext.util``. Groups may overlap: an object in two groups counts in both, as in
+    Rebalancer (docs/semantics.md#partitions)."""
+    objects = np.concatenate([np.asarray(m, dtype=np.int64) for m in members]) if members \
+        else np.zeros(0, dtype=np.int64)
+    groups = np.repeat(np.arange(len(members)), [len(m) for m in members])
+    values = ctx.problem.object_dims[dim][objects]
     n = len(scope.items)
-    before = scope.container_item[ctx.initial]
-    after = scope.container_item[ctx.final]
+    before = scope.container_item[ctx.initial[objects]]
+    after = scope.container_item[ctx.final[objects]]
 
     def total(items: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        mask = mask & (items != OUT_OF_SCOPE) & (groups >= 0)
+        mask = mask & (items != OUT_OF_SCOPE)
         flat = np.bincount(groups[mask] * n + items[mask], weights=values[mask],
-                           minlength=count * n)
-        return flat.astype(float).reshape(count, n)
+                           minlength=len(members) * n)
+        return flat.astype(float).reshape(len(members), n)
 
-    everything = np.ones(len(values), dtype=bool)
+    everything = np.ones(len(objects), dtype=bool)
     return total(after, everything), total(before, everything), total(after, after == before)
