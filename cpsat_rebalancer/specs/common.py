@@ -206,7 +206,8 @@ def parse_filter(data: Any, path: str, scope: Scope) -> np.ndarray:
     kind = fields.enum("type", "FilterType", "SCOPE_ITEM")
     fields.done("Filter")
     if kind != "SCOPE_ITEM":
-        raise InputError(fields.at("type"), "only SCOPE_ITEM filters are supported", kind)
+        raise InputError(fields.at("type"), "this spec takes SCOPE_ITEM filters only, as in "
+                         "Rebalancer, which rejects a GROUP filter here", kind)
     if white is not None and black is not None:
         raise InputError(path, "both itemsWhitelist and itemsBlacklist are set; give one")
     for key, keep in (("itemsWhitelist", True), ("itemsBlacklist", False)):

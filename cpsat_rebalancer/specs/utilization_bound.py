@@ -179,6 +179,7 @@ class UtilizationBound:
         """min(u, L) or max(u, step(u)·L), exactly (not only bounding it)."""
         if self.upper:
             return u - b.exact_max([u - limit, Lin()], what="utilization bound")
-        if limit <= 0:
-            return u
-        return b.exact_max([u, b.step(u) * limit], what="utilization bound")
+        if limit <= 0 or u.is_constant:
+            return u if limit <= 0 else Lin(const=max(u.const, limit if u.const > 0 else 0))
+        present = Lin.atom(b.new_atom(b.gate(u), 0, 1))  # exactly u > 0, from both sides
+        return b.exact_max([u, present * limit], what="utilization bound")

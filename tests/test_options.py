@@ -1,0 +1,263 @@
+"""Options of existing specs that Rebalancer accepts and we used to refuse
+(docs/semantics.md#partitions, #utilization-bound, #filter-types): partitions whose groups
+overlap, Capacity ``utilizationBound``, and what a GROUP filter does on these specs.
+
+Hand-computed values against the wheel's numbers, the optimum against enumeration on random
+tiny scenarios with the options drawn, and (with the wheel) parity on random scenarios.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from randomized import random_scenario
+from test_bruteforce import check_against_enumeration
+from test_group_specs import random_final, requires_peer, wheel_mismatches
+
+from cpsat_rebalancer import InputError, evaluate, parse_scenario
+from cpsat_rebalancer.peer import PeerError, evaluate_with_wheel, find_peer_python
+
+PEER = find_peer_python()
+
+# Hosts h0 (cpu 10), h1 (5), h2 (8); group g = {a, b, c}, k = {d, e}; f is in no group.
+# Initially h0: a b d f (cpu 11: g 4, k 4, f 3), h1: c e (cpu 2: g 1, k 1), h2 empty.
+BASE = {
+    "objectName": "task", "containerName": "host",
+    "assignment": {"h0": ["a", "b", "d", "f"], "h1": ["c", "e"], "h2": []},
+    "objectDimensions": {"cpu": {"a": 2, "b": 2, "c": 1, "d": 4, "e": 1, "f": 3}},
+    "containerDimensions": {"cpu": {"h0": 10, "h1": 5, "h2": 8}},
+    "partitions": {"p": {"g": ["a", "b", "c"], "k": ["d", "e"]}},
+}
+NORM = 3 / 23  # Capacity's 1 / average capacity
+
+
+def capacity(bound: dict | None = None, **fields: Any) -> dict:
+    """A Capacity of cpu on hosts with limit 0 (its value is NORM times the utilization)."""
+    spec = {"scope": "host", "dimension": "cpu", "limit": {"type": "ABSOLUTE", "globalLimit": 0},
+            **fields}
+    if bound is not None:
+        spec["utilizationBound"] = {"groupUtilizationBound": {"partitionName": "p", **bound}}
+    return {"capacitySpec": spec}
+
+
+def goal_value(spec: dict, data: dict | None = None) -> float:
+    parsed = parse_scenario({**(data or BASE), "goals": [{"spec": spec}]})
+    return evaluate(parsed.problem, parsed.model, parsed.problem.initial).goals[0].value
+
+
+# --------------------------------------------------------------------------- utilizationBound
+
+@pytest.mark.parametrize("bound, utilization", [
+    (None, 13),  # no bound: 11 + 2
+    # perGroupValues merges onto its default {ABSOLUTE, isDefaultLimitUnbounded: true}: a
+    # globalLimit alone changes nothing
+    ({"perGroupValues": {"globalLimit": 3}}, 13),
+    # a finite default bounds every group and drops objects in no group (f):
+    # h0 min(4,3) + min(4,3), h1 1 + 1
+    ({"perGroupValues": {"globalLimit": 3, "isDefaultLimitUnbounded": False}}, 8),
+    ({"perGroupValues": {"globalLimit": 3, "isDefaultLimitUnbounded": False,
+                         "groupLimits": {"g": 1}}}, 6),  # h0 1 + 3, h1 1 + 1
+    # unbounded default: only g is bounded, the rest counts in full (h0 1 + 4 + 3, h1 2)
+    ({"perGroupValues": {"groupLimits": {"g": 1}}}, 10),
+    ({"perGroupValues": {"scopeItemToGroupLimits": {"h0": {"g": 1}}}}, 10),
+    # an item limit is that item's default: h0 min(4,2) + min(4,2) without f, h1 2
+    ({"perGroupValues": {"scopeItemLimits": {"h0": 2}}}, 6),
+    # the limit type is not read: RELATIVE gives the ABSOLUTE values
+    ({"perGroupValues": {"type": "RELATIVE", "globalLimit": 3,
+                         "isDefaultLimitUnbounded": False}}, 8),
+    # LOWER: a present group counts at least its bound (h0 5 + 5, h1 5 + 5; f dropped)
+    ({"boundType": "LOWER", "perGroupValues": {"globalLimit": 5,
+                                                "isDefaultLimitUnbounded": False}}, 20),
+    # LOWER with a default of 0 bounds only k: h0 6 + 4 + 3, h1 6 + 1
+    ({"boundType": "LOWER", "perGroupValues": {"globalLimit": 0, "isDefaultLimitUnbounded": False,
+                                                "groupLimits": {"k": 6}}}, 20),
+])
+def test_utilization_bound_values(bound: dict | None, utilization: float) -> None:
+    """The wheel's values (rebalancer 1.0.4, initialGlobalObjective of a weight-1 goal):
+    1.6956521739130435 (13), 1.0434782608695652 (8), 0.7826086956521738 (6),
+    1.3043478260869565 (10), 2.608695652173913 (20)."""
+    assert goal_value(capacity(bound)) == pytest.approx(NORM * utilization, rel=1e-12)
+
+
+def test_utilization_bound_aggregation_scope() -> None:
+    """With scope rack and aggregationScope host, a group's utilization of a rack is the
+    sum over its hosts, then bounded (for AFTER the rack's own; definitions that read STAYED
+    judge staying per host)."""
+    data = {**BASE, "scopes": {"rack": {"h0": "r0", "h1": "r0", "h2": "r1"}}}
+    bound = {"perGroupValues": {"globalLimit": 3, "isDefaultLimitUnbounded": False},
+             "aggregationScope": "host"}
+    spec = capacity(bound, scope="rack")
+    # r0: g 4 + 1 = 5 -> 3, k 4 + 1 = 5 -> 3; r1 nothing; capacities 1 and 1 (not given)
+    assert goal_value(spec, data) == pytest.approx(6.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("bound, field", [
+    ({"partitionName": "nope"}, "groupUtilizationBound.partitionName"),
+    ({"boundType": "SIDEWAYS"}, "groupUtilizationBound.boundType"),
+    ({"perGroupValues": {"groupLimits": {"zz": 1}}}, "perGroupValues.groupLimits.zz"),
+    ({"aggregationScope": "nope"}, "groupUtilizationBound.aggregationScope"),
+    ({"colour": 1}, "groupUtilizationBound.colour"),
+])
+def test_utilization_bound_errors_name_the_field(bound: dict, field: str) -> None:
+    with pytest.raises(InputError, match=field.replace(".", r"\.")):
+        parse_scenario({**BASE, "goals": [{"spec": capacity(bound)}]})
+
+
+def test_utilization_bound_refuses_overlapping_groups() -> None:
+    """The wheel throws "BoundedUtil is not supported for overlapping partitions"."""
+    data = {**BASE, "partitions": {"p": {"g": ["a", "b", "c"], "k": ["a", "d", "e"]}}}
+    with pytest.raises(InputError, match="overlap"):
+        parse_scenario({**data, "goals": [{"spec": capacity({})}]})
+
+
+def test_utilization_bound_aggregation_must_nest() -> None:
+    data = {**BASE, "scopes": {"rack": {"h0": "r0", "h1": "r0", "h2": "r1"}}}
+    with pytest.raises(InputError, match="aggregationScope"):
+        parse_scenario({**data, "goals": [{"spec": capacity({"aggregationScope": "rack"})}]})
+
+
+# --------------------------------------------------------------------------- overlapping groups
+
+def test_an_object_in_two_groups_counts_in_both() -> None:
+    """a is in g and k. GroupCount MAX 1 per host: h0 holds g {a, b} and k {a, d}: 1 + 1;
+    ColocateGroups MAX 1: g spreads over h0, h1 and k over h0, h1: 1 + 1."""
+    data = {**BASE, "partitions": {"p": {"g": ["a", "b", "c"], "k": ["a", "d", "e"]}}}
+    gc = {"groupCountSpec": {"scope": "host", "partitionName": "p"}}
+    cg = {"colocateGroupsSpec": {"scope": "host", "partitionName": "p"}}
+    squares = {"groupCountSpec": {"scope": "host", "partitionName": "p", "squares": True}}
+    assert goal_value(gc, data) == 2.0
+    assert goal_value(cg, data) == 2.0
+    assert goal_value(squares, data) == pytest.approx((1 / 3) ** 2 + (1 / 3) ** 2, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- GROUP filters
+
+FILTERED = [
+    {"balanceSpec": {"scope": "host", "dimension": "cpu"}},
+    {"capacitySpec": {"scope": "host", "dimension": "cpu"}},
+    {"utilIncreaseCostSpec": {"scope": "host", "dimension": "cpu"}},
+    {"groupCountSpec": {"scope": "host", "partitionName": "p"}},
+    {"colocateGroupsSpec": {"scope": "host", "partitionName": "p"}},
+    {"minimizeContainersSpec": {"scope": "host", "dimension": "cpu"}},
+]
+
+
+def with_group_filter(spec: dict) -> dict:
+    ((arm, body),) = spec.items()
+    return {arm: {**body, "filter": {"type": "GROUP", "itemsWhitelist": ["g"]}}}
+
+
+@pytest.mark.parametrize("index", range(len(FILTERED)))
+def test_group_filters_are_refused_as_the_wheel_refuses_them(index: int) -> None:
+    spec = with_group_filter(FILTERED[index])
+    arm = next(iter(spec))
+    with pytest.raises(InputError, match=rf"goals\[0\]\.spec\.{arm}\.filter\.type"):
+        parse_scenario({**BASE, "goals": [{"spec": spec}]})
+
+
+@pytest.mark.peer
+@requires_peer
+@pytest.mark.parametrize("index", range(len(FILTERED)))
+def test_the_wheel_refuses_group_filters_on_these_specs(index: int) -> None:
+    """Rebalancer 1.0.4: "Expected filter to be of type FilterType::SCOPE_ITEM"."""
+    data = {**BASE, "goals": [{"spec": with_group_filter(FILTERED[index])}]}
+    with pytest.raises(PeerError, match="SCOPE_ITEM"):
+        evaluate_with_wheel(data, peer_python=PEER)
+
+
+# --------------------------------------------------------------------------- random scenarios
+
+def option_scenario(seed: int, max_objects: int = 5) -> dict:
+    """A random tiny scenario (randomized.random_scenario with group specs) whose partition
+    overlaps on odd seeds, plus a Capacity goal or constraint with a utilizationBound on a
+    second, disjoint partition "ub", every field of it drawn."""
+    data = random_scenario(seed, max_objects=max_objects, groups=True)
+    rng = random.Random(f"options-{seed}")
+    objects = [o for objs in data["assignment"].values() for o in objs]
+    if seed % 2:
+        groups = data["partitions"]["grp"]
+        for members in groups.values():
+            members += [o for o in objects if o not in members and rng.random() < 0.35]
+    names = ["u1", "u2"]
+    data["partitions"]["ub"] = {g: [] for g in names}
+    for obj in objects:
+        if rng.random() < 0.8:
+            data["partitions"]["ub"][rng.choice(names)].append(obj)
+    racks = "rack" in data["scopes"]
+    scope = rng.choice(["host", "rack"] if racks else ["host"])
+    items = (sorted(set(data["scopes"]["rack"].values())) if scope == "rack"
+             else list(data["assignment"]))
+    upper = rng.random() < 0.6
+    values: dict[str, Any] = {}
+    if not upper or rng.random() < 0.5:  # LOWER needs a finite default (else the wheel: NaN)
+        values.update(isDefaultLimitUnbounded=False, globalLimit=rng.choice([0, 1, 2, 4]))
+    if rng.random() < 0.4:
+        values["groupLimits"] = {rng.choice(names): rng.choice([0.5, 1, 3])}
+    if rng.random() < 0.3 and (upper or "globalLimit" in values):
+        values["scopeItemLimits"] = {rng.choice(items): rng.choice([1, 2.5])}
+    if rng.random() < 0.3:
+        values["scopeItemToGroupLimits"] = {rng.choice(items): {rng.choice(names): 2}}
+    bound: dict[str, Any] = {"partitionName": "ub", "boundType": "UPPER" if upper else "LOWER",
+                             "perGroupValues": values}
+    if scope == "rack" and rng.random() < 0.5:
+        bound["aggregationScope"] = "host"
+    spec: dict[str, Any] = {
+        "scope": scope, "dimension": "cpu", "utilizationBound": {"groupUtilizationBound": bound},
+        "definition": rng.choice(["AFTER", "AFTER", "DURING", "NEW", "OLD", "MOVED_DATA",
+                                  "DURING_AND_AFTER"]),
+        "bound": rng.choice(["MAX", "MAX", "MIN"])}
+    if spec["bound"] == "MIN" and rng.random() < 0.5:
+        spec["zeroAllowed"] = True
+    if rng.random() < 0.5:
+        spec["limit"] = {"type": "ABSOLUTE", "globalLimit": rng.choice([2, 4, 6])}
+    if rng.random() < 0.5:
+        data["goals"].append({"spec": {"capacitySpec": spec}, "tuplePos": rng.choice([0, 1])})
+    else:
+        data["constraints"].append({"spec": {"capacitySpec": spec},
+                                    "policy": rng.choice(["DEFAULT", "HARD", "SOFT"])})
+    return data
+
+
+def test_option_scenarios_draw_every_option() -> None:
+    drawn: set[str] = set()
+    for seed in range(40):
+        data = option_scenario(seed)
+        parse_scenario(data)
+        groups = data["partitions"]["grp"]
+        seen = [o for members in groups.values() for o in members]
+        if len(seen) > len(set(seen)):
+            drawn.add("overlap")
+        entries = [*data["goals"], *data["constraints"]]
+        for entry in entries:
+            body = entry["spec"].get("capacitySpec", {})
+            bound = body.get("utilizationBound", {}).get("groupUtilizationBound")
+            if bound:
+                drawn |= {bound["boundType"], *bound["perGroupValues"],
+                          "aggregation" if "aggregationScope" in bound else "own scope",
+                          "goal" if entry in data["goals"] else "constraint"}
+    assert drawn >= {"overlap", "UPPER", "LOWER", "groupLimits", "scopeItemLimits",
+                     "scopeItemToGroupLimits", "globalLimit", "aggregation", "own scope",
+                     "goal", "constraint"}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_option_scenarios_match_enumeration(seed: int) -> None:
+    check_against_enumeration(option_scenario(seed), seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(1000, 1080))
+def test_larger_option_scenarios_match_enumeration(seed: int) -> None:
+    check_against_enumeration(option_scenario(seed, max_objects=7), seed)
+
+
+@pytest.mark.peer
+@requires_peer
+@pytest.mark.parametrize("seed", range(40))
+def test_option_scenarios_agree_with_the_wheel(seed: int) -> None:
+    data = option_scenario(seed)
+    final = random_final(parse_scenario(data).problem, seed)
+    problems = wheel_mismatches(data, final)
+    assert not problems, f"seed {seed}: {problems}\n{data}"
