@@ -118,6 +118,36 @@ def test_utilization_bound_aggregation_must_nest() -> None:
         parse_scenario({**data, "goals": [{"spec": capacity({"aggregationScope": "rack"})}]})
 
 
+# --------------------------------------------------------------------------- MinimizeContainers
+
+@pytest.mark.parametrize("formula", ["LEGACY", "NEW"])
+@pytest.mark.parametrize("fields, expected", [
+    ({}, 3.0),  # (3 used - 4 + 4)
+    ({"containerCosts": {"h0": 2.5}}, 4.5),
+])
+def test_minimize_containers_formulas_have_one_optimal_value(formula: str, fields: dict,
+                                                             expected: float) -> None:
+    """h0: a b, h1: c, h2: d, h3 empty. The wheel's optimal solver (HiGHS, no solve) gives 3
+    and 4.5 under both formulas; its local search gives -0.41538312387093423 and
+    -0.3244950405832713 (LEGACY), 2.193197188516569 and 2.208565653707931 (NEW)."""
+    data = {"objectName": "task", "containerName": "host",
+            "assignment": {"h0": ["a", "b"], "h1": ["c"], "h2": ["d"], "h3": []},
+            "objectDimensions": {"cpu": {"a": 2, "b": 2, "c": 1, "d": 4}},
+            "containerDimensions": {"cpu": {"h0": 10, "h1": 5, "h2": 8, "h3": 8}}}
+    spec = {"minimizeContainersSpec": {"scope": "host", "dimension": "cpu", "formula": formula,
+                                       **fields}}
+    assert goal_value(spec, data) == expected
+
+
+def test_minimize_containers_legacy_refuses_a_free_limit() -> None:
+    """The wheel: "Custom max free limit not supported in minimize containers goal in LEGACY
+    formula but is supported in NEW formula"."""
+    spec = {"minimizeContainersSpec": {"dimension": "cpu", "formula": "LEGACY",
+                                       "maxFreeLimit": 1}}
+    with pytest.raises(InputError, match=r"minimizeContainersSpec\.maxFreeLimit"):
+        parse_scenario({**BASE, "goals": [{"spec": spec}]})
+
+
 # --------------------------------------------------------------------------- overlapping groups
 
 def test_an_object_in_two_groups_counts_in_both() -> None:
@@ -212,6 +242,12 @@ def option_scenario(seed: int, max_objects: int = 5) -> dict:
         spec["zeroAllowed"] = True
     if rng.random() < 0.5:
         spec["limit"] = {"type": "ABSOLUTE", "globalLimit": rng.choice([2, 4, 6])}
+    if rng.random() < 0.3:
+        containers: dict[str, Any] = {"scope": rng.choice(["host", "rack"] if racks else ["host"]),
+                                      "dimension": "cpu", "formula": rng.choice(["LEGACY", "NEW"])}
+        if containers["formula"] == "NEW" and rng.random() < 0.5:
+            containers["maxFreeLimit"] = 1
+        data["goals"].append({"spec": {"minimizeContainersSpec": containers}, "tuplePos": 1})
     if rng.random() < 0.5:
         data["goals"].append({"spec": {"capacitySpec": spec}, "tuplePos": rng.choice([0, 1])})
     else:
@@ -237,9 +273,11 @@ def test_option_scenarios_draw_every_option() -> None:
                 drawn |= {bound["boundType"], *bound["perGroupValues"],
                           "aggregation" if "aggregationScope" in bound else "own scope",
                           "goal" if entry in data["goals"] else "constraint"}
+        for entry in entries:
+            drawn.add(entry["spec"].get("minimizeContainersSpec", {}).get("formula", ""))
     assert drawn >= {"overlap", "UPPER", "LOWER", "groupLimits", "scopeItemLimits",
                      "scopeItemToGroupLimits", "globalLimit", "aggregation", "own scope",
-                     "goal", "constraint"}
+                     "goal", "constraint", "LEGACY", "NEW"}
 
 
 @pytest.mark.parametrize("seed", range(40))
