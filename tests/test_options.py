@@ -244,7 +244,7 @@ def option_scenario(seed: int, max_objects: int = 5) -> dict:
         spec["limit"] = {"type": "ABSOLUTE", "globalLimit": rng.choice([2, 4, 6])}
     if rng.random() < 0.3:
         containers: dict[str, Any] = {"scope": rng.choice(["host", "rack"] if racks else ["host"]),
-                                      "dimension": "cpu", "formula": rng.choice(["LEGACY", "NEW"])}
+                                      "dimension": "cpu", "formula": ("LEGACY", "NEW")[seed // 2 % 2]}
         if containers["formula"] == "NEW" and rng.random() < 0.5:
             containers["maxFreeLimit"] = 1
         data["goals"].append({"spec": {"minimizeContainersSpec": containers}, "tuplePos": 1})
