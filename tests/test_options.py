@@ -118,6 +118,53 @@ def test_utilization_bound_aggregation_must_nest() -> None:
         parse_scenario({**data, "goals": [{"spec": capacity({"aggregationScope": "rack"})}]})
 
 
+# --------------------------------------------------------------------------- Balance LEGACY
+
+LEGACY_DATA = {"objectName": "task", "containerName": "host",
+               "assignment": {"h0": ["a"], "h1": ["b", "c"], "h2": ["d", "e", "f"], "h3": []},
+               "objectDimensions": {"cpu": {"a": 1, "b": 4, "c": 2, "d": 5, "e": 2, "f": 1}},
+               "containerDimensions": {"cpu": {"h0": 10, "h1": 10, "h2": 10, "h3": 0}}}
+
+
+def legacy(**fields: Any) -> dict:
+    return {"balanceSpec": {"scope": "host", "dimension": "cpu", "formula": "LEGACY",
+                            "fixAverageToInitial": True, **fields}}
+
+
+@pytest.mark.parametrize("fields, caps, expected", [
+    # h3 (capacity 0) is dropped; u = 0.1, 0.6, 0.8, b = 15/30: m = -0.8, 0.2, 0.6
+    ({}, {}, 0.001 / 3 * 0.8 + 0.6),
+    ({"upperBound": 1.2}, {}, 0.001 / 3 * 0.4 + 0.4),
+    # b = 14/20: m = 6/7 - 1, 8/7 - 1
+    ({"filter": {"itemsWhitelist": ["h1", "h2"]}}, {}, 0.001 / 2 / 7 + 1 / 7),
+    # nothing initially in the items: -upperBound
+    ({"upperBound": 1.5, "filter": {"itemsWhitelist": ["h3"]}}, {"h3": 10}, -1.5),
+])
+def test_balance_legacy_values(fields: dict, caps: dict, expected: float) -> None:
+    """The wheel's optimal solver (HiGHS, no solve): 0.6002666666666667,
+    0.40013333333333345, 0.1429285714285716, -1.5. Its local search squares the excesses in
+    the mean: 0.6001333333333334 and 0.4000533333333335 for the first two."""
+    data = {**LEGACY_DATA, "containerDimensions": {
+        "cpu": {**LEGACY_DATA["containerDimensions"]["cpu"], **caps}}}
+    assert goal_value(legacy(**fields), data) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("fields, field", [
+    ({"fixAverageToInitial": False}, "fixAverageToInitial"),
+    ({"definition": "DURING"}, "definition"),
+    ({"boundType": "ABSOLUTE"}, "boundType"),
+    ({"softUpperBound": 0.5}, "softUpperBound"),
+    ({"includeInInitialAverage": ["h0"]}, "includeInInitialAverage"),
+])
+def test_balance_legacy_refuses_what_rebalancer_refuses(fields: dict, field: str) -> None:
+    """The wheel: "legacy formula must fix average to initial", "only after definition is
+    supported by legacy formula", "only relative bound type is supported by legacy formula",
+    "soft upper bound is not supported by legacy formula", "include in initial average
+    override is not supported by legacy formula"."""
+    with pytest.raises(InputError, match=rf"balanceSpec\.{field}"):
+        parse_scenario({**LEGACY_DATA, "goals": [{"spec": legacy(**fields)}]})
+
+
 # --------------------------------------------------------------------------- MinimizeContainers
 
 @pytest.mark.parametrize("formula", ["LEGACY", "NEW"])
@@ -243,11 +290,18 @@ def option_scenario(seed: int, max_objects: int = 5) -> dict:
     if rng.random() < 0.5:
         spec["limit"] = {"type": "ABSOLUTE", "globalLimit": rng.choice([2, 4, 6])}
     if rng.random() < 0.3:
-        containers: dict[str, Any] = {"scope": rng.choice(["host", "rack"] if racks else ["host"]),
-                                      "dimension": "cpu", "formula": ("LEGACY", "NEW")[seed // 2 % 2]}
+        containers: dict[str, Any] = {
+            "scope": rng.choice(["host", "rack"] if racks else ["host"]), "dimension": "cpu",
+            "formula": ("LEGACY", "NEW")[seed // 2 % 2]}
         if containers["formula"] == "NEW" and rng.random() < 0.5:
             containers["maxFreeLimit"] = 1
         data["goals"].append({"spec": {"minimizeContainersSpec": containers}, "tuplePos": 1})
+    if seed % 3 == 0:  # host scope, no filter: the wheel's optimal flavour then sees the
+        # same initial total when handed the final assignment (docs/semantics.md#balance)
+        legacy = {"scope": "host", "dimension": "cpu", "formula": "LEGACY",
+                  "fixAverageToInitial": True, "upperBound": rng.choice([0.8, 1, 1.2])}
+        data["goals"].append({"spec": {"balanceSpec": legacy}, "tuplePos": rng.choice([0, 1]),
+                              "weight": rng.choice([1, 1, 2])})
     if rng.random() < 0.5:
         data["goals"].append({"spec": {"capacitySpec": spec}, "tuplePos": rng.choice([0, 1])})
     else:
@@ -275,9 +329,11 @@ def test_option_scenarios_draw_every_option() -> None:
                           "goal" if entry in data["goals"] else "constraint"}
         for entry in entries:
             drawn.add(entry["spec"].get("minimizeContainersSpec", {}).get("formula", ""))
+            if entry["spec"].get("balanceSpec", {}).get("formula") == "LEGACY":
+                drawn.add("balance LEGACY")
     assert drawn >= {"overlap", "UPPER", "LOWER", "groupLimits", "scopeItemLimits",
                      "scopeItemToGroupLimits", "globalLimit", "aggregation", "own scope",
-                     "goal", "constraint", "LEGACY", "NEW"}
+                     "goal", "constraint", "LEGACY", "NEW", "balance LEGACY"}
 
 
 @pytest.mark.parametrize("seed", range(40))

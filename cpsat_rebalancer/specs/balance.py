@@ -1,6 +1,7 @@
 """BalanceSpec: spread relative utilization over scope items (docs/semantics.md#balance).
 
-Formulas LINEAR, SQUARES, MAX, IDEAL, RELATIVE_UTIL_VARIANCE; goal only. IDEAL alone in its
+Formulas LINEAR, SQUARES, MAX, IDEAL, RELATIVE_UTIL_VARIANCE and LEGACY (the optimal
+solver's form); goal only. IDEAL alone in its
 bucket is ordered leximin by the solve stages (``compile_leximin``); its reported
 value is Rebalancer's scalar Σ a_i u_i².
 """
@@ -19,6 +20,7 @@ from ..cpsat.linear import Lin, lin_sum, to_fraction
 from ..cpsat.pwl import convex_pwl, lower_table
 from ..errors import InputError
 from ..fields import Fields
+from ..primitives import TOLERANCE
 from ..problem import Problem, Scope
 from .common import (
     GoalForm,
@@ -32,6 +34,15 @@ from .common import (
 )
 
 POWER = 1.1  # Rebalancer's SQUARES exponent
+LEGACY_WEIGHT = Fraction(1, 1000)  # LEGACY: weight of the mean excess beside the largest one
+LEGACY_RULES = (  # what Rebalancer's checker demands of a LEGACY balance: (field, ok, why)
+    ("fixAverageToInitial", lambda o: o["fix"], "LEGACY needs fixAverageToInitial"),
+    ("definition", lambda o: o["definition"] == "AFTER", "LEGACY supports AFTER only"),
+    ("boundType", lambda o: o["bound_type"] == "RELATIVE", "LEGACY supports RELATIVE only"),
+    ("softUpperBound", lambda o: o["soft"] is None, "LEGACY takes no softUpperBound"),
+    ("includeInInitialAverage", lambda o: not o["include"],
+     "LEGACY takes no includeInInitialAverage"),
+)
 
 
 def power(x: float) -> float:
@@ -50,6 +61,10 @@ class BalanceSpec(Spec):
         "balanceMetric": "BalanceSpecMetric",
     }
     constraint_allowed = False
+
+    @classmethod
+    def wheel_evaluates_as_mip(cls, body: dict) -> bool:
+        return body.get("formula") == 5  # LEGACY: its optimal solver drops a square
 
     name: str
     scope: Scope
@@ -89,8 +104,11 @@ class BalanceSpec(Spec):
                              metric)
         f.done(cls.arm)
         if formula == "LEGACY":
-            raise InputError(f.at("formula"), "the LEGACY formula is not supported; use LINEAR, "
-                             "SQUARES, MAX, IDEAL or RELATIVE_UTIL_VARIANCE", formula)
+            given = {"fix": fix, "definition": definition, "bound_type": bound_type,
+                     "soft": soft, "include": include}
+            for key, holds, why in LEGACY_RULES:
+                if not holds(given):
+                    raise InputError(f.at(key), f"{why} (Rebalancer's checker refuses it)")
         if not ignore and formula != "IDEAL":
             raise InputError(f.at("ignoreUpperBoundForIdealWithAbsOrRelBoundTypes"),
                              "may be false only with the IDEAL formula", formula)
@@ -117,6 +135,11 @@ class BalanceSpec(Spec):
         # variance is increasing in u_i (a moving average could reward swaps)
         constant = self.fixed_average or self.bound_type == "RELATIVE_UTIL"
         return constant and self.formula != "RELATIVE_UTIL_VARIANCE"
+
+    @property
+    def nonnegative(self) -> bool:  # type: ignore[override]
+        """LEGACY with nothing initially in its items is worth -upperBound."""
+        return self.formula != "LEGACY" or self.upper_bound >= 0
 
     @property
     def has_leximin(self) -> bool:
@@ -162,6 +185,8 @@ class BalanceSpec(Spec):
             return float(positive(u**POWER - threshold**POWER).sum() / n)
         if self.formula == "MAX":
             return float(max(0.0, u.max() - threshold))
+        if self.formula == "LEGACY":
+            return self._legacy(ctx, u)
         if self.formula == "IDEAL":
             a = self.caps / (self.caps.sum() / n)
             if self.bound_on_ideal:
@@ -169,6 +194,16 @@ class BalanceSpec(Spec):
             return float((a * u**2).sum())
         v = positive(u - bound)  # RELATIVE_UTIL_VARIANCE
         return float((v**2).sum() - v.sum() ** 2 / n)
+
+    def _legacy(self, ctx: EvalContext, u: np.ndarray) -> float:
+        """(0.001/n)·Σ m_i⁺ + max(0, max_i m_i), m_i = u_i/b - upperBound, b the initial
+        total over the capacity; -upperBound when nothing is there initially."""
+        initial = float(ctx.at_initial.util(self.scope, self.dimension, "AFTER")[self.items].sum())
+        if abs(initial) <= TOLERANCE:
+            return -self.upper_bound
+        excess = u / (initial / self.caps.sum()) - self.upper_bound
+        return float(float(LEGACY_WEIGHT) / len(u) * positive(excess).sum()
+                     + max(0.0, excess.max()))
 
     def leximin_key(self, ctx: EvalContext) -> tuple[float, ...]:
         """Relative utilizations; with the bound applied (as in the scalar value, where items
@@ -243,6 +278,8 @@ class BalanceSpec(Spec):
             return GoalForm(lin_sum(terms) / n)
         if self.formula == "IDEAL":
             return GoalForm(self._ideal(b, rel, bound, what))
+        if self.formula == "LEGACY":
+            return GoalForm(self._legacy_form(b, rel, what))
         return GoalForm(self._variance(b, rel, bound))
 
     def compile_leximin(self, b: CpBuilder) -> list[Lin]:
@@ -251,6 +288,20 @@ class BalanceSpec(Spec):
             return rel
         bound = self._bound_form(self._average_form(b, rel))
         return [b.exact_max([u, bound]) for u in rel]  # under the bound, all items tie
+
+    def _legacy_form(self, b: CpBuilder, rel: list[Lin], what: str) -> Lin:
+        """The LEGACY value as an exact form: linear excesses, under minimization."""
+        util = b.util(self.scope, self.dimension, "AFTER")
+        initial = sum((b.initial_value(util[i]) for i in self.items), Fraction(0))
+        upper = to_fraction(self.upper_bound)
+        if abs(initial) <= to_fraction(TOLERANCE):
+            return Lin(const=-upper)
+        balanced = initial / sum((to_fraction(float(c)) for c in self.caps), Fraction(0))
+        excess = [u / balanced - upper for u in rel]
+        n = len(rel)
+        with b.errors_scaled(float(LEGACY_WEIGHT) / n):
+            mean = lin_sum(b.positive_part(e, what=what) for e in excess) * (LEGACY_WEIGHT / n)
+        return mean + b.maximum([Lin()] + excess, what=what)
 
     def _ideal(self, b: CpBuilder, rel: list[Lin], bound: Lin, what: str) -> Lin:
         caps = [to_fraction(float(c)) for c in self.caps]
