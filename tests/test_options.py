@@ -18,6 +18,8 @@ from test_group_specs import random_final, requires_peer, wheel_mismatches
 
 from cpsat_rebalancer import InputError, evaluate, parse_scenario
 from cpsat_rebalancer.peer import PeerError, evaluate_with_wheel, find_peer_python
+from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.pipeline import solve_model
 
 PEER = find_peer_python()
 
@@ -165,6 +167,76 @@ def test_balance_legacy_refuses_what_rebalancer_refuses(fields: dict, field: str
         parse_scenario({**LEGACY_DATA, "goals": [{"spec": legacy(**fields)}]})
 
 
+# --------------------------------------------------------------------------- CAPACITY_PER_ITEM
+
+PER_OBJECT_DATA = {**LEGACY_DATA,
+                   "assignment": {"h0": ["a"], "h1": ["b", "c"], "h2": ["d", "e", "f"]},
+                   "objectDimensions": {**LEGACY_DATA["objectDimensions"],
+                                        "w8": {"a": 0, "b": 1, "c": 3, "d": 2, "e": 0.5, "f": 0}},
+                   "containerDimensions": {"cpu": {"h0": 10, "h1": 10, "h2": 10}}}
+
+
+def per_object(**fields: Any) -> dict:
+    return {"balanceSpec": {"scope": "host", "dimension": "cpu",
+                            "balanceMetric": "CAPACITY_PER_ITEM", **fields}}
+
+
+@pytest.mark.parametrize("fields, caps, expected", [
+    # per object: 1/1, 6/2, 8/3; mean 20/9
+    ({}, {}, (3 - 20 / 9 + 8 / 3 - 20 / 9) / 3),
+    ({"formula": "MAX"}, {}, 3 - 20 / 9),
+    ({"formula": "SQUARES"}, {}, (3**1.1 + (8 / 3) ** 1.1 - 2 * (20 / 9) ** 1.1) / 3),
+    ({"boundType": "RELATIVE_UTIL", "upperBound": 2.0}, {}, (1 + 2 / 3) / 3),
+    ({"formula": "SQUARES", "softUpperBound": 3.0}, {}, 0.0),
+    # counted by w8: 1/max(1, 0), 6/4, 8/2.5; h1 has capacity 0 and is kept
+    ({"capacityPerItemCountDimension": "w8"}, {"h1": 0}, (3.2 - 1.9) / 3),
+    ({"capacityPerItemCountDimension": "w8", "formula": "MAX", "boundType": "ABSOLUTE",
+      "upperBound": 0.5}, {"h1": 0}, 3.2 - 2.4),
+])
+def test_capacity_per_item_values(fields: dict, caps: dict, expected: float) -> None:
+    """The wheel's local search (its optimal solver refuses this metric): 0.4074074074074071,
+    0.7777777777777777, 0.4919855904123847, 0.5555555555555554, 0, 0.4333333333333334,
+    0.8."""
+    data = {**PER_OBJECT_DATA, "containerDimensions": {
+        "cpu": {**PER_OBJECT_DATA["containerDimensions"]["cpu"], **caps}}}
+    assert goal_value(per_object(**fields), data) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("fields, field", [
+    ({"formula": "IDEAL"}, "formula"),
+    ({"formula": "LEGACY"}, "formula"),
+    ({"balanceMetric": "RELATIVE_UTIL", "capacityPerItemCountDimension": "w8"},
+     "capacityPerItemCountDimension"),
+    ({"capacityPerItemCountDimension": "nope"}, "capacityPerItemCountDimension"),
+])
+def test_capacity_per_item_refuses_what_rebalancer_refuses(fields: dict, field: str) -> None:
+    """The wheel: "IDEAL formula is not supported with CAPACITY_PER_ITEM metric", likewise
+    LEGACY, and "capacityPerItemCountDimension is only supported with CAPACITY_PER_ITEM
+    metric"."""
+    with pytest.raises(InputError, match=rf"balanceSpec\.{field}"):
+        parse_scenario({**PER_OBJECT_DATA, "goals": [{"spec": per_object(**fields)}]})
+
+
+@pytest.mark.parametrize("fields", [
+    {"formula": "SQUARES", "boundType": "RELATIVE_UTIL", "upperBound": 2.0},
+    {"formula": "LINEAR"}, {"formula": "MAX", "boundType": "ABSOLUTE", "upperBound": 0.5},
+    {"formula": "RELATIVE_UTIL_VARIANCE"},
+])
+def test_capacity_per_item_is_solved_to_the_enumerated_optimum(fields: dict) -> None:
+    data = {**PER_OBJECT_DATA, "goals": [{"spec": per_object(
+        capacityPerItemCountDimension="w8", **fields)}]}
+    check_against_enumeration(data, str(fields), approximated=stated_error(data))
+
+
+def test_capacity_per_item_squares_under_a_moving_threshold_is_refused_by_the_solver() -> None:
+    """Evaluated (as the wheel's local search values it), but not solved: no exact model."""
+    data = {**PER_OBJECT_DATA, "goals": [{"spec": per_object(formula="SQUARES")}]}
+    parsed = parse_scenario(data)
+    assert evaluate(parsed.problem, parsed.model, parsed.problem.initial).goals[0].value > 0
+    with pytest.raises(InputError, match="RELATIVE_UTIL"):
+        solve_model(parsed.problem, parsed.model, SolverOptions(workers=1))
+
+
 # --------------------------------------------------------------------------- MinimizeContainers
 
 @pytest.mark.parametrize("formula", ["LEGACY", "NEW"])
@@ -302,6 +374,24 @@ def option_scenario(seed: int, max_objects: int = 5) -> dict:
                   "fixAverageToInitial": True, "upperBound": rng.choice([0.8, 1, 1.2])}
         data["goals"].append({"spec": {"balanceSpec": legacy}, "tuplePos": rng.choice([0, 1]),
                               "weight": rng.choice([1, 1, 2])})
+    if seed % 3 == 1:
+        per_object: dict[str, Any] = {
+            "scope": rng.choice(["host", "rack"] if racks else ["host"]), "dimension": "cpu",
+            "balanceMetric": "CAPACITY_PER_ITEM",
+            "formula": rng.choice(["LINEAR", "SQUARES", "MAX", "RELATIVE_UTIL_VARIANCE"]),
+            "definition": rng.choice(["AFTER", "AFTER", "DURING", "NEW", "OLD"])}
+        per_object["boundType"] = ("RELATIVE_UTIL" if per_object["formula"] == "SQUARES"
+                                   else rng.choice(["RELATIVE", "ABSOLUTE", "RELATIVE_UTIL"]))
+        per_object["upperBound"] = {"RELATIVE": rng.choice([1, 1.2]), "ABSOLUTE": 0.5,
+                                    "RELATIVE_UTIL": 2}[per_object["boundType"]]
+        if rng.random() < 0.4:
+            per_object["capacityPerItemCountDimension"] = "mem"
+        if rng.random() < 0.3:
+            per_object["softUpperBound"] = 2.5
+        if rng.random() < 0.3:
+            per_object["fixAverageToInitial"] = True  # not read with this metric
+        data["goals"].append({"spec": {"balanceSpec": per_object},
+                              "tuplePos": rng.choice([0, 1])})
     if rng.random() < 0.5:
         data["goals"].append({"spec": {"capacitySpec": spec}, "tuplePos": rng.choice([0, 1])})
     else:
@@ -329,22 +419,44 @@ def test_option_scenarios_draw_every_option() -> None:
                           "goal" if entry in data["goals"] else "constraint"}
         for entry in entries:
             drawn.add(entry["spec"].get("minimizeContainersSpec", {}).get("formula", ""))
-            if entry["spec"].get("balanceSpec", {}).get("formula") == "LEGACY":
+            balance = entry["spec"].get("balanceSpec", {})
+            if balance.get("formula") == "LEGACY":
                 drawn.add("balance LEGACY")
+            if balance.get("balanceMetric") == "CAPACITY_PER_ITEM":
+                drawn |= {f"per object {balance['formula']}", f"per object {balance['definition']}",
+                          "count dimension" if "capacityPerItemCountDimension" in balance
+                          else "object count"}
     assert drawn >= {"overlap", "UPPER", "LOWER", "groupLimits", "scopeItemLimits",
                      "scopeItemToGroupLimits", "globalLimit", "aggregation", "own scope",
-                     "goal", "constraint", "LEGACY", "NEW", "balance LEGACY"}
+                     "goal", "constraint", "LEGACY", "NEW", "balance LEGACY",
+                     "per object LINEAR", "per object SQUARES", "per object MAX",
+                     "per object RELATIVE_UTIL_VARIANCE", "per object DURING", "per object NEW",
+                     "per object OLD", "count dimension", "object count"}
+
+
+def stated_error(data: dict) -> bool:
+    """Balance CAPACITY_PER_ITEM with RELATIVE_UTIL_VARIANCE: exact only while its excesses
+    fit 20 bits at their common denominator, else stated (docs/semantics.md#balance)."""
+    for goal in data["goals"]:
+        spec = goal["spec"].get("balanceSpec", {})
+        if spec.get("balanceMetric") != "CAPACITY_PER_ITEM":
+            continue
+        if spec["formula"] == "RELATIVE_UTIL_VARIANCE":
+            return True
+    return False
 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_option_scenarios_match_enumeration(seed: int) -> None:
-    check_against_enumeration(option_scenario(seed), seed)
+    data = option_scenario(seed)
+    check_against_enumeration(data, seed, approximated=stated_error(data))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(1000, 1080))
 def test_larger_option_scenarios_match_enumeration(seed: int) -> None:
-    check_against_enumeration(option_scenario(seed, max_objects=7), seed)
+    data = option_scenario(seed, max_objects=7)
+    check_against_enumeration(data, seed, approximated=stated_error(data))
 
 
 @pytest.mark.peer

@@ -8,6 +8,7 @@ value is Rebalancer's scalar Σ a_i u_i².
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -50,6 +51,44 @@ def power(x: float) -> float:
     return max(x, 0.0) ** POWER
 
 
+MOST_COUNTS = 256  # CAPACITY_PER_ITEM: the most values an item's object count may take
+
+
+def per_object(b: CpBuilder, util: Lin, count: Lin, what: str) -> list[Lin]:
+    """util / max(1, count) as a sum of exact forms of which at most one is not 0: one
+    literal per value the count can take, and the utilization carried by the literal that
+    holds (a ratio has no linear form). Each part is over one atom, so a function g with
+    g(0) = 0 of the ratio is the sum of g over the parts, each tabulated."""
+    form = b.integerize(count)
+    lo, hi = max(0, math.ceil(form.lo)), math.floor(form.hi)
+
+    def divisor(units: int) -> Fraction:
+        return max(Fraction(1), units / form.factor)
+
+    if count.is_constant or lo >= hi:
+        return [util / divisor(lo)]
+    if hi - lo + 1 > MOST_COUNTS:
+        raise InputError(what, "CAPACITY_PER_ITEM is modelled exactly by one literal per value "
+                         f"an item's count can take, and here it takes up to {hi - lo + 1} "
+                         f"(more than {MOST_COUNTS}); Rebalancer's optimal solver refuses this "
+                         "metric outright")
+    amount = b.integerize(util)
+    top = max(0, math.floor(amount.hi))
+    value = b.variable(amount.expr, amount.lo, amount.hi, "per_object_util")
+    choices, terms = [], []
+    for units in range(lo, hi + 1):
+        chosen = b.cp.new_bool_var("count_is")
+        b.cp.add(form.expr == units).only_enforce_if(chosen)
+        carried = b.cp.new_int_var(0, top, "carried")
+        b.cp.add(carried == value).only_enforce_if(chosen)
+        b.cp.add(carried == 0).only_enforce_if(chosen.Not())
+        choices.append(chosen)
+        terms.append(Lin.atom(b.new_atom(carried, 0, top), 1 / (amount.factor * divisor(units))))
+    b.cp.add_exactly_one(choices)
+    b.note_error(what, amount.error)
+    return terms
+
+
 @register
 @dataclass(frozen=True, eq=False)
 class BalanceSpec(Spec):
@@ -79,6 +118,8 @@ class BalanceSpec(Spec):
     extra_average_items: np.ndarray  # includeInInitialAverage items not already balanced
     legacy_average: bool
     bound_on_ideal: bool
+    # CAPACITY_PER_ITEM: the dimension counting objects (None: the RELATIVE_UTIL metric)
+    count_dimension: str | None = None
 
     @classmethod
     def from_dict(cls, data: Any, path: str, problem: Problem, *, as_goal: bool) -> BalanceSpec:
@@ -99,10 +140,21 @@ class BalanceSpec(Spec):
         legacy = f.flag("useLegacyAverage")
         ignore = f.flag("ignoreUpperBoundForIdealWithAbsOrRelBoundTypes", True)
         metric = cls.enum(f, "balanceMetric", "RELATIVE_UTIL")
-        if f.raw("capacityPerItemCountDimension") is not None or metric != "RELATIVE_UTIL":
-            raise InputError(f.at("balanceMetric"), "only RELATIVE_UTIL balance is supported",
-                             metric)
+        count_name = f.raw("capacityPerItemCountDimension")
         f.done(cls.arm)
+        count_dimension = None
+        if metric == "CAPACITY_PER_ITEM":
+            if formula in ("IDEAL", "LEGACY"):
+                raise InputError(f.at("formula"), f"Rebalancer does not support {formula} with "
+                                 "the CAPACITY_PER_ITEM metric", formula)
+            count_dimension = resolve_dimension(
+                problem, f.text("capacityPerItemCountDimension"),
+                f.at("capacityPerItemCountDimension"), default=problem.count_dimension,
+                metrics=(definition,))
+        elif count_name is not None:
+            raise InputError(f.at("capacityPerItemCountDimension"), "only read with the "
+                             "CAPACITY_PER_ITEM metric (Rebalancer refuses it otherwise)",
+                             count_name)
         if formula == "LEGACY":
             given = {"fix": fix, "definition": definition, "bound_type": bound_type,
                      "soft": soft, "include": include}
@@ -119,6 +171,11 @@ class BalanceSpec(Spec):
             raise InputError(f.at("upperBound"), "SQUARES with a negative bound is undefined "
                              "(x^1.1 of a negative threshold; Rebalancer reports NaN)", upper)
         caps = scope.capacity(dimension)
+        if count_dimension is not None:  # capacities are not read: every item is kept,
+            # and the average is always that of the final values (no fixing, no extras)
+            return cls(name, scope, dimension, np.flatnonzero(mask), definition, formula,
+                       bound_type, upper, soft, False, np.zeros(0, dtype=np.int64), False,
+                       bound_type == "RELATIVE_UTIL" or not ignore, count_dimension)
         balanced = mask & (caps > 0)
         fixed = fix or (definition == "AFTER" and bool(balanced.all())
                         and scope.covers_all_containers)
@@ -128,9 +185,14 @@ class BalanceSpec(Spec):
                    bound_type, upper, soft, fixed, extra, legacy,
                    bound_type == "RELATIVE_UTIL" or not ignore)
 
+    def dimensions(self) -> frozenset[str]:
+        return frozenset({self.dimension, self.count_dimension} - {None})
+
     def prefers_staying(self) -> bool:
         if self.definition == "AFTER":
             return True
+        if self.count_dimension is not None:
+            return False  # a per-object average may gain from anything
         # u_i grows as STAYED shrinks; with a constant threshold every formula but the
         # variance is increasing in u_i (a moving average could reward swaps)
         constant = self.fixed_average or self.bound_type == "RELATIVE_UTIL"
@@ -151,9 +213,17 @@ class BalanceSpec(Spec):
 
     # ---------- evaluation ----------
     def _relative(self, ctx: EvalContext) -> np.ndarray:
-        return ctx.util(self.scope, self.dimension, self.definition)[self.items] / self.caps
+        """The balanced value per item: relative utilization, or (CAPACITY_PER_ITEM) the
+        utilization per object counted, util / max(1, count)."""
+        util = ctx.util(self.scope, self.dimension, self.definition)[self.items]
+        if self.count_dimension is None:
+            return util / self.caps
+        count = ctx.util(self.scope, self.count_dimension, self.definition)[self.items]
+        return util / np.maximum(1.0, count)
 
     def _average(self, ctx: EvalContext) -> float:
+        if self.count_dimension is not None:
+            return float(np.mean(self._relative(ctx)))
         source = ctx.at_initial if self.fixed_average else ctx
         util = source.util(self.scope, self.dimension, self.definition)
         all_caps = self.scope.capacity(self.dimension)
@@ -215,10 +285,19 @@ class BalanceSpec(Spec):
 
     # ---------- compilation ----------
     def _relative_forms(self, b: CpBuilder) -> list[Lin]:
+        return [lin_sum(parts) for parts in self._parts(b)]
+
+    def _parts(self, b: CpBuilder) -> list[list[Lin]]:
+        """Per item, forms summing to its balanced value (see ``per_object``)."""
         util = b.util(self.scope, self.dimension, self.definition)
-        return [util[i] / to_fraction(float(c)) for i, c in zip(self.items, self.caps)]
+        if self.count_dimension is None:
+            return [[util[i] / to_fraction(float(c))] for i, c in zip(self.items, self.caps)]
+        counts = b.util(self.scope, self.count_dimension, self.definition)
+        return [per_object(b, util[i], counts[i], self.name) for i in self.items]
 
     def _average_form(self, b: CpBuilder, rel: list[Lin]) -> Lin:
+        if self.count_dimension is not None:
+            return lin_sum(rel) / len(rel)
         all_caps = self.scope.capacity(self.dimension)
         util = b.util(self.scope, self.dimension, self.definition)
         if self.fixed_average:
@@ -247,7 +326,8 @@ class BalanceSpec(Spec):
         n = len(self.items)
         if n == 0:
             return GoalForm(Lin())
-        rel = self._relative_forms(b)
+        parts = self._parts(b)
+        rel = [lin_sum(p) for p in parts]
         bound = self._bound_form(self._average_form(b, rel))
         threshold = bound
         if self.soft_upper_bound is not None:
@@ -266,15 +346,21 @@ class BalanceSpec(Spec):
                     raise InputError(self.name, "SQUARES threshold is negative (Rebalancer "
                                      "reports NaN)", t)
                 with b.errors_scaled(1 / n):
-                    terms = [convex_pwl(b, b.as_atom(u),
-                                        lambda x, t=t: max(0.0, power(x) - t**POWER),
-                                        kinks=[t], what=what, from_below=True) for u in rel]
+                    terms = [lin_sum(convex_pwl(b, b.as_atom(u),
+                                                lambda x, t=t: max(0.0, power(x) - t**POWER),
+                                                kinks=[t], what=what, from_below=True)
+                                     for u in item) for item in parts]
             else:
+                if self.count_dimension is not None:
+                    raise InputError(self.name, "CAPACITY_PER_ITEM with SQUARES is modelled "
+                                     "exactly under a constant threshold only (boundType "
+                                     "RELATIVE_UTIL); the moving average's power has no exact "
+                                     "table at the per-object values' common denominator")
                 table = lower_table(b, threshold, power, what=what)
                 with b.errors_scaled(1 / n):
-                    terms = [b.positive_part(convex_pwl(b, b.as_atom(u), power, what=what,
-                                                        from_below=True)
-                                             - table, what=what) for u in rel]
+                    terms = [b.positive_part(lin_sum(convex_pwl(b, b.as_atom(u), power, what=what,
+                                                                from_below=True) for u in item)
+                                             - table, what=what) for item in parts]
             return GoalForm(lin_sum(terms) / n)
         if self.formula == "IDEAL":
             return GoalForm(self._ideal(b, rel, bound, what))
