@@ -245,16 +245,32 @@ def draw_shape(seed: int) -> Shape:
 def _option_draws(seed: int, specs: list[SpecDraw]) -> list[SpecDraw]:
     """Options drawn from a stream of their own (so every other draw of a seed stays as it
     was): a Capacity's utilizationBound on the jobs, UPPER or LOWER, with a finite default
-    bound or per-job ones."""
+    bound or per-job ones; Balance LEGACY (with what Rebalancer's checker demands of it);
+    ColocateGroups' continuous penalty in a goal on the object count (its exact model
+    squares a group's utilization, which must stay small); MinimizeContainers LEGACY (no
+    free limit). Balance CAPACITY_PER_ITEM is not drawn: its exact model enumerates an
+    item's object counts, which the benchmark's sizes exceed."""
     rng = random.Random(f"shape-options-{seed}")
     result = []
     for spec in specs:
+        o = spec.options
         if spec.arm == "capacitySpec" and rng.random() < 0.3:
             upper = rng.random() < 0.6
             bound = {"boundType": "UPPER" if upper else "LOWER",
                      "_default": rng.choice([0.01, 0.05]) if not upper or rng.random() < 0.5
                      else None}
-            spec = replace(spec, options={**spec.options, "_ubound": bound})
+            spec = replace(spec, options={**o, "_ubound": bound})
+        elif spec.arm == "balanceSpec" and rng.random() < 0.15:
+            spec = replace(spec, options={
+                **o, "formula": "LEGACY", "boundType": "RELATIVE", "definition": "AFTER",
+                "fixAverageToInitial": True,
+                "upperBound": o["upperBound"] if o["boundType"] == "RELATIVE" else 1})
+        elif (spec.arm == "colocateGroupsSpec" and spec.role == "goal"
+              and "dimension" not in o and rng.random() < 0.3):
+            spec = replace(spec, options={**o, "useContinuousPenaltyWithOptimal": True})
+        elif spec.arm == "minimizeContainersSpec" and rng.random() < 0.3:
+            options = {k: v for k, v in o.items() if k != "_free"}
+            spec = replace(spec, options={**options, "formula": "LEGACY"})
         result.append(spec)
     return result
 

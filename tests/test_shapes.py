@@ -61,6 +61,10 @@ def count_options(data: dict, counts: Counter) -> None:
         if arm == "utilIncreaseCostSpec":
             counts["uic squares", body["squares"]] += 1
             counts["uic lowerBound", body["lowerBound"] > 0] += 1
+        if arm == "colocateGroupsSpec":
+            counts["continuous penalty", bool(body.get("useContinuousPenaltyWithOptimal"))] += 1
+        if arm == "minimizeContainersSpec":
+            counts["containers formula", body.get("formula", "NEW")] += 1
         if arm == "capacitySpec" and "utilizationBound" in body:
             bound = body["utilizationBound"]["groupUtilizationBound"]
             counts["utilizationBound", bound["boundType"]] += 1
@@ -117,6 +121,9 @@ def test_200_seeds_parse_and_cover_every_spec_and_option():
               + [("partition", b) for b in (True, False)]
               + [("overlapping groups", b) for b in (True, False)]
               + [("utilizationBound", b) for b in ("UPPER", "LOWER")]
+              + [("continuous penalty", b) for b in (True, False)]
+              + [("containers formula", f) for f in ("LEGACY", "NEW")]
+              + [("formula", "LEGACY")]
               + [("utilizationBound default", b) for b in (True, False)]
               + [("capacities", c) for c in CAPACITY_KINDS]
               + [("shape capacities", c) for c in CAPACITY_KINDS]
