@@ -202,6 +202,13 @@ def test_capacity_per_item_values(fields: dict, caps: dict, expected: float) -> 
     assert goal_value(per_object(**fields), data) == pytest.approx(expected, rel=1e-12)
 
 
+def test_capacity_per_item_reads_both_dimensions() -> None:
+    """Objects that differ only in the count dimension must not share a class."""
+    parsed = parse_scenario({**PER_OBJECT_DATA, "goals": [{"spec": per_object(
+        capacityPerItemCountDimension="w8")}]})
+    assert parsed.model.dimensions() == {"cpu", "w8"}
+
+
 @pytest.mark.parametrize("fields, field", [
     ({"formula": "IDEAL"}, "formula"),
     ({"formula": "LEGACY"}, "formula"),
