@@ -246,7 +246,7 @@ def _option_draws(seed: int, specs: list[SpecDraw]) -> list[SpecDraw]:
     """Options drawn from a stream of their own (so every other draw of a seed stays as it
     was): a Capacity's utilizationBound on the jobs, UPPER or LOWER, with a finite default
     bound or per-job ones; Balance LEGACY (with what Rebalancer's checker demands of it);
-    ColocateGroups' continuous penalty in a goal on the object count (its exact model
+    ColocateGroups' continuous penalty on the object count (its exact model
     squares a group's utilization, which must stay small); MinimizeContainers LEGACY (no
     free limit). Balance CAPACITY_PER_ITEM is not drawn: its exact model enumerates an
     item's object counts, which the benchmark's sizes exceed."""
@@ -265,8 +265,7 @@ def _option_draws(seed: int, specs: list[SpecDraw]) -> list[SpecDraw]:
                 **o, "formula": "LEGACY", "boundType": "RELATIVE", "definition": "AFTER",
                 "fixAverageToInitial": True,
                 "upperBound": o["upperBound"] if o["boundType"] == "RELATIVE" else 1})
-        elif (spec.arm == "colocateGroupsSpec" and spec.role == "goal"
-              and "dimension" not in o and rng.random() < 0.3):
+        elif spec.arm == "colocateGroupsSpec" and "dimension" not in o and rng.random() < 0.3:
             spec = replace(spec, options={**o, "useContinuousPenaltyWithOptimal": True})
         elif spec.arm == "minimizeContainersSpec" and rng.random() < 0.3:
             options = {k: v for k, v in o.items() if k != "_free"}

@@ -15,6 +15,7 @@ import pytest
 from randomized import random_scenario
 from test_bruteforce import check_against_enumeration
 from test_group_specs import random_final, requires_peer, wheel_mismatches
+from test_parity import compare
 
 from cpsat_rebalancer import InputError, evaluate, parse_scenario
 from cpsat_rebalancer.peer import PeerError, evaluate_with_wheel, find_peer_python
@@ -268,10 +269,71 @@ def test_continuous_penalty_with_optimal_values(fields: dict, expected: float) -
     assert goal_value(spec, data) == pytest.approx(expected, rel=1e-12)
 
 
-def test_continuous_penalty_in_a_constraint_is_refused() -> None:
-    spec = {"colocateGroupsSpec": {"partitionName": "p", "useContinuousPenaltyWithOptimal": True}}
-    with pytest.raises(InputError, match="useContinuousPenaltyWithOptimal"):
-        parse_scenario({**BASE, "constraints": [{"spec": spec}]})
+def test_continuous_penalty_joins_the_soft_term_of_a_constraint() -> None:
+    """As a SOFT constraint the same spread breaks both groups: the violation stays
+    Σ e⁺ = 2, and the soft term adds invalidCost·P_g per broken group:
+    10000·2 + 100·(2 + 2·0.95) = 20390 (the wheel's bucket sum)."""
+    data = {"objectName": "task", "containerName": "host",
+            "assignment": {"h0": ["a", "c"], "h1": ["b", "d"], "h2": []},
+            "objectDimensions": {"cpu": {"a": 1, "b": 1, "c": 1, "d": 1}},
+            "partitions": {"p": {"g": ["a", "b"], "k": ["c", "d"]}},
+            "constraints": [{"spec": {"colocateGroupsSpec": {
+                "scope": "host", "partitionName": "p", "useContinuousPenaltyWithOptimal": True}},
+                "policy": "SOFT"}]}
+    parsed = parse_scenario(data)
+    evaluation = evaluate(parsed.problem, parsed.model, parsed.problem.initial)
+    assert evaluation.constraints[0].violation == 2.0
+    assert evaluation.positions[0] == pytest.approx(20390.0, rel=1e-12)
+    result = solve_model(parsed.problem, parsed.model, SolverOptions(workers=1))
+    assert result.status == "OPTIMAL" and result.buckets[0].objective == 0.0
+
+
+def continuous_scenario(seed: int, max_objects: int = 5) -> dict:
+    """randomized.random_scenario (no group specs, so its bucket sums compare with the
+    wheel's) with a partition and a ColocateGroups constraint with the continuous penalty,
+    and sometimes such a goal."""
+    data = random_scenario(seed, max_objects=max_objects)
+    rng = random.Random(f"continuous-{seed}")
+    objects = [o for objs in data["assignment"].values() for o in objs]
+    groups: dict[str, list[str]] = {"ga": [], "gb": []}
+    for k, obj in enumerate(objects):
+        if k < 2 or rng.random() < 0.8:
+            groups[("ga", "gb")[k % 2] if k < 2 else rng.choice(["ga", "gb"])].append(obj)
+    data["partitions"] = {"grp": groups}
+
+    def colocate() -> dict:
+        spec: dict[str, Any] = {"scope": "host", "partitionName": "grp",
+                                "useContinuousPenaltyWithOptimal": True,
+                                "bound": rng.choice(["MAX", "MAX", "MIN"]),
+                                "limits": {"globalLimit": rng.choice([1, 2])}}
+        if rng.random() < 0.4:
+            spec["groupToWeight"] = {rng.choice(["ga", "gb"]): rng.choice([0.5, 2, -1])}
+        if rng.random() < 0.3:
+            spec["dimension"] = "cpu"
+        return {"colocateGroupsSpec": spec}
+
+    data["constraints"].append({"spec": colocate(),
+                                "policy": rng.choice(["DEFAULT", "HARD", "SOFT", "SOFT"]),
+                                "tuplePosIfBroken": rng.choice([0, 1])})
+    if rng.random() < 0.4:
+        data["goals"].append({"spec": colocate(), "tuplePos": rng.choice([0, 1])})
+    return data
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_continuous_penalty_scenarios_match_enumeration(seed: int) -> None:
+    check_against_enumeration(continuous_scenario(seed), seed)
+
+
+@pytest.mark.peer
+@requires_peer
+@pytest.mark.parametrize("seed", range(40))
+def test_continuous_penalty_scenarios_agree_with_the_wheel(seed: int) -> None:
+    """Goals, violations and bucket sums: with the option, the wheel's optimal and local
+    search values agree, soft terms included."""
+    data = continuous_scenario(seed)
+    problems = compare(data, seed)
+    assert not problems, f"seed {seed}: {problems}\n{data}"
 
 
 # --------------------------------------------------------------------------- MinimizeContainers

@@ -94,10 +94,6 @@ class ColocateGroupsSpec(Spec):
         items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))
         squares = f.flag("squares")
         continuous = f.flag("useContinuousPenaltyWithOptimal")
-        if continuous and not as_goal:
-            raise InputError(f.at("useContinuousPenaltyWithOptimal"), "in a constraint the "
-                             "continuous penalty joins the soft term of each broken group, "
-                             "which is not modelled; it is supported in a goal")
         item_weight = np.ones(len(scope.items))
         for item, value in f.mapping("scopeItemWeights").items():
             where = f"{f.at('scopeItemWeights')}.{item}"
@@ -165,6 +161,17 @@ class ColocateGroupsSpec(Spec):
         spread = (x - float(SPREAD_WEIGHT) * x**2) @ self.item_weights
         return np.where(self.masses > 0, spread, 0.0)
 
+    def penalties(self, ctx: EvalContext) -> np.ndarray | None:
+        """W_g·P_g: a broken group's soft term adds it (times invalidCost)."""
+        return None if self.masses is None else self.group_weights * self._spread(ctx)
+
+    def compile_penalties(self, b: CpBuilder, infos: list[Info]) -> list[Lin] | None:
+        if self.masses is None:
+            return None
+        return [self._spread_form(b, g, info.expr) * to_fraction(float(w))
+                if self.masses[g] > 0 else Lin()
+                for g, (info, w) in enumerate(zip(infos, self.group_weights))]
+
     def info_labels(self, problem: Problem) -> list[str]:
         return [f"group {group} spread" for group in self.groups]
 
@@ -228,10 +235,11 @@ class ColocateGroupsSpec(Spec):
                 terms.append(self._spread_form(b, g, x) * weight)
         return GoalForm(lin_sum(terms))
 
-    def _spread_form(self, b: CpBuilder, g: int, x: Lin) -> Lin:
-        """step(X_g)·P_g exactly: P_g through exact integer squares of the group's
-        utilizations, switched by a literal equal to X_g > 0."""
-        if b.bounds(x)[1] <= 0:
+    def _spread_form(self, b: CpBuilder, g: int, switch: Lin) -> Lin:
+        """step(switch)·P_g exactly: P_g through exact integer squares of the group's
+        utilizations, switched by a literal equal to switch > 0 (X_g in a goal, the
+        expression W_g·Y_g in a constraint)."""
+        if b.bounds(switch)[1] <= 0:
             return Lin()
         scale = b.scale(self.dimension)
         mass = Fraction(int(scale.values[self.members[g]].sum()), scale.factor)
@@ -259,7 +267,7 @@ class ColocateGroupsSpec(Spec):
         form = b.integerize(spread)
         b.note_error(self.name, form.error)
         switched = b.cp.new_int_var(min(0, form.lo), max(0, form.hi), "spread")
-        broken = b.gate(x)
+        broken = b.gate(switch)
         b.cp.add(switched == form.expr).only_enforce_if(broken)
         b.cp.add(switched == 0).only_enforce_if(broken.Not())
         return Lin.atom(b.new_atom(switched, min(0, form.lo), max(0, form.hi)),

@@ -81,6 +81,16 @@ class Spec:
         """Constraint expressions e_k (each meaning e_k <= 0)."""
         raise NotImplementedError
 
+    def penalties(self, ctx: EvalContext) -> np.ndarray | None:
+        """Extra penalties P_k of the constraint expressions (docs/semantics.md#constraint-
+        policies): a soft term adds invalidCost·P_k for each of its broken expressions.
+        None when the spec has none (almost every spec)."""
+        return None
+
+    def compile_penalties(self, builder: CpBuilder, infos: list[Info]) -> list | None:
+        """step(e_k)·P_k as exact forms (Lin) for the compiled ``infos``, in their order."""
+        return None
+
     def leximin_key(self, ctx: EvalContext) -> tuple[float, ...] | None:
         """The vector whose descending sort orders this goal leximin, if it has that order."""
         return None
