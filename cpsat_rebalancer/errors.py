@@ -36,5 +36,10 @@ def shown_value(value: object) -> str:
         return f"a {type(value).__name__}"
 
 
+class OutOfTime(Exception):
+    """The time limit ran out while the model was still being built: no search has run, so
+    the start is the answer (the solve reports it with termination ``time_limit``)."""
+
+
 class InternalError(RuntimeError):
     """The solver returned something the independent checker rejects: a bug, never user error."""

@@ -1,11 +1,15 @@
-"""Primitives every floor shares: Rebalancer's comparison tolerance and the moves a
-constraint forbids outright."""
+"""Primitives every floor shares: Rebalancer's comparison tolerance, the largest size the
+model takes, and the moves a constraint forbids outright."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 TOLERANCE = 1e-10  # Rebalancer's absolute tolerance in comparisons (step, "initially broken")
+
+# sizes and capacities above this cannot be modelled exactly (CP-SAT's integers are 64-bit,
+# and a dimension's total must fit them): refused where they are read, not as an overflow
+MAX_AMOUNT = 1e18
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import markup
+from .context import EvalContext
 from .evaluate import Evaluation
 from .problem import Problem
 
@@ -97,6 +99,30 @@ class SolveResult:
         """Every goal and constraint, initial and final, on Rebalancer's scale."""
         return value_table(self.initial_evaluation, self.final_evaluation)
 
+    def utilization(self) -> pd.DataFrame:
+        """Per container and per scope item, per dimension: the load before (initial
+        assignment) and after (final), the capacity, and both ratios; see
+        :func:`utilization_table`."""
+        return utilization_table(self.problem, self.problem.initial, self.final)
+
+    def _repr_html_(self) -> str:
+        """A compact view for notebooks: status, the proof per bucket, the goal table and the
+        first moves (the full report: ``cpsat_rebalancer.report``)."""
+        moves = self.moves
+        shown = 10
+        parts = [f"<p><b>{markup.escape(self.status)}</b> ({markup.escape(self.termination)}) "
+                 f"in {self.seconds:.2f} s: {self.problem.num_objects} objects, "
+                 f"{self.problem.num_containers} containers, {len(moves)} moves</p>",
+                 markup.frame_table(bucket_table(self)),
+                 markup.frame_table(self.goal_table()[GOAL_COLUMNS])]
+        if self.conflict:
+            parts.append("<p>These hard constraints cannot all hold:</p>"
+                         + markup.bullet_list(self.conflict))
+        if len(moves):
+            more = f" (the first {shown})" if len(moves) > shown else ""
+            parts.append(f"<p>Moves{more}:</p>" + markup.frame_table(moves.head(shown)))
+        return "<div>" + "".join(parts) + "</div>"
+
     def to_dict(self) -> dict[str, Any]:
         """Rebalancer's solution keys and shapes where they exist (``assignment`` maps each
         object to its container; objectives list goals per tuple position), plus ours."""
@@ -159,6 +185,72 @@ def constraint_dict(evaluation: Evaluation, solved: bool = False) -> dict[str, A
             "constraints": [{"name": c.name, "value": c.violation, "policy": c.policy,
                              "hardHolds": c.hard_excess <= 1e-10}
                             for c in evaluation.constraints]}
+
+
+# the goal table's columns a reader needs first (the weighted values and the spec follow)
+GOAL_COLUMNS = ["kind", "name", "position", "weight", "initial", "final"]
+
+
+def bucket_table(result: SolveResult) -> pd.DataFrame:
+    """The proof per tuple position: status, value, bound and gap, and for IDEAL alone how
+    many leximin levels are proven."""
+    rows = []
+    for b in result.buckets:
+        note = ""
+        if b.leximin_levels is not None:
+            note = (f"leximin: all {b.leximin_items} relative utilizations proven"
+                    if b.leximin_levels == b.leximin_items else
+                    f"leximin: the {b.leximin_levels} largest of {b.leximin_items} relative "
+                    "utilizations proven")
+            if b.leximin_level_value is not None:
+                note += f"; the next is {b.leximin_level_value:.6g}"
+                if b.leximin_level_bound is not None:
+                    note += f" (bound {b.leximin_level_bound:.6g})"
+        rows.append({"position": b.position, "status": b.status, "termination": b.termination,
+                     "value": b.objective, "bound": b.bound, "gap": b.gap,
+                     "relative gap": b.relative_gap, "error bound": b.approximation_error,
+                     "seconds": b.seconds, "note": note})
+    return pd.DataFrame(rows, columns=["position", "status", "termination", "value", "bound",
+                                       "gap", "relative gap", "error bound", "seconds",
+                                       "note"])
+
+
+UTILIZATION_COLUMNS = ["scope", "item", "dimension", "capacity", "before", "after",
+                       "before_ratio", "after_ratio"]
+
+
+def utilization_table(problem: Problem, before: np.ndarray, after: np.ndarray) -> pd.DataFrame:
+    """One row per (scope, item, dimension), the container scope first: the load of the
+    item under the ``before`` and ``after`` assignments (index arrays), its capacity, and
+    load / capacity. A capacity the input never set is NaN, and so are its ratios (specs
+    then use Rebalancer's default 1.0); a zero capacity gives an infinite ratio when
+    loaded."""
+    context = EvalContext(problem, before, after)
+    frames = []
+    order = [problem.container_name, *sorted(set(problem.scopes) - {problem.container_name})]
+    for scope_name in order:
+        scope = problem.scopes[scope_name]
+        for dimension in problem.dimension_names:
+            load_before = context.util(scope, dimension, "INITIAL")
+            load_after = context.util(scope, dimension, "AFTER")
+            given = scope.capacities.get(dimension)
+            capacity = (np.full(len(scope.items), np.nan) if given is None
+                        else np.asarray(given, dtype=float))
+            frames.append(pd.DataFrame({
+                "scope": scope_name, "item": scope.items, "dimension": dimension,
+                "capacity": capacity, "before": load_before, "after": load_after,
+                "before_ratio": _ratio(load_before, capacity),
+                "after_ratio": _ratio(load_after, capacity)}, columns=UTILIZATION_COLUMNS))
+    if not frames:
+        return pd.DataFrame(columns=UTILIZATION_COLUMNS)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _ratio(load: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """load / capacity; 0/0 is 0 (an empty item of no capacity is not full)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = load / capacity
+    return np.where((load == 0) & (capacity == 0), 0.0, ratio)
 
 
 def value_table(initial: Evaluation, final: Evaluation) -> pd.DataFrame:

@@ -28,9 +28,10 @@ from .fields import (
     is_flag,
     is_integer,
 )
-from .primitives import Restrictions
+from .primitives import MAX_AMOUNT, Restrictions
 from .problem import OUT_OF_SCOPE, DynamicDimension, Problem, Scope
 from .specs.common import REGISTRY, Spec
+from .tables import is_fleet, read_fleet
 
 TOP_LEVEL_KEYS = {
     "name", "description", "objectName", "containerName", "objects", "containers",
@@ -171,11 +172,6 @@ def _mapping(value: Any, path: str, what: str) -> dict:
     if value is None:
         return {}
     return check_mapping(value, path, what)
-
-
-# sizes and capacities above this cannot be modelled exactly (CP-SAT's integers are 64-bit,
-# and a dimension's total must fit them): refused where they are read, not as an overflow
-MAX_AMOUNT = 1e18
 
 
 def _amount(value: Any, path: str) -> float:
@@ -607,8 +603,15 @@ def load_scenario(path: str | Path) -> Scenario:
 
 def load_data_with_model(path: str | Path, model: str | Path | None) -> dict[str, Any]:
     """The scenario dict of ``path``, with goals and constraints taken from ``model`` when
-    given (its :data:`MODEL_KEYS` replace the scenario's)."""
-    data = read_data_file(path)
+    given (its :data:`MODEL_KEYS` replace the scenario's). A folder is a CSV fleet
+    (:mod:`tables`), whose goals and constraints come from ``model``."""
+    if is_fleet(path):
+        if not model:
+            raise InputError(str(path), "a CSV fleet holds no goals or constraints: name a "
+                             "model file (--model)")
+        data = read_fleet(path)
+    else:
+        data = read_data_file(path)
     if not isinstance(data, dict):
         raise InputError(str(path), "a scenario must be a mapping at the top level")
     if model:

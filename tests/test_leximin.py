@@ -15,6 +15,7 @@ from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.generators import balance_instance
 from cpsat_rebalancer.result import OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.compile import compile_model
 from cpsat_rebalancer.solve.pipeline import solve_model
 
 OPTIONS = SolverOptions(workers=2, seed=0)
@@ -96,3 +97,22 @@ def test_leximin_is_proven_whole_and_matches_an_independent_model(objects, conta
     assert plain.buckets[0].status == OPTIMAL
     assert plain.final_evaluation.leximin[0] == pytest.approx(vector, abs=1e-12)
 
+
+def test_the_scalar_compiled_for_a_polish_leaves_the_model() -> None:
+    """IDEAL's scalar is compiled for the polish's own searches (``CpBuilder.scratch``):
+    afterwards the model constrains exactly what it did before, the caches and stated errors
+    are as before, and CP-SAT accepts the model."""
+    scenario = parse_scenario(ideal_alone(12, 4, 3))
+    builder, buckets = compile_model(scenario.problem, scenario.model)
+    proto = builder.cp.Proto()
+    before = [str(c) for c in proto.constraints]
+    errors, utils = dict(builder.errors), dict(builder._utils)
+    (bucket,) = [b for b in buckets.values() if b.scalar]
+    with builder.scratch():
+        for spec in bucket.scalar:
+            spec.compile_goal(builder)
+        assert len(proto.constraints) > len(before)
+    after = [str(c) for c in proto.constraints]
+    assert after[:len(before)] == before and not any(after[len(before):])
+    assert builder.errors == errors and builder._utils == utils
+    assert builder.cp.validate() == ""

@@ -5,9 +5,12 @@ from __future__ import annotations
 import random
 import time
 
-from cpsat_rebalancer import parse_scenario
+import pytest
+
+from cpsat_rebalancer import evaluate, parse_scenario
 from cpsat_rebalancer.api import solve_scenario
 from cpsat_rebalancer.cpsat.linear import lin_sum
+from cpsat_rebalancer.errors import OutOfTime
 from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.shapes import random_shape_scenario
 from cpsat_rebalancer.solve.compile import compile_model
@@ -90,3 +93,18 @@ def test_a_drain_with_large_penalties_gives_a_model_cp_sat_accepts() -> None:
     assert result.final_evaluation.feasible
     report = result.buckets[0]
     assert report.bound is None or report.bound <= report.objective
+
+
+def test_a_limit_that_ends_while_compiling_returns_the_start() -> None:
+    """Building a large model can take longer than a short limit: the build stops at the
+    limit, and the answer is the start, as a run stopped by its limit (not an error, and
+    not a search that starts after the limit has passed)."""
+    scenario = parse_scenario(drain_shape(2000, 100))
+    with pytest.raises(OutOfTime):
+        compile_model(scenario.problem, scenario.model, deadline=time.monotonic())
+    result = solve_scenario(scenario, SolverOptions(time_limit=1e-6, workers=2, seed=0))
+    assert result.termination == "time_limit"
+    assert (result.final == scenario.problem.initial).all()
+    assert result.final_evaluation.tuple() == evaluate(scenario.problem, scenario.model,
+                                                       scenario.problem.initial).tuple()
+    assert all(report.status == "NOT_SOLVED" for report in result.buckets)

@@ -20,10 +20,12 @@ from ..errors import InputError
 from ..evaluate import Evaluation
 from ..files import write_atomically
 from ..problem import Problem
-from ..result import SolveResult, value_table
+from ..result import SolveResult, bucket_table, value_table
 from ..scenario import read_data_file
 
 EXIT_INPUT, EXIT_INTERNAL, EXIT_INFEASIBLE, EXIT_NO_SOLUTION = 2, 1, 3, 4
+SCENARIO_HELP = ("scenario file (JSON or YAML), or a folder holding a CSV fleet (objects.csv, "
+                 "containers.csv; goals from --model)")
 
 
 def write_output(path: str, text: str) -> None:
@@ -148,22 +150,7 @@ def print_result(result: SolveResult) -> None:
           f"{result.problem.num_objects} objects in {result.classes} classes, "
           f"{result.problem.num_containers} containers")
     print("\nBuckets (tuple positions, solved in order):")
-    rows = []
-    for b in result.buckets:
-        note = ""
-        if b.leximin_levels is not None:
-            note = (f"leximin: all {b.leximin_items} relative utilizations proven"
-                    if b.leximin_levels == b.leximin_items else
-                    f"leximin: the {b.leximin_levels} largest of {b.leximin_items} relative "
-                    "utilizations proven")
-            if b.leximin_level_value is not None:
-                note += f"; the next is {b.leximin_level_value:.6g}"
-                if b.leximin_level_bound is not None:
-                    note += f" (bound {b.leximin_level_bound:.6g})"
-        rows.append({"position": b.position, "status": b.status, "value": b.objective,
-                     "bound": b.bound, "gap": b.gap, "error bound": b.approximation_error,
-                     "seconds": b.seconds, "note": note})
-    print_table(pd.DataFrame(rows))
+    print_table(bucket_table(result).drop(columns=["termination", "relative gap"]))
     if result.conflict:
         print("\nThese hard constraints cannot all hold (a small conflicting set):")
         for line in result.conflict:

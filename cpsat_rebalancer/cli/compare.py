@@ -17,15 +17,18 @@ from ..heuristics import BUILT_IN, NEEDS_PEER, HeuristicOptions, check_heuristic
 from ..plugins import code_file
 from ..result import INFEASIBLE, NO_SOLUTION, OPTIMAL, SolveResult
 from ..scenario import SolverOptions, load_data_with_model, parse_scenario
+from ..tables import fleet_files
 from .common import (
     EXIT_INFEASIBLE,
     EXIT_INTERNAL,
     EXIT_NO_SOLUTION,
+    SCENARIO_HELP,
     check_outputs,
     print_table,
     read_assignment,
     write_atomically,
 )
+from .outputs import write_comparison_report
 
 
 def print_comparison(comparison: Comparison, source: str) -> None:
@@ -94,8 +97,8 @@ def command_compare(args: argparse.Namespace) -> int:
         check_heuristic(name, allow_code=args.allow_code)
     code = [f.path for f in (code_file(n, "--heuristic", allow_code=args.allow_code)
                              for n in args.heuristic) if f is not None]
-    check_outputs({"--json": args.json, "--plot": args.plot},
-                  [args.scenario, args.model, *args.assignment, *code])
+    check_outputs({"--json": args.json, "--plot": args.plot, "--report": args.report},
+                  [*fleet_files(args.scenario), args.model, *args.assignment, *code])
     data = load_data_with_model(args.scenario, args.model)
     scenario = parse_scenario(data)
     base = scenario.options
@@ -121,8 +124,9 @@ def command_compare(args: argparse.Namespace) -> int:
                                                default=_jsonable))
     if args.plot:
         plot_utilization(comparison, args.plot)
+    write_comparison_report(args, comparison)
     print_comparison(comparison, args.scenario)
-    written = [path for path in (args.json, args.plot) if path]
+    written = [path for path in (args.json, args.plot, args.report) if path]
     if written:
         print("\nWrote " + ", ".join(written))
     if comparison.contradictions:
@@ -144,7 +148,7 @@ def _jsonable(value: Any) -> Any:
 def command_export(args: argparse.Namespace) -> int:
     from ..peer import export_rebalancer_python
 
-    check_outputs({"OUT.py": args.out}, [args.scenario, args.model])
+    check_outputs({"OUT.py": args.out}, [*fleet_files(args.scenario), args.model])
     data = load_data_with_model(args.scenario, args.model)
     parse_scenario(data)  # validate completely first: errors name the field
     move_types = args.move_types.split(",") if args.move_types else None
@@ -172,7 +176,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         description="Solve SCENARIO exactly, run each heuristic, read each assignment, and "
         "report per tuple position each one's value beside the optimum (or incumbent and "
         "bound), the gap, feasibility, moves and wall time.")
-    cmp.add_argument("scenario", help="scenario file (JSON or YAML)")
+    cmp.add_argument("scenario", help=SCENARIO_HELP)
     cmp.add_argument("--heuristic", action="append", default=[], metavar="NAME",
                      help="a heuristic to run (repeatable): " + ", ".join(BUILT_IN)
                      + ", an installed plugin, or your own as FILE.py:NAME or "
@@ -200,13 +204,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     cmp.add_argument("--plot", metavar="OUT.png",
                      help="draw the utilization each solver leaves per scope item "
                      "(needs matplotlib)")
+    cmp.add_argument("--report", metavar="OUT.html",
+                     help="write one self-contained HTML page: each heuristic beside the "
+                     "optimum, the utilization each leaves, our proof, moves and goals")
     cmp.set_defaults(run=command_compare)
 
     exp = sub.add_parser(
         "export", help="write a script that builds the scenario with Rebalancer",
         description="Write a standalone Python 3.12 script that builds SCENARIO with Meta's "
         "rebalancer wheel and solves it, to reproduce a case in Rebalancer itself.")
-    exp.add_argument("scenario", help="scenario file (JSON or YAML)")
+    exp.add_argument("scenario", help=SCENARIO_HELP)
     exp.add_argument("--to", required=True, choices=["rebalancer-python"],
                      help="what to write (rebalancer-python: a script for the wheel)")
     exp.add_argument("out", metavar="OUT.py", help="where to write the script")

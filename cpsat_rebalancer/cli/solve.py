@@ -16,9 +16,11 @@ from ..result import (
     objective_dict,
 )
 from ..scenario import SolverOptions, load_data_with_model, parse_scenario
+from ..tables import fleet_files
 from .common import (
     EXIT_INFEASIBLE,
     EXIT_NO_SOLUTION,
+    SCENARIO_HELP,
     check_outputs,
     collect_cpsat_params,
     cpsat_param,
@@ -29,10 +31,12 @@ from .common import (
     terminate_as_interrupt,
     write_output,
 )
+from .outputs import add_plan_options, plan_outputs, write_plan
 
 
 def command_solve(args: argparse.Namespace) -> int:
-    check_outputs({"--json": args.json}, [args.scenario, args.model, args.hint])
+    check_outputs({"--json": args.json, **plan_outputs(args)},
+                  [*fleet_files(args.scenario), args.model, args.hint])
     scenario = parse_scenario(load_data_with_model(args.scenario, args.model))
     base = scenario.options
     options = SolverOptions.checked(
@@ -47,16 +51,17 @@ def command_solve(args: argparse.Namespace) -> int:
         result = solve_scenario(scenario, options, hint)
     if args.json:  # before printing, so a closed pipe cannot lose it
         write_output(args.json, result.to_json())
+    written = [path for path in [args.json, *write_plan(args, result)] if path]
     code = {INFEASIBLE: EXIT_INFEASIBLE, NO_SOLUTION: EXIT_NO_SOLUTION}.get(result.status, 0)
     with quiet_pipe():
         print_result(result)
-        if args.json:
-            print(f"\nWrote {args.json}")
+        if written:
+            print("\nWrote " + ", ".join(written))
     return code
 
 
 def command_evaluate(args: argparse.Namespace) -> int:
-    check_outputs({"--json": args.json}, [args.scenario, args.model, args.assignment])
+    check_outputs({"--json": args.json}, [*fleet_files(args.scenario), args.model, args.assignment])
     scenario = parse_scenario(load_data_with_model(args.scenario, args.model))
     final = read_assignment(scenario.problem, args.assignment)
     initial_eval = evaluate(scenario.problem, scenario.model, scenario.problem.initial)
@@ -84,7 +89,7 @@ def command_evaluate(args: argparse.Namespace) -> int:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register the ``solve`` and ``evaluate`` subcommands."""
     solve = sub.add_parser("solve", help="solve a scenario to proven optimality")
-    solve.add_argument("scenario", help="scenario file (JSON or YAML)")
+    solve.add_argument("scenario", help=SCENARIO_HELP)
     solve.add_argument("--model", help="take goals and constraints from this model file")
     solve.add_argument("--time-limit", type=float, help="seconds for the whole solve chain")
     solve.add_argument("--workers", type=int, help="CP-SAT workers (default 2)")
@@ -98,9 +103,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     solve.add_argument("--hint", help="start from this assignment (a heuristic's, say) when it "
                        "keeps the hard constraints and beats the initial one")
     solve.add_argument("--json", help="write the full result as JSON to this file")
+    add_plan_options(solve)
     solve.set_defaults(run=command_solve)
     ev = sub.add_parser("evaluate", help="evaluate a given assignment without solving")
-    ev.add_argument("scenario", help="scenario file (JSON or YAML)")
+    ev.add_argument("scenario", help=SCENARIO_HELP)
     ev.add_argument("--assignment", required=True,
                     help="JSON/YAML {container: [objects]} or a result file from solve --json")
     ev.add_argument("--model", help="take goals and constraints from this model file")

@@ -12,6 +12,7 @@ container, which makes every definition linear. A singleton class is the general
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
@@ -20,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..errors import InputError, InternalError
+from ..errors import InputError, InternalError, OutOfTime
 from ..problem import OUT_OF_SCOPE, Problem, Scope
 from .classes import DimensionScale, integral_scale, item_groups, laminar_chain, object_classes
 from .forms import INT_LIMIT, IntegerForms
@@ -57,7 +58,8 @@ class CpBuilder(IntegerForms):
     def __init__(self, problem: Problem, fixed: frozenset[int] = frozenset(),
                  non_accepting: frozenset[int] = frozenset(), named: set[int] | None = None,
                  aggregate: bool = True, dims: frozenset[str] | None = None, *,
-                 accelerate: bool = True, seconds: float | None = None):
+                 accelerate: bool = True, seconds: float | None = None,
+                 deadline: float | None = None):
         super().__init__()
         self.problem = problem
         # the dimensions objects are classed by (None: all; the count dimension always, as
@@ -84,11 +86,18 @@ class CpBuilder(IntegerForms):
         # the solve's time limit: it sizes the work of searches run while compiling (a
         # count, so the same limit always builds the same model); None: no limit
         self.seconds = seconds
+        self.deadline = deadline  # time.monotonic() at which the solve's time limit ends
         self.container_classes: list[np.ndarray] = []
         self.symmetry: object | None = None  # literal enforcing the container order
         self._class_rank = np.zeros(0, dtype=np.int64)  # cache of class_rank()
         self._order_dim = ""
         self._build_counts(fixed, non_accepting)
+
+    def check_time(self) -> None:
+        """Stop building (OutOfTime) once the solve's time limit has passed: on a large model
+        the pieces of one goal alone can take longer than a short limit."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise OutOfTime
 
     # ---- variables ----
     def _build_counts(self, fixed: frozenset[int], non_accepting: frozenset[int]) -> None:
@@ -204,6 +213,31 @@ class CpBuilder(IntegerForms):
         domain = self.cp.Proto().variables[literal.index].domain
         domain.clear()
         domain.extend([0, 1] if value is None else [value, value])
+
+    @contextmanager
+    def scratch(self) -> Iterator[None]:
+        """What is compiled meanwhile (an objective needed for one search) is dropped after:
+        its constraints are emptied (a CpModel cannot delete one; an empty constraint
+        constrains nothing), and the caches forget the forms built on them. Its variables
+        stay, unconstrained, so solutions found meanwhile keep their length. A goal's pieces
+        can be most of a model, which every later search, presolve and relaxation would
+        otherwise carry."""
+        constraints = len(self.cp.Proto().constraints)
+        caches = (self._scales, self._utils, self._stays, self._group_utils, self._gates,
+                  self.errors, self.overs)
+        saved = [dict(cache) for cache in caches]
+        probes, starts = len(self.target_probes), len(self.suggested_starts)
+        try:
+            yield
+        finally:
+            added = self.cp.Proto().constraints
+            empty = cp_model.CpModel().Proto().constraints.add()
+            for index in range(constraints, len(added)):
+                added[index].copy_from(empty)
+            for cache, before in zip(caches, saved):
+                cache.clear()
+                cache.update(before)
+            del self.target_probes[probes:], self.suggested_starts[starts:]
 
     @contextmanager
     def held(self, variables: list[object], value: int | Sequence[int]) -> Iterator[None]:

@@ -113,12 +113,19 @@ def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
     """
     if x.is_constant:
         return Lin(const=Fraction(g(float(x.const))))
+    builder.check_time()
     x = _coarsened(builder, x, g, what)
     ((atom_index, coef),) = [(a, c) for a, c in x.terms.items() if c != 0]
     atom = builder.atoms[atom_index]
 
+    # x = coef·u + const as one fraction over a common denominator: int / int is correctly
+    # rounded, so this is float(coef·u + const) without a Fraction per breakpoint
+    denominator = coef.denominator * x.const.denominator
+    slope = coef.numerator * x.const.denominator
+    offset = x.const.numerator * coef.denominator
+
     def at(u: int) -> float:
-        return g(float(coef * u + x.const))
+        return g((slope * u + offset) / denominator)
 
     u_kinks = [float((Fraction(k) - x.const) / coef) for k in kinks]
     # g >= 0 and convex: zero at both ends of a range, it is zero throughout, so such a

@@ -84,14 +84,15 @@ def classes_may_span_containers(model: Model) -> bool:
 
 def compile_model(problem: Problem, model: Model, aggregate: bool = True,
                   guards: Guards | None = None, leximin: bool = True,
-                  accelerate: bool = True, seconds: float | None = None
-                  ) -> tuple[CpBuilder, dict[int, Bucket]]:
+                  accelerate: bool = True, seconds: float | None = None,
+                  deadline: float | None = None) -> tuple[CpBuilder, dict[int, Bucket]]:
     """Build the CP-SAT model: hard parts of constraints, and one objective form per bucket.
     ``aggregate=False`` keeps each initial container's objects in classes of their own;
     ``leximin=False`` compiles IDEAL alone in its bucket to its scalar too;
     ``accelerate=False`` leaves out the redundant bounds and the symmetry breaking (the
     optimum is the same; tests compare both); ``seconds``, the solve's time limit, sizes
-    the searches that compiling runs (a packing dive).
+    the searches that compiling runs (a packing dive); past ``deadline`` (the time limit's
+    end, ``time.monotonic()``) building stops with OutOfTime.
     With ``guards`` (a list to fill), every hard rule and restriction holds only under a
     literal of its own, recorded as (literal, spec name, what), to explain infeasibility."""
     fixed, non_accepting = model.fixed_objects, model.non_accepting
@@ -101,7 +102,7 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
     dims = model.dimensions()
     if guards is None:
         builder = CpBuilder(problem, fixed, non_accepting, named, aggregate, dims,
-                            accelerate=accelerate, seconds=seconds)
+                            accelerate=accelerate, seconds=seconds, deadline=deadline)
         if accelerate:
             builder.break_symmetry(interchangeable_containers(problem, model, fixed,
                                                               non_accepting),
@@ -131,6 +132,7 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
 
     owners: dict[int, list[tuple[str, Lin]]] = {}  # per position: (field, term)
     for index, entry in enumerate(model.constraints):
+        builder.check_time()
         before = noted()
         with where(f"constraints[{index}].spec.{entry.spec.arm}"):
             soft_terms = compile_constraint(builder, entry, ctx0, guards)
@@ -152,6 +154,7 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
     soft_positions = set(buckets)
     leximin_positions = model.leximin_positions(soft_positions) if leximin else {}
     for entry in model.goals:
+        builder.check_time()
         target = bucket(entry.position)
         target.admit(entry.weight, entry.spec.nonnegative)
         if entry.position in leximin_positions:

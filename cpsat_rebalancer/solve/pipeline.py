@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 from ..cpsat.builder import CpBuilder
+from ..errors import OutOfTime
 from ..evaluate import Evaluation, evaluate
 from ..problem import Problem
 from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport, SolveResult
@@ -38,11 +39,14 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
     started = time.monotonic()
     model.check_solvable()
     initial = evaluate(problem, model, problem.initial)
+    deadline = None if options.time_limit is None else started + options.time_limit
     try:
         builder, buckets = compile_model(problem, model, aggregate, accelerate=accelerate,
-                                         seconds=options.time_limit)
+                                         seconds=options.time_limit, deadline=deadline)
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM, as the CLI maps it) while compiling
-        return interrupted_at_start(problem, initial, started)
+        return stopped_at_start(problem, initial, started, "interrupted")
+    except OutOfTime:
+        return stopped_at_start(problem, initial, started, "time_limit")
     session = Session(builder, model, options, started, budget)
     try:
         start(session, initial, hint)
@@ -182,12 +186,14 @@ def explain(session: Session, problem: Problem, model: Model,
                                  seconds if remaining is None else min(seconds, remaining))
 
 
-def interrupted_at_start(problem: Problem, initial: Evaluation, started: float) -> SolveResult:
-    """Stopped before any search: the initial assignment, as it is."""
-    reports = [BucketReport(position, "NOT_SOLVED", "interrupted", value, None, None, None,
+def stopped_at_start(problem: Problem, initial: Evaluation, started: float,
+                     termination: str) -> SolveResult:
+    """Stopped (interrupted, or out of time) before any search: the initial assignment, as
+    it is."""
+    reports = [BucketReport(position, "NOT_SOLVED", termination, value, None, None, None,
                             None, 0.0, 0.0) for position, value in initial.positions.items()]
     status = FEASIBLE if initial.feasible else NO_SOLUTION
-    return SolveResult(problem, status, "interrupted", problem.initial.copy(), initial, initial,
+    return SolveResult(problem, status, termination, problem.initial.copy(), initial, initial,
                        reports, time.monotonic() - started, {}, [], classes=0)
 
 

@@ -324,6 +324,11 @@ def polish_leximin(session: Session, bucket: Bucket, budget: float) -> None:
     keep the result only if its sorted vector is lexicographically smaller (evaluator)."""
     if budget <= 0.05:
         return
+    with session.builder.scratch():  # the scalar's pieces would weigh on every later search
+        _polish_with_scalar(session, bucket, budget)
+
+
+def _polish_with_scalar(session: Session, bucket: Bucket, budget: float) -> None:
     builder = session.builder
     problem, model = builder.problem, session.model
     before = session.values

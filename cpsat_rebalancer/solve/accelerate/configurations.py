@@ -106,15 +106,17 @@ def configuration_bound(builder: CpBuilder, held: list[int], seconds: float,
     LP's contents there are what the search needs). At most ``seconds`` (or, in a
     repeatable run, ``work`` deterministic seconds of presolve and PRICING_WORK of
     pricing)."""
-    deadline = time.monotonic() + PRICING_SHARE * seconds
-    built = configuration_master(builder, held, PRESOLVE_SHARE * seconds, run, work)
-    if built is None:
+    started = time.monotonic()
+    deadline, until = started + PRICING_SHARE * seconds, started + seconds
+    built = configuration_master(builder, held, PRESOLVE_SHARE * seconds, run, work,
+                                 None if work is not None else until)
+    if built is None or work is None and time.monotonic() >= until:
         return None
     master, unassigned = built
     budget = PRICING_WORK
     cost = sum(len(c.variables) * 2 * 8 * (c.high + 1) for c in master.containers)
     bound = priced = None  # the floor, and the last pricing's Lagrangian bound
-    while True:
+    while work is not None or time.monotonic() < until:
         duals = master.solve()
         if duals is None or (work is not None and budget < cost):
             break
@@ -137,12 +139,13 @@ def configuration_bound(builder: CpBuilder, held: list[int], seconds: float,
 
 def configuration_master(builder: CpBuilder, held: list[int], seconds: float,
                          run: Callable[[cp_model.CpSolver, cp_model.CpModel], int]
-                         | None = None, work: float | None = None
-                         ) -> tuple[ConfigurationLP, int] | None:
+                         | None = None, work: float | None = None,
+                         until: float | None = None) -> tuple[ConfigurationLP, int] | None:
     """The configuration LP with the contents of ``held`` (and the initial ones that fit)
     as its first columns, and the number of objects with no initial container (moved
     whatever happens); None where it does not apply (see ``configuration_bound``).
-    ``seconds`` and ``work`` bound the presolve that reads the limits."""
+    ``seconds`` and ``work`` bound the presolve that reads the limits; past ``until``
+    (``time.monotonic()``) it gives up between its steps."""
     stays = builder.built_stays(builder.problem.container_scope)
     loads = {dim: variables for dim, variables in builder.container_loads().items()
              if dim not in builder.problem.dynamic_dims}
@@ -150,11 +153,13 @@ def configuration_master(builder: CpBuilder, held: list[int], seconds: float,
         return None
     kept, _, _ = split_constraints(builder)
     proto = snapshot(loads_model(builder, kept, loads, list(loads)))
+    if until is not None and time.monotonic() >= until:
+        return None
     rows = linear_rows(proto)
     used = sorted(set(rows.cols) | {v.Index() for vs in loads.values() for v in vs})
     counted = [v.Index() for v in builder.count_vars]
     bounds = presolved_bounds(builder, counted + used, (), seconds, run, work)
-    if bounds is None:
+    if bounds is None or until is not None and time.monotonic() >= until:
         return None
     lows = np.asarray([v.domain[0] for v in proto.variables], dtype=np.int64)
     highs = np.asarray([v.domain[len(v.domain) - 1] for v in proto.variables], dtype=np.int64)

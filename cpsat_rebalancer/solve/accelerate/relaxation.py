@@ -220,6 +220,7 @@ def moves_floor(builder: CpBuilder, seconds: float, workers: int, seed: int,
     above 0: a total excess, not a limit per container), this couples the containers,
     which the move cuts (each container's limit alone) do not. None when no bound is found
     in ``seconds`` (``work`` deterministic seconds, when given)."""
+    until = time.monotonic() + seconds  # building counts too: a large model's takes long
     loads = {dim: variables for dim, variables in builder.container_loads().items()
              if dim not in builder.problem.dynamic_dims}
     if not loads or builder.built_stays(builder.problem.container_scope) is None:
@@ -245,21 +246,22 @@ def moves_floor(builder: CpBuilder, seconds: float, workers: int, seed: int,
                 cp.add(start - variables[c] <= carried + size * (out - taken))
                 carried += size * number
                 taken += number
-    if not leaving:
+    if not leaving or work is None and time.monotonic() >= until:
         return None
     moved = sum(leaving)
     cp.minimize(moved)
     # GLOP's bound first (fast, and most of the floor), then CP-SAT's search from it for the
     # rest of the time (the integer staircases raise it further)
-    started = time.monotonic()
-    lp = solve_lp(cp, seconds, work)
+    lp = solve_lp(cp, seconds if work is not None else until - time.monotonic(), work)
     floor = 0 if lp is None else max(0, lp.floor)
+    if work is None and time.monotonic() >= until:
+        return None if lp is None else floor
     cp.add(moved >= floor)
     solver = cp_model.CpSolver()
     params = solver.parameters
     params.num_workers = workers
     params.random_seed = seed
-    params.max_time_in_seconds = max(seconds - (time.monotonic() - started), 0.01)
+    params.max_time_in_seconds = max(until - time.monotonic(), 0.01)
     if work is not None:
         params.max_deterministic_time = work
     params.catch_sigint_signal = False
