@@ -54,6 +54,7 @@ ENUMS: dict[str, dict[str, int]] = {
     "ExclusiveScopeItemsFormula": {"MINIMIZE_INVALIDATED_SCOPE_ITEMS_COUNT": 1,
                                    "AGGRESSIVE_PACKING": 2},
     "ConstraintPolicy": {"DEFAULT": 1, "HARD": 2, "SOFT": 3},
+    "UtilizationBoundType": {"UPPER": 1, "LOWER": 2},
 }
 
 

@@ -85,9 +85,12 @@ def split_policy(entry: ConstraintEntry, initial_infos: np.ndarray) -> PolicySpl
     return PolicySplit(broken, rhs, np.ones(n, bool), bool(broken.any()))
 
 
-def soft_term(entry: ConstraintEntry, infos: np.ndarray, soft: np.ndarray) -> float:
+def soft_term(entry: ConstraintEntry, infos: np.ndarray, soft: np.ndarray,
+              penalties: np.ndarray | None = None) -> float:
     e = infos[soft]
     term = entry.invalid_cost * positive(e).sum()
+    if penalties is not None:  # P_k of each broken expression, weighted like its excess
+        term += entry.invalid_cost * (step(e) * penalties[soft]).sum()
     if entry.invalid_state != 0:
         term += entry.invalid_state * step(e).sum()
     return float(term)
@@ -127,7 +130,8 @@ def evaluate(problem: Problem, model: Model, final: np.ndarray) -> Evaluation:
     for entry in model.constraints:
         infos = np.asarray(entry.spec.infos(ctx), dtype=float)
         split = split_policy(entry, np.asarray(entry.spec.infos(ctx0), dtype=float))
-        soft = soft_term(entry, infos, split.soft) if split.has_soft_term else 0.0
+        soft = (soft_term(entry, infos, split.soft, entry.spec.penalties(ctx))
+                if split.has_soft_term else 0.0)
         excess = positive(infos[split.hard] - split.hard_rhs[split.hard])
         hard_excess = float(excess[excess > TOLERANCE].sum())
         constraints.append(ConstraintValue(

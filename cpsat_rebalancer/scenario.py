@@ -330,21 +330,20 @@ def parse_problem(data: dict) -> Problem:
 
     partitions: dict[str, dict[str, np.ndarray]] = {}
     for name, groups in _mapping(data.get("partitions"), "partitions", "partition names").items():
+        # groups may overlap, as in Rebalancer: an object counts in each of its groups
+        # (docs/semantics.md#partitions)
         members: dict[str, np.ndarray] = {}
-        owner: dict[int, str] = {}
         for group, objs in _mapping(groups, f"partitions.{name}", "group names").items():
             path = f"partitions.{name}.{group}"
-            indices = []
+            indices: dict[int, None] = {}
             for k, obj in enumerate(check_names(objs, path)):
                 index = object_index.get(obj)
                 if index is None:
                     raise InputError(f"{path}[{k}]", "unknown object", obj)
-                if index in owner:
-                    raise InputError(f"{path}[{k}]", f"object already in group '{owner[index]}'",
-                                     obj)
-                owner[index] = group
-                indices.append(index)
-            members[group] = np.asarray(indices, dtype=np.int64)
+                if index in indices:
+                    raise InputError(f"{path}[{k}]", "object listed twice in this group", obj)
+                indices[index] = None
+            members[group] = np.fromiter(indices, dtype=np.int64, count=len(indices))
         partitions[name] = members
 
     dynamic_dims = _dynamic_dimensions(data.get("dynamicObjectDimensions"), object_dims,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -115,10 +115,11 @@ class Shape:
     big_ratio: float  # "two": the big hosts' capacity over the small ones'
     start: str  # STARTS
     utilization: float  # of cpu, overall
+    overlap: bool = False  # some objects are in two jobs (partition groups may overlap)
 
     @property
     def groups(self) -> bool:
-        return any(s.arm in GROUP_ARMS for s in self.specs)
+        return any(s.arm in GROUP_ARMS or "_ubound" in s.options for s in self.specs)
 
 
 # --------------------------------------------------------------------------- the draw
@@ -276,6 +277,7 @@ def draw_shape(seed: int) -> Shape:
         broken = 0 if rng.random() < 0.75 else position
         specs.append(SpecDraw(arm, "constraint", broken, policy, 1.0,
                               _options(rng, arm, "constraint", levels)))
+    specs = _option_draws(seed, specs)
     sizes = rng.choice(SIZE_KINDS)
     precision = {"flavours": 0, "integers": 0, "decimals": rng.choice([1, 2, 3, None]),
                  "heavy-tail": rng.choice([3, None])}[sizes]
@@ -285,7 +287,40 @@ def draw_shape(seed: int) -> Shape:
         sizes=sizes, tail=rng.choice(TAILS) if sizes == "heavy-tail" else None,
         precision=precision, magnitude=rng.choice(MAGNITUDES),
         capacities=rng.choice(CAPACITY_KINDS), big_ratio=rng.choice([1.5, 2, 4]),
-        start=rng.choice(STARTS), utilization=round(rng.uniform(*UTILIZATIONS), 2))
+        start=rng.choice(STARTS), utilization=round(rng.uniform(*UTILIZATIONS), 2),
+        overlap=random.Random(f"shape-overlap-{seed}").random() < 0.3)
+
+
+def _option_draws(seed: int, specs: list[SpecDraw]) -> list[SpecDraw]:
+    """Options drawn from a stream of their own (so every other draw of a seed stays as it
+    was): a Capacity's utilizationBound on the jobs, UPPER or LOWER, with a finite default
+    bound or per-job ones; Balance LEGACY (with what Rebalancer's checker demands of it);
+    ColocateGroups' continuous penalty on the object count (its exact model
+    squares a group's utilization, which must stay small); MinimizeContainers LEGACY (no
+    free limit). Balance CAPACITY_PER_ITEM is not drawn: its exact model enumerates an
+    item's object counts, which the benchmark's sizes exceed."""
+    rng = random.Random(f"shape-options-{seed}")
+    result = []
+    for spec in specs:
+        o = spec.options
+        if spec.arm == "capacitySpec" and rng.random() < 0.3:
+            upper = rng.random() < 0.6
+            bound = {"boundType": "UPPER" if upper else "LOWER",
+                     "_default": rng.choice([0.01, 0.05]) if not upper or rng.random() < 0.5
+                     else None}
+            spec = replace(spec, options={**o, "_ubound": bound})
+        elif spec.arm == "balanceSpec" and rng.random() < 0.15:
+            spec = replace(spec, options={
+                **o, "formula": "LEGACY", "boundType": "RELATIVE", "definition": "AFTER",
+                "fixAverageToInitial": True,
+                "upperBound": o["upperBound"] if o["boundType"] == "RELATIVE" else 1})
+        elif spec.arm == "colocateGroupsSpec" and "dimension" not in o and rng.random() < 0.3:
+            spec = replace(spec, options={**o, "useContinuousPenaltyWithOptimal": True})
+        elif spec.arm == "minimizeContainersSpec" and rng.random() < 0.3:
+            options = {k: v for k, v in o.items() if k != "_free"}
+            spec = replace(spec, options={**options, "formula": "LEGACY"})
+        result.append(spec)
+    return result
 
 
 # --------------------------------------------------------------------------- one line
@@ -533,7 +568,8 @@ class _Builder:
                                                        self.item_capacity(s, d).tolist()))
                                            for d in ("cpu", "mem")} for s in scopes}
         if shape.groups:
-            data["partitions"] = {PARTITION: self.partition()}
+            self.jobs = self.partition()
+            data["partitions"] = {PARTITION: self.jobs}
         goals, constraints = [], []
         for k, spec in enumerate(shape.specs):
             body = {"name": f"{SHORT[spec.arm]}{k}", **self.body(spec)}
@@ -562,7 +598,31 @@ class _Builder:
             size = int(self.rng.integers(2, largest + 1))
             jobs[f"job{len(jobs)}"] = [self.tasks[o] for o in order[k:k + size]]
             k += size
+        if self.shape.overlap and not any("_ubound" in s.options for s in self.shape.specs):
+            # a utilizationBound needs disjoint jobs; else some objects join a second job
+            rng = np.random.default_rng([seed_key(self.shape.seed), self.n, self.m, 1])
+            names = list(jobs)
+            for task in self.tasks:
+                if len(names) > 1 and rng.random() < 0.1:
+                    job = names[int(rng.integers(len(names)))]
+                    if task not in jobs[job]:
+                        jobs[job].append(task)
         return jobs
+
+    def utilization_bound(self, o: dict[str, Any]) -> dict[str, Any]:
+        """A GroupUtilizationBound on the jobs: a default bound of a share of the mean
+        item's capacity, or (UPPER only) a bound on a few jobs, the rest unbounded."""
+        drawn = o["_ubound"]
+        mean = float(self.item_capacity(o["scope"], o["dimension"]).mean())
+        if drawn["_default"] is not None:
+            values: dict[str, Any] = {"isDefaultLimitUnbounded": False,
+                                      "globalLimit": _significant(drawn["_default"] * mean, 3)}
+        else:
+            jobs = list(self.jobs)  # set by scenario() before the specs are built
+            values = {"groupLimits": {job: _significant(0.01 * mean, 3)
+                                      for job in self.sample(jobs, 0.3)}}
+        return {"partitionName": PARTITION, "boundType": drawn["boundType"],
+                "perGroupValues": values}
 
     def sample(self, names: list[str], share: float, most: int | None = None) -> list[str]:
         """A share of ``names`` (at least one, at most ``most``), in their order."""
@@ -632,6 +692,8 @@ class _Builder:
             body["partition"] = PARTITION
         elif arm in GROUP_ARMS:
             body["partitionName"] = PARTITION
+        if "_ubound" in o:
+            body["utilizationBound"] = {"groupUtilizationBound": self.utilization_bound(o)}
         elif arm == "minimizeContainersSpec":
             items = self.items[o["scope"]]
             if "_free" in o:

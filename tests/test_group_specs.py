@@ -317,8 +317,6 @@ def test_identical_group_members_share_one_class_and_groups_never_mix() -> None:
     (gc(bound="SOMETIMES"), "groupCountSpec.bound"),
     (gc(colour="red"), "groupCountSpec.colour"),
     (cg(partitionName=""), "colocateGroupsSpec.partitionName"),
-    (cg(useContinuousPenaltyWithOptimal=True),
-     "colocateGroupsSpec.useContinuousPenaltyWithOptimal"),
     (cg(scopeItemWeights={"h9": 1}), "colocateGroupsSpec.scopeItemWeights.h9"),
     (cg(groupToWeight={"zz": 1}), "colocateGroupsSpec.groupToWeight.zz"),
     (cg(groupToWeight={"g": "heavy"}), "colocateGroupsSpec.groupToWeight.g"),

@@ -61,10 +61,21 @@ def count_options(data: dict, counts: Counter) -> None:
         if arm == "utilIncreaseCostSpec":
             counts["uic squares", body["squares"]] += 1
             counts["uic lowerBound", body["lowerBound"] > 0] += 1
+        if arm == "colocateGroupsSpec":
+            counts["continuous penalty", bool(body.get("useContinuousPenaltyWithOptimal"))] += 1
+        if arm == "minimizeContainersSpec":
+            counts["containers formula", body.get("formula", "NEW")] += 1
+        if arm == "capacitySpec" and "utilizationBound" in body:
+            bound = body["utilizationBound"]["groupUtilizationBound"]
+            counts["utilizationBound", bound["boundType"]] += 1
+            counts["utilizationBound default", "globalLimit" in bound["perGroupValues"]] += 1
     counts["levels", 1 + len(data.get("scopes", {}))] += 1
     counts["movement goal", any(arm == "minimizeMovementSpec" and role == "goal"
                                 for arm, role, _, _ in entries(data))] += 1
     counts["partition", "partitions" in data] += 1
+    for groups in data.get("partitions", {}).values():
+        members = [o for objs in groups.values() for o in objs]
+        counts["overlapping groups", len(members) > len(set(members))] += 1
     distinct = len(set(caps.values()))
     counts["capacities", {1: "equal", 2: "two"}.get(distinct, "many")] += 1
     counts["median order", int(np.floor(np.log10(np.median(cpu)) + 1e-9))] += 1
@@ -91,7 +102,8 @@ def test_200_seeds_parse_and_cover_every_spec_and_option():
             rack_sizes.append(shape.rack_size)
         # the scenario is the shape it says
         assert data["description"] == describe_shape(shape)
-        assert ("partitions" in data) == any(s.arm in GROUP_ARMS for s in shape.specs)
+        assert ("partitions" in data) == shape.groups
+        assert shape.groups >= any(s.arm in GROUP_ARMS for s in shape.specs)
         if shape.start == "infeasible":
             assert counts_over(data)
     missing = [arm for arm in SPEC_ARMS if not counts[arm]]
@@ -107,6 +119,12 @@ def test_200_seeds_parse_and_cover_every_spec_and_option():
               + [("levels", n) for n in (1, 2, 3)]
               + [("movement goal", b) for b in (True, False)]
               + [("partition", b) for b in (True, False)]
+              + [("overlapping groups", b) for b in (True, False)]
+              + [("utilizationBound", b) for b in ("UPPER", "LOWER")]
+              + [("continuous penalty", b) for b in (True, False)]
+              + [("containers formula", f) for f in ("LEGACY", "NEW")]
+              + [("formula", "LEGACY")]
+              + [("utilizationBound default", b) for b in (True, False)]
               + [("capacities", c) for c in CAPACITY_KINDS]
               + [("shape capacities", c) for c in CAPACITY_KINDS]
               + [("sizes", s) for s in SIZE_KINDS] + [("tail", t) for t in TAILS]

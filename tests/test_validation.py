@@ -125,9 +125,9 @@ CASES = {
     "unknown object in a partition": (
         lambda d: d.update(partitions={"app": {"web": ["t0", "t8"]}}),
         ["partitions.app.web[1]", "unknown object", "'t8'"]),
-    "object in two groups of a partition": (
-        lambda d: d.update(partitions={"app": {"web": ["t0"], "db": ["t0"]}}),
-        ["partitions.app.db[0]", "already in group 'web'", "'t0'"]),
+    "object listed twice in one group": (
+        lambda d: d.update(partitions={"app": {"web": ["t0", "t0"]}}),
+        ["partitions.app.web[1]", "listed twice in this group", "'t0'"]),
     "SQUARES with a negative bound": (
         lambda d: d["goals"][0]["spec"]["balanceSpec"].update(formula="SQUARES", upperBound=-1),
         ["goals[0].spec.balanceSpec.upperBound", "negative bound"]),

@@ -42,10 +42,7 @@ def object_classes(problem: Problem, named: set[int], by_initial_container: bool
     if by_initial_container:
         columns.append(problem.initial.astype(float))
     for name in sorted(problem.partitions):
-        group_of = np.full(n, -1.0)
-        for g, members in enumerate(problem.partitions[name].values()):
-            group_of[members] = g
-        columns.append(group_of)
+        columns.append(group_sets(problem.partitions[name].values(), n))
     singleton = np.zeros(n)
     if named:
         idx = np.fromiter(sorted(named), dtype=np.int64)
@@ -68,6 +65,17 @@ def object_classes(problem: Problem, named: set[int], by_initial_container: bool
         home.append(dict(zip(containers.tolist(), counts.tolist())))
     return ObjectClasses(members, of_object, home)
 
+
+
+def group_sets(groups, n: int) -> np.ndarray:
+    """A number per object naming the set of ``groups`` it belongs to (0: none), equal for
+    two objects exactly when they are in the same groups (groups may overlap)."""
+    sets: list[list[int]] = [[] for _ in range(n)]
+    for g, members in enumerate(groups):
+        for obj in members.tolist():
+            sets[obj].append(g)
+    ids: dict[tuple[int, ...], int] = {(): 0}
+    return np.asarray([ids.setdefault(tuple(s), len(ids)) for s in sets], dtype=float)
 
 
 def item_groups(scope: Scope) -> np.ndarray:

@@ -39,9 +39,12 @@ Limitations of the wheel, and the workarounds used:
 * Weight-0 goals report 0 in the wheel, so goal values always come from weight-1 copies.
 * The wheel silently ignores unknown spec fields (e.g. ``metric`` for ``balanceMetric``).
 * Balance LEGACY, ColocateGroups and MinimizeContainers also have a MIP flavour; ToFree
-  MINIMIZE_OCCUPIED_CONTAINERS, ColocateGroups and MinimizeContainers goals are routed to
-  it here (``needs_mip_flavour``). A *constraint*'s soft term in the local-search flavour
-  still carries ColocateGroups' continuous term P_g (its violation summary does not).
+  MINIMIZE_OCCUPIED_CONTAINERS, Balance LEGACY, ColocateGroups and MinimizeContainers goals
+  are routed to it here (``needs_mip_flavour``). Balance LEGACY reads the initial total,
+  so its final value is right only when objects stay within its items. A *constraint*'s
+  soft term in the local-search flavour still carries ColocateGroups' continuous term P_g
+  (its violation summary does not), as the optimal flavour does with
+  ``useContinuousPenaltyWithOptimal``.
 * Errors of the wheel itself (e.g. CapacitySpec MIN+zeroAllowed "x cannot be larger than
   last points", docs/semantics.md#wheel-quirks) surface as :class:`PeerError`.
 """
@@ -98,6 +101,11 @@ NESTED_ENUMS: dict[str, str] = {
          "destinationScopeItemsAffectingLimitFilter"),
         "FilterType",
     ),
+}
+
+# Nested structs with enum fields of their own: key -> {field: enum}.
+NESTED_STRUCT_ENUMS: dict[str, dict[str, str]] = {
+    "groupUtilizationBound": {"boundType": "UtilizationBoundType"},
 }
 
 
@@ -179,6 +187,8 @@ def _convert(value: Any, enums: dict[str, Any], path: str) -> Any:
                         for k, v in enumerate(item)]
         elif key in NESTED_ENUMS and isinstance(item, dict):
             out[key] = _convert(item, {"type": NESTED_ENUMS[key]}, where)
+        elif key in NESTED_STRUCT_ENUMS and isinstance(item, dict):
+            out[key] = _convert(item, NESTED_STRUCT_ENUMS[key], where)
         else:
             out[key] = _convert(item, {}, where)
     return out

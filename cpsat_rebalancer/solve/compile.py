@@ -202,6 +202,7 @@ def compile_constraint(builder: CpBuilder, entry: ConstraintEntry, ctx0: EvalCon
     initial = np.asarray(spec.infos(ctx0), dtype=float)
     split = split_policy(entry, initial)
     labels = spec.info_labels(builder.problem) if guards is not None else None
+    penalties = spec.compile_penalties(builder, infos) if split.has_soft_term else None
     soft_terms = []
     for k, info in enumerate(infos):
         if split.hard[k]:
@@ -224,6 +225,8 @@ def compile_constraint(builder: CpBuilder, entry: ConstraintEntry, ctx0: EvalCon
         if split.soft[k]:
             violation = builder.positive_part(info.expr, gate=info.gate, what=spec.name)
             soft_terms.append(("invalidCost", violation * entry.invalid_cost))
+            if penalties is not None:  # P_k where the expression is broken
+                soft_terms.append(("invalidCost", penalties[k] * entry.invalid_cost))
             if entry.invalid_state != 0:
                 soft_terms.append(("invalidState", builder.step(info.expr, gate=info.gate)
                                    * entry.invalid_state))

@@ -1,12 +1,14 @@
 """BalanceSpec: spread relative utilization over scope items (docs/semantics.md#balance).
 
-Formulas LINEAR, SQUARES, MAX, IDEAL, RELATIVE_UTIL_VARIANCE; goal only. IDEAL alone in its
+Formulas LINEAR, SQUARES, MAX, IDEAL, RELATIVE_UTIL_VARIANCE and LEGACY (the optimal
+solver's form); goal only. IDEAL alone in its
 bucket is ordered leximin by the solve stages (``compile_leximin``); its reported
 value is Rebalancer's scalar Σ a_i u_i².
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -19,6 +21,7 @@ from ..cpsat.linear import Lin, lin_sum, to_fraction
 from ..cpsat.pwl import convex_pwl, lower_table
 from ..errors import InputError
 from ..fields import Fields
+from ..primitives import TOLERANCE
 from ..problem import Problem, Scope
 from .common import (
     GoalForm,
@@ -32,11 +35,58 @@ from .common import (
 )
 
 POWER = 1.1  # Rebalancer's SQUARES exponent
+LEGACY_WEIGHT = Fraction(1, 1000)  # LEGACY: weight of the mean excess beside the largest one
+LEGACY_RULES = (  # what Rebalancer's checker demands of a LEGACY balance: (field, ok, why)
+    ("fixAverageToInitial", lambda o: o["fix"], "LEGACY needs fixAverageToInitial"),
+    ("definition", lambda o: o["definition"] == "AFTER", "LEGACY supports AFTER only"),
+    ("boundType", lambda o: o["bound_type"] == "RELATIVE", "LEGACY supports RELATIVE only"),
+    ("softUpperBound", lambda o: o["soft"] is None, "LEGACY takes no softUpperBound"),
+    ("includeInInitialAverage", lambda o: not o["include"],
+     "LEGACY takes no includeInInitialAverage"),
+)
 
 
 def power(x: float) -> float:
     """x^1.1 on utilizations; loose variable bounds may probe x < 0, never reached."""
     return max(x, 0.0) ** POWER
+
+
+MOST_COUNTS = 256  # CAPACITY_PER_ITEM: the most values an item's object count may take
+
+
+def per_object(b: CpBuilder, util: Lin, count: Lin, what: str) -> list[Lin]:
+    """util / max(1, count) as a sum of exact forms of which at most one is not 0: one
+    literal per value the count can take, and the utilization carried by the literal that
+    holds (a ratio has no linear form). Each part is over one atom, so a function g with
+    g(0) = 0 of the ratio is the sum of g over the parts, each tabulated."""
+    form = b.integerize(count)
+    lo, hi = max(0, math.ceil(form.lo)), math.floor(form.hi)
+
+    def divisor(units: int) -> Fraction:
+        return max(Fraction(1), units / form.factor)
+
+    if count.is_constant or lo >= hi:
+        return [util / divisor(lo)]
+    if hi - lo + 1 > MOST_COUNTS:
+        raise InputError(what, "CAPACITY_PER_ITEM is modelled exactly by one literal per value "
+                         f"an item's count can take, and here it takes up to {hi - lo + 1} "
+                         f"(more than {MOST_COUNTS}); Rebalancer's optimal solver refuses this "
+                         "metric outright")
+    amount = b.integerize(util)
+    top = max(0, math.floor(amount.hi))
+    value = b.variable(amount.expr, amount.lo, amount.hi, "per_object_util")
+    choices, terms = [], []
+    for units in range(lo, hi + 1):
+        chosen = b.cp.new_bool_var("count_is")
+        b.cp.add(form.expr == units).only_enforce_if(chosen)
+        carried = b.cp.new_int_var(0, top, "carried")
+        b.cp.add(carried == value).only_enforce_if(chosen)
+        b.cp.add(carried == 0).only_enforce_if(chosen.Not())
+        choices.append(chosen)
+        terms.append(Lin.atom(b.new_atom(carried, 0, top), 1 / (amount.factor * divisor(units))))
+    b.cp.add_exactly_one(choices)
+    b.note_error(what, amount.error)
+    return terms
 
 
 @register
@@ -51,6 +101,10 @@ class BalanceSpec(Spec):
     }
     constraint_allowed = False
 
+    @classmethod
+    def wheel_evaluates_as_mip(cls, body: dict) -> bool:
+        return body.get("formula") == 5  # LEGACY: its optimal solver drops a square
+
     name: str
     scope: Scope
     dimension: str
@@ -64,6 +118,8 @@ class BalanceSpec(Spec):
     extra_average_items: np.ndarray  # includeInInitialAverage items not already balanced
     legacy_average: bool
     bound_on_ideal: bool
+    # CAPACITY_PER_ITEM: the dimension counting objects (None: the RELATIVE_UTIL metric)
+    count_dimension: str | None = None
 
     @classmethod
     def from_dict(cls, data: Any, path: str, problem: Problem, *, as_goal: bool) -> BalanceSpec:
@@ -84,13 +140,27 @@ class BalanceSpec(Spec):
         legacy = f.flag("useLegacyAverage")
         ignore = f.flag("ignoreUpperBoundForIdealWithAbsOrRelBoundTypes", True)
         metric = cls.enum(f, "balanceMetric", "RELATIVE_UTIL")
-        if f.raw("capacityPerItemCountDimension") is not None or metric != "RELATIVE_UTIL":
-            raise InputError(f.at("balanceMetric"), "only RELATIVE_UTIL balance is supported",
-                             metric)
+        count_name = f.raw("capacityPerItemCountDimension")
         f.done(cls.arm)
+        count_dimension = None
+        if metric == "CAPACITY_PER_ITEM":
+            if formula in ("IDEAL", "LEGACY"):
+                raise InputError(f.at("formula"), f"Rebalancer does not support {formula} with "
+                                 "the CAPACITY_PER_ITEM metric", formula)
+            count_dimension = resolve_dimension(
+                problem, f.text("capacityPerItemCountDimension"),
+                f.at("capacityPerItemCountDimension"), default=problem.count_dimension,
+                metrics=(definition,))
+        elif count_name is not None:
+            raise InputError(f.at("capacityPerItemCountDimension"), "only read with the "
+                             "CAPACITY_PER_ITEM metric (Rebalancer refuses it otherwise)",
+                             count_name)
         if formula == "LEGACY":
-            raise InputError(f.at("formula"), "the LEGACY formula is not supported; use LINEAR, "
-                             "SQUARES, MAX, IDEAL or RELATIVE_UTIL_VARIANCE", formula)
+            given = {"fix": fix, "definition": definition, "bound_type": bound_type,
+                     "soft": soft, "include": include}
+            for key, holds, why in LEGACY_RULES:
+                if not holds(given):
+                    raise InputError(f.at(key), f"{why} (Rebalancer's checker refuses it)")
         if not ignore and formula != "IDEAL":
             raise InputError(f.at("ignoreUpperBoundForIdealWithAbsOrRelBoundTypes"),
                              "may be false only with the IDEAL formula", formula)
@@ -101,6 +171,11 @@ class BalanceSpec(Spec):
             raise InputError(f.at("upperBound"), "SQUARES with a negative bound is undefined "
                              "(x^1.1 of a negative threshold; Rebalancer reports NaN)", upper)
         caps = scope.capacity(dimension)
+        if count_dimension is not None:  # capacities are not read: every item is kept,
+            # and the average is always that of the final values (no fixing, no extras)
+            return cls(name, scope, dimension, np.flatnonzero(mask), definition, formula,
+                       bound_type, upper, soft, False, np.zeros(0, dtype=np.int64), False,
+                       bound_type == "RELATIVE_UTIL" or not ignore, count_dimension)
         balanced = mask & (caps > 0)
         fixed = fix or (definition == "AFTER" and bool(balanced.all())
                         and scope.covers_all_containers)
@@ -110,13 +185,23 @@ class BalanceSpec(Spec):
                    bound_type, upper, soft, fixed, extra, legacy,
                    bound_type == "RELATIVE_UTIL" or not ignore)
 
+    def dimensions(self) -> frozenset[str]:
+        return frozenset({self.dimension, self.count_dimension} - {None})
+
     def prefers_staying(self) -> bool:
         if self.definition == "AFTER":
             return True
+        if self.count_dimension is not None:
+            return False  # a per-object average may gain from anything
         # u_i grows as STAYED shrinks; with a constant threshold every formula but the
         # variance is increasing in u_i (a moving average could reward swaps)
         constant = self.fixed_average or self.bound_type == "RELATIVE_UTIL"
         return constant and self.formula != "RELATIVE_UTIL_VARIANCE"
+
+    @property
+    def nonnegative(self) -> bool:  # type: ignore[override]
+        """LEGACY with nothing initially in its items is worth -upperBound."""
+        return self.formula != "LEGACY" or self.upper_bound >= 0
 
     @property
     def has_leximin(self) -> bool:
@@ -128,9 +213,17 @@ class BalanceSpec(Spec):
 
     # ---------- evaluation ----------
     def _relative(self, ctx: EvalContext) -> np.ndarray:
-        return ctx.util(self.scope, self.dimension, self.definition)[self.items] / self.caps
+        """The balanced value per item: relative utilization, or (CAPACITY_PER_ITEM) the
+        utilization per object counted, util / max(1, count)."""
+        util = ctx.util(self.scope, self.dimension, self.definition)[self.items]
+        if self.count_dimension is None:
+            return util / self.caps
+        count = ctx.util(self.scope, self.count_dimension, self.definition)[self.items]
+        return util / np.maximum(1.0, count)
 
     def _average(self, ctx: EvalContext) -> float:
+        if self.count_dimension is not None:
+            return float(np.mean(self._relative(ctx)))
         source = ctx.at_initial if self.fixed_average else ctx
         util = source.util(self.scope, self.dimension, self.definition)
         all_caps = self.scope.capacity(self.dimension)
@@ -162,6 +255,8 @@ class BalanceSpec(Spec):
             return float(positive(u**POWER - threshold**POWER).sum() / n)
         if self.formula == "MAX":
             return float(max(0.0, u.max() - threshold))
+        if self.formula == "LEGACY":
+            return self._legacy(ctx, u)
         if self.formula == "IDEAL":
             a = self.caps / (self.caps.sum() / n)
             if self.bound_on_ideal:
@@ -169,6 +264,16 @@ class BalanceSpec(Spec):
             return float((a * u**2).sum())
         v = positive(u - bound)  # RELATIVE_UTIL_VARIANCE
         return float((v**2).sum() - v.sum() ** 2 / n)
+
+    def _legacy(self, ctx: EvalContext, u: np.ndarray) -> float:
+        """(0.001/n)·Σ m_i⁺ + max(0, max_i m_i), m_i = u_i/b - upperBound, b the initial
+        total over the capacity; -upperBound when nothing is there initially."""
+        initial = float(ctx.at_initial.util(self.scope, self.dimension, "AFTER")[self.items].sum())
+        if abs(initial) <= TOLERANCE:
+            return -self.upper_bound
+        excess = u / (initial / self.caps.sum()) - self.upper_bound
+        return float(float(LEGACY_WEIGHT) / len(u) * positive(excess).sum()
+                     + max(0.0, excess.max()))
 
     def leximin_key(self, ctx: EvalContext) -> tuple[float, ...]:
         """Relative utilizations; with the bound applied (as in the scalar value, where items
@@ -180,10 +285,19 @@ class BalanceSpec(Spec):
 
     # ---------- compilation ----------
     def _relative_forms(self, b: CpBuilder) -> list[Lin]:
+        return [lin_sum(parts) for parts in self._parts(b)]
+
+    def _parts(self, b: CpBuilder) -> list[list[Lin]]:
+        """Per item, forms summing to its balanced value (see ``per_object``)."""
         util = b.util(self.scope, self.dimension, self.definition)
-        return [util[i] / to_fraction(float(c)) for i, c in zip(self.items, self.caps)]
+        if self.count_dimension is None:
+            return [[util[i] / to_fraction(float(c))] for i, c in zip(self.items, self.caps)]
+        counts = b.util(self.scope, self.count_dimension, self.definition)
+        return [per_object(b, util[i], counts[i], self.name) for i in self.items]
 
     def _average_form(self, b: CpBuilder, rel: list[Lin]) -> Lin:
+        if self.count_dimension is not None:
+            return lin_sum(rel) / len(rel)
         all_caps = self.scope.capacity(self.dimension)
         util = b.util(self.scope, self.dimension, self.definition)
         if self.fixed_average:
@@ -212,7 +326,8 @@ class BalanceSpec(Spec):
         n = len(self.items)
         if n == 0:
             return GoalForm(Lin())
-        rel = self._relative_forms(b)
+        parts = self._parts(b)
+        rel = [lin_sum(p) for p in parts]
         bound = self._bound_form(self._average_form(b, rel))
         threshold = bound
         if self.soft_upper_bound is not None:
@@ -231,18 +346,26 @@ class BalanceSpec(Spec):
                     raise InputError(self.name, "SQUARES threshold is negative (Rebalancer "
                                      "reports NaN)", t)
                 with b.errors_scaled(1 / n):
-                    terms = [convex_pwl(b, b.as_atom(u),
-                                        lambda x, t=t: max(0.0, power(x) - t**POWER),
-                                        kinks=[t], what=what, from_below=True) for u in rel]
+                    terms = [lin_sum(convex_pwl(b, b.as_atom(u),
+                                                lambda x, t=t: max(0.0, power(x) - t**POWER),
+                                                kinks=[t], what=what, from_below=True)
+                                     for u in item) for item in parts]
             else:
+                if self.count_dimension is not None:
+                    raise InputError(self.name, "CAPACITY_PER_ITEM with SQUARES is modelled "
+                                     "exactly under a constant threshold only (boundType "
+                                     "RELATIVE_UTIL); the moving average's power has no exact "
+                                     "table at the per-object values' common denominator")
                 table = lower_table(b, threshold, power, what=what)
                 with b.errors_scaled(1 / n):
-                    terms = [b.positive_part(convex_pwl(b, b.as_atom(u), power, what=what,
-                                                        from_below=True)
-                                             - table, what=what) for u in rel]
+                    terms = [b.positive_part(lin_sum(convex_pwl(b, b.as_atom(u), power, what=what,
+                                                                from_below=True) for u in item)
+                                             - table, what=what) for item in parts]
             return GoalForm(lin_sum(terms) / n)
         if self.formula == "IDEAL":
             return GoalForm(self._ideal(b, rel, bound, what))
+        if self.formula == "LEGACY":
+            return GoalForm(self._legacy_form(b, rel, what))
         return GoalForm(self._variance(b, rel, bound))
 
     def compile_leximin(self, b: CpBuilder) -> list[Lin]:
@@ -251,6 +374,20 @@ class BalanceSpec(Spec):
             return rel
         bound = self._bound_form(self._average_form(b, rel))
         return [b.exact_max([u, bound]) for u in rel]  # under the bound, all items tie
+
+    def _legacy_form(self, b: CpBuilder, rel: list[Lin], what: str) -> Lin:
+        """The LEGACY value as an exact form: linear excesses, under minimization."""
+        util = b.util(self.scope, self.dimension, "AFTER")
+        initial = sum((b.initial_value(util[i]) for i in self.items), Fraction(0))
+        upper = to_fraction(self.upper_bound)
+        if abs(initial) <= to_fraction(TOLERANCE):
+            return Lin(const=-upper)
+        balanced = initial / sum((to_fraction(float(c)) for c in self.caps), Fraction(0))
+        excess = [u / balanced - upper for u in rel]
+        n = len(rel)
+        with b.errors_scaled(float(LEGACY_WEIGHT) / n):
+            mean = lin_sum(b.positive_part(e, what=what) for e in excess) * (LEGACY_WEIGHT / n)
+        return mean + b.maximum([Lin()] + excess, what=what)
 
     def _ideal(self, b: CpBuilder, rel: list[Lin], bound: Lin, what: str) -> Lin:
         caps = [to_fraction(float(c)) for c in self.caps]

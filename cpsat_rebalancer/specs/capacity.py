@@ -30,6 +30,7 @@ from .common import (
     roles_by_item,
     spec_name,
 )
+from .utilization_bound import UtilizationBound
 
 # utilization metrics per definition; DURING_AND_AFTER as a constraint is special (below)
 METRICS = {
@@ -58,6 +59,7 @@ class CapacitySpec(Spec):
     limits: np.ndarray  # the limit per filtered item as given (for exact compilation)
     relative: bool  # thresholds are limit x capacity
     legacy: bool  # normalization 1/capacity per item instead of 1/average capacity
+    utilization_bound: UtilizationBound | None  # groups' shares bounded (utilizationBound)
 
     @classmethod
     def from_dict(cls, data: Any, path: str, problem: Problem, *, as_goal: bool) -> CapacitySpec:
@@ -72,10 +74,10 @@ class CapacitySpec(Spec):
         items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))
         zero_allowed = f.flag("zeroAllowed")
         legacy = f.flag("useLegacyFormula")
-        if f.raw("utilizationBound") is not None:
-            raise InputError(f.at("utilizationBound"), "group utilization bounds are not "
-                             "supported")
+        bound_data = f.raw("utilizationBound")
         f.done(cls.arm)
+        utilization_bound = None if bound_data is None else UtilizationBound.parse(
+            bound_data, f.at("utilizationBound"), problem, scope, dimension, items)
         caps = scope.capacity(dimension)[items]
         limits = limit.per_item[items]
         thresholds = limits * caps if limit.kind == "RELATIVE" else limits.astype(float)
@@ -89,7 +91,8 @@ class CapacitySpec(Spec):
             average = caps.mean() if len(caps) else 0.0
             norm = np.full(len(items), 1.0 if average == 0 else 1.0 / average)
         return cls(name, scope, dimension, definition, bound, items, thresholds, norm,
-                   zero_allowed, not as_goal, limits, limit.kind == "RELATIVE", legacy)
+                   zero_allowed, not as_goal, limits, limit.kind == "RELATIVE", legacy,
+                   utilization_bound)
 
     def _exact(self) -> list[tuple[Fraction, Fraction]]:
         """Threshold and normalization per filtered item as exact fractions of the data
@@ -107,7 +110,9 @@ class CapacitySpec(Spec):
                            1 / cap if self.legacy else shared))
         return result
 
-    def container_roles(self, problem: Problem) -> list[Hashable]:
+    def container_roles(self, problem: Problem) -> list[Hashable] | None:
+        if self.utilization_bound is not None:
+            return None  # group shares differ per container
         return roles_by_item(self.scope, {int(i): (float(t), float(n)) for i, t, n in zip(
             self.items, self.thresholds, self.norm)})
 
@@ -144,8 +149,15 @@ class CapacitySpec(Spec):
         return [(metric, p) for metric in metrics for p in kept]
 
     # ---------- evaluation ----------
+    def _utils(self, ctx: EvalContext, metric: str) -> np.ndarray:
+        """Utilization of each filtered item, with the groups' shares bounded if asked."""
+        if self.utilization_bound is not None:
+            return self.utilization_bound.utils(ctx, self.scope, self.dimension, metric,
+                                                self.items)
+        return ctx.util(self.scope, self.dimension, metric)[self.items]
+
     def _expressions(self, ctx: EvalContext, metric: str) -> np.ndarray:
-        util = ctx.util(self.scope, self.dimension, metric)[self.items]
+        util = self._utils(ctx, metric)
         with np.errstate(invalid="ignore"):
             if self.bound == "MAX":
                 return self.norm * (util - self.thresholds)
@@ -187,8 +199,12 @@ class CapacitySpec(Spec):
         forms = []
         for metric, p in self._pairs(initial):
             if metric not in utils:
-                utils[metric] = b.util(self.scope, self.dimension, metric)
-            util = utils[metric][self.items[p]]
+                utils[metric] = (
+                    self.utilization_bound.forms(b, self.scope, self.dimension, metric,
+                                                 self.items)
+                    if self.utilization_bound is not None else
+                    [b.util(self.scope, self.dimension, metric)[i] for i in self.items])
+            util = utils[metric][p]
             threshold, norm = exact[p]
             if self.bound == "MAX":
                 forms.append(Info((util - threshold) * norm))

@@ -30,7 +30,7 @@ from .common import (
     GroupLimit,
     Spec,
     group_of,
-    group_utils,
+    group_utils_by_index,
     parse_filter,
     parse_group_filter,
     register,
@@ -130,7 +130,7 @@ class CapacityWithGroupPresenceSpec(Spec):
         keep_main = parse_group_filter(f.raw("groupFilter"), f.at("groupFilter"), main_names)
         keep_items = parse_filter(f.raw("scopeItemFilter"), f.at("scopeItemFilter"), scope)
         # the main group of each aggregation group, and the main item of each aggregation item
-        main_index = group_of(problem, [main[g] for g in main_names])
+        main_index = group_of(problem, [main[g] for g in main_names], f.at("partition"))
         fine_members = [np.asarray(fine[g], dtype=np.int64) for g in fine_names]
         main_of_fine = nested(main_index, fine_members, f.at("aggregationPartition"),
                               "group", fine_names)
@@ -238,8 +238,8 @@ class CapacityWithGroupPresenceSpec(Spec):
     def contributions(self, ctx: EvalContext) -> np.ndarray:
         """Contribution per (aggregation group, aggregation item)."""
         index = group_of(ctx.problem, self.groups)
-        after, _, _ = group_utils(ctx, self.aggregation_scope, self.dimension, index,
-                                  len(self.groups))
+        after, _, _ = group_utils_by_index(ctx, self.aggregation_scope, self.dimension,
+                                           index, len(self.groups))
         present = (after > TOLERANCE).astype(float)
         return np.maximum(self._side(self.presence * present, "presence"),
                           self._side(after, "utilization"))

@@ -28,7 +28,6 @@ from .common import (
     GoalForm,
     GroupLimit,
     Spec,
-    group_of,
     group_utils,
     parse_filter,
     register,
@@ -39,6 +38,7 @@ from .common import (
 )
 
 POWER = 1.1  # Rebalancer's "squares" exponent for this spec
+SPREAD_WEIGHT = Fraction(1, 10)  # the continuous penalty's quadratic coefficient
 
 
 def _power(x: float) -> float:
@@ -62,13 +62,15 @@ class ColocateGroupsSpec(Spec):
     dimension: str
     groups: list[str]  # groups with a finite limit, in partition order
     members: list[np.ndarray]
-    group_of: np.ndarray  # index into groups per object (-1: in none of them)
     limits: np.ndarray  # L_g per listed group
     group_weights: np.ndarray  # W_g per listed group
     items: np.ndarray  # filtered items
     item_weights: np.ndarray  # w_s per filtered item
     minimum: bool  # bound MIN: X_g is negated
     squares: bool
+    # useContinuousPenaltyWithOptimal: the group's total M_g where a continuous penalty P_g
+    # applies to it, 0 where none does (and everywhere without the option)
+    masses: np.ndarray | None = None
 
     @classmethod
     def from_dict(cls, data: Any, path: str, problem: Problem, *,
@@ -91,10 +93,7 @@ class ColocateGroupsSpec(Spec):
                                  "this spec (Rebalancer reads groupLimits and globalLimit only)")
         items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))
         squares = f.flag("squares")
-        if f.flag("useContinuousPenaltyWithOptimal"):
-            raise InputError(f.at("useContinuousPenaltyWithOptimal"), "the continuous penalty "
-                             "(local-search flavour) is not supported; the optimal solver's "
-                             "value is modelled")
+        continuous = f.flag("useContinuousPenaltyWithOptimal")
         item_weight = np.ones(len(scope.items))
         for item, value in f.mapping("scopeItemWeights").items():
             where = f"{f.at('scopeItemWeights')}.{item}"
@@ -127,15 +126,19 @@ class ColocateGroupsSpec(Spec):
             members.append(objs)
             limits.append(value)
             weights.append(weight)
-        return cls(name, scope, dimension, groups, members, group_of(problem, members),
-                   np.asarray(limits, dtype=float),
-                   np.asarray(weights, dtype=float), items, item_weight[items], minimum, squares)
+        masses = None
+        if continuous:  # MAX with W_g >= 0 or MIN with W_g < 0, and M_g > 0
+            values = problem.object_dims[dimension]
+            masses = np.asarray([values[m].sum() if (w >= 0) != minimum else 0.0
+                                 for m, w in zip(members, weights)], dtype=float)
+        return cls(name, scope, dimension, groups, members, np.asarray(limits, dtype=float),
+                   np.asarray(weights, dtype=float), items, item_weight[items], minimum, squares,
+                   masses)
 
     # ---------- evaluation ----------
     def _excess(self, ctx: EvalContext) -> np.ndarray:
         """Y_g: X_g, or max(0, X_g)^1.1 with squares."""
-        after, _, _ = group_utils(ctx, self.scope, self.dimension, self.group_of,
-                                  len(self.groups))
+        after, _, _ = group_utils(ctx, self.scope, self.dimension, self.members)
         x = step(after[:, self.items]) @ self.item_weights - self.limits
         x = -x if self.minimum else x
         return np.maximum(x, 0.0) ** POWER if self.squares else x
@@ -144,13 +147,40 @@ class ColocateGroupsSpec(Spec):
         return self.group_weights * self._excess(ctx)
 
     def evaluate(self, ctx: EvalContext) -> float:
-        return float((self.group_weights * positive(self._excess(ctx))).sum())
+        excess = self._excess(ctx)
+        value = positive(excess)
+        if self.masses is not None:
+            value = value + step(excess) * self._spread(ctx)
+        return float((self.group_weights * value).sum())
+
+    def _spread(self, ctx: EvalContext) -> np.ndarray:
+        """P_g = Σ_s w_s·(x_s − 0.1·x_s²), x_s = U_gs / M_g (0 where no penalty applies)."""
+        after, _, _ = group_utils(ctx, self.scope, self.dimension, self.members)
+        masses = np.where(self.masses > 0, self.masses, 1.0)[:, None]
+        x = after[:, self.items] / masses
+        spread = (x - float(SPREAD_WEIGHT) * x**2) @ self.item_weights
+        return np.where(self.masses > 0, spread, 0.0)
+
+    def penalties(self, ctx: EvalContext) -> np.ndarray | None:
+        """W_g·P_g: a broken group's soft term adds it (times invalidCost)."""
+        return None if self.masses is None else self.group_weights * self._spread(ctx)
+
+    def compile_penalties(self, b: CpBuilder, infos: list[Info]) -> list[Lin] | None:
+        if self.masses is None:
+            return None
+        return [self._spread_form(b, g, info.expr) * to_fraction(float(w))
+                if self.masses[g] > 0 else Lin()
+                for g, (info, w) in enumerate(zip(infos, self.group_weights))]
 
     def info_labels(self, problem: Problem) -> list[str]:
         return [f"group {group} spread" for group in self.groups]
 
     # ---------- compilation ----------
     def _excess_forms(self, b: CpBuilder) -> list[Lin]:
+        return [y for _, y in self._excess_pairs(b)]
+
+    def _excess_pairs(self, b: CpBuilder) -> list[tuple[Lin, Lin]]:
+        """(X_g, Y_g) per group: the spread over the limit, and Y_g (X_g or its power)."""
         tolerance = math.floor(TOLERANCE * b.scale(self.dimension).factor)  # in units
         weights = [to_fraction(float(w)) for w in self.item_weights]
         forms = []
@@ -164,7 +194,7 @@ class ColocateGroupsSpec(Spec):
                 present.append(Lin.atom(self._presence(b, u, tolerance), w))
             x = lin_sum(present) - to_fraction(float(limit))
             x = -x if self.minimum else x
-            forms.append(self._power_form(b, x) if self.squares else x)
+            forms.append((x, self._power_form(b, x) if self.squares else x))
         return forms
 
     @staticmethod
@@ -195,10 +225,50 @@ class ColocateGroupsSpec(Spec):
 
     def compile_goal(self, b: CpBuilder) -> GoalForm:
         terms = []
-        for y, w in zip(self._excess_forms(b), self.group_weights):
+        for g, ((x, y), w) in enumerate(zip(self._excess_pairs(b), self.group_weights)):
             weight = to_fraction(float(w))
             if w >= 0:
                 terms.append(b.positive_part(y, what=self.name) * weight)
             else:  # a reward: max(0, X) must be exact from both sides (not only bounded)
                 terms.append(b.exact_max([y, Lin()], what=self.name) * weight)
+            if self.masses is not None and self.masses[g] > 0:
+                terms.append(self._spread_form(b, g, x) * weight)
         return GoalForm(lin_sum(terms))
+
+    def _spread_form(self, b: CpBuilder, g: int, switch: Lin) -> Lin:
+        """step(switch)·P_g exactly: P_g through exact integer squares of the group's
+        utilizations, switched by a literal equal to switch > 0 (X_g in a goal, the
+        expression W_g·Y_g in a constraint)."""
+        if b.bounds(switch)[1] <= 0:
+            return Lin()
+        scale = b.scale(self.dimension)
+        mass = Fraction(int(scale.values[self.members[g]].sum()), scale.factor)
+        utils = b.group_util(self.scope, self.dimension, "AFTER", self.members[g])
+        terms = []
+        for w, item in zip(self.item_weights, self.items):
+            u = utils[item]
+            if w == 0 or u.is_constant:
+                continue
+            form = b.integerize(u)
+            if form.hi > 2**25:
+                raise InputError(self.name, "the continuous penalty squares a group's "
+                                 "utilization, here up to "
+                                 f"{form.hi} units: too wide to square exactly in 64 bits")
+            value = b.variable(form.expr, form.lo, form.hi, "group_util")
+            square = b.cp.new_int_var(0, form.hi * form.hi, "group_util_sq")
+            b.cp.add_multiplication_equality(square, [value, value])
+            share = u / mass - Lin.atom(b.new_atom(square, 0, form.hi * form.hi),
+                                        1 / (form.factor * form.factor)) * (SPREAD_WEIGHT
+                                                                            / mass**2)
+            terms.append(share * to_fraction(float(w)))
+        spread = lin_sum(terms)
+        if spread.is_constant and spread.const == 0:
+            return Lin()
+        form = b.integerize(spread)
+        b.note_error(self.name, form.error)
+        switched = b.cp.new_int_var(min(0, form.lo), max(0, form.hi), "spread")
+        broken = b.gate(switch)
+        b.cp.add(switched == form.expr).only_enforce_if(broken)
+        b.cp.add(switched == 0).only_enforce_if(broken.Not())
+        return Lin.atom(b.new_atom(switched, min(0, form.lo), max(0, form.hi)),
+                        1 / form.factor)

@@ -89,6 +89,16 @@ class Spec:
         """Constraint expressions e_k (each meaning e_k <= 0)."""
         raise NotImplementedError
 
+    def penalties(self, ctx: EvalContext) -> np.ndarray | None:
+        """Extra penalties P_k of the constraint expressions (docs/semantics.md#constraint-
+        policies): a soft term adds invalidCost·P_k for each of its broken expressions.
+        None when the spec has none (almost every spec)."""
+        return None
+
+    def compile_penalties(self, builder: CpBuilder, infos: list[Info]) -> list | None:
+        """step(e_k)·P_k as exact forms (Lin) for the compiled ``infos``, in their order."""
+        return None
+
     def leximin_key(self, ctx: EvalContext) -> tuple[float, ...] | None:
         """The vector whose descending sort orders this goal leximin, if it has that order."""
         return None
@@ -221,7 +231,8 @@ def parse_filter(data: Any, path: str, scope: Scope) -> np.ndarray:
     kind = fields.enum("type", "FilterType", "SCOPE_ITEM")
     fields.done("Filter")
     if kind != "SCOPE_ITEM":
-        raise InputError(fields.at("type"), "only SCOPE_ITEM filters are supported", kind)
+        raise InputError(fields.at("type"), "this spec takes SCOPE_ITEM filters only, as in "
+                         "Rebalancer, which rejects a GROUP filter here", kind)
     if white is not None and black is not None:
         raise InputError(path, "both itemsWhitelist and itemsBlacklist are set; give one")
     for key, keep in (("itemsWhitelist", True), ("itemsBlacklist", False)):
@@ -343,31 +354,46 @@ class GroupLimit:
         return value if value != self.global_limit else self.of_group(group)
 
 
-def group_of(problem: Problem, groups: list[np.ndarray]) -> np.ndarray:
-    """Index of each object's group among ``groups`` (-1: in none of them)."""
+def group_of(problem: Problem, groups: list[np.ndarray], path: str = "") -> np.ndarray:
+    """Index of each object's group among ``groups`` (-1: in none of them), for specs that
+    need each object in one group at most: overlapping groups are an InputError at ``path``
+    (the specs that read overlaps count through ``group_utils`` instead)."""
     result = np.full(problem.num_objects, -1, dtype=np.int64)
     for g, members in enumerate(groups):
+        if (result[members] >= 0).any():
+            raise InputError(path, "its groups overlap (an object in two groups); this spec "
+                             "needs each object in one group at most")
         result[members] = g
     return result
 
 
-def group_utils(ctx: EvalContext, scope: Scope, dim: str, groups: np.ndarray,
-                count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """AFTER, INITIAL and STAYED utilization of each of ``count`` groups (``groups``: group
-    index per object, -1 for none) per item of ``scope``: arrays (group, item), at scope-item
-    level as ``EvalContext.util``."""
-    values = ctx.problem.object_dims[dim]
+def group_utils_by_index(ctx: EvalContext, scope: Scope, dim: str, groups: np.ndarray,
+                         count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``group_utils`` for disjoint groups given as a group index per object (-1: none)."""
+    return group_utils(ctx, scope, dim, [np.flatnonzero(groups == g) for g in range(count)])
+
+
+def group_utils(ctx: EvalContext, scope: Scope, dim: str,
+                members: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """AFTER, INITIAL and STAYED utilization of each group (``members``: object indices per
+    group) per item of ``scope``: arrays (group, item), at scope-item level as
+    ``EvalContext.util``. Groups may overlap: an object in two groups counts in both, as in
+    Rebalancer (docs/semantics.md#partitions)."""
+    objects = np.concatenate([np.asarray(m, dtype=np.int64) for m in members]) if members \
+        else np.zeros(0, dtype=np.int64)
+    groups = np.repeat(np.arange(len(members)), [len(m) for m in members])
+    values = ctx.problem.object_dims[dim][objects]
     n = len(scope.items)
-    before = scope.container_item[ctx.reference]
-    after = scope.container_item[ctx.final]
+    before = scope.container_item[ctx.reference[objects]]
+    after = scope.container_item[ctx.final[objects]]
 
     def total(items: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        mask = mask & (items != OUT_OF_SCOPE) & (groups >= 0)
+        mask = mask & (items != OUT_OF_SCOPE)
         flat = np.bincount(groups[mask] * n + items[mask], weights=values[mask],
-                           minlength=count * n)
-        return flat.astype(float).reshape(count, n)
+                           minlength=len(members) * n)
+        return flat.astype(float).reshape(len(members), n)
 
-    everything = np.ones(len(values), dtype=bool)
+    everything = np.ones(len(objects), dtype=bool)
     return total(after, everything), total(before, everything), total(after, after == before)
 
 

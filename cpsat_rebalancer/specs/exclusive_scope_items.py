@@ -109,6 +109,7 @@ class ExclusiveScopeItemsSpec(Spec):
             partition = resolve_partition(problem, f.text("partitionName"),
                                           f.at("partitionName"))
             groups, members = list(partition), list(partition.values())
+            group_of(problem, members, f.at("partitionName"))  # disjoint groups only
         dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
                                       metrics=("AFTER",))
         formula = cls.enum(f, "formula", "MINIMIZE_INVALIDATED_SCOPE_ITEMS_COUNT")

@@ -29,7 +29,6 @@ from .common import (
     GoalForm,
     GroupLimit,
     Spec,
-    group_of,
     group_utils,
     parse_filter,
     register,
@@ -76,7 +75,6 @@ class GroupCountSpec(Spec):
     dimension: str
     groups: list[str]
     members: list[np.ndarray]  # object indices per group
-    group_of: np.ndarray  # group index per object (-1: in no group)
     sizes: np.ndarray  # objects per group (the squares normalization)
     items: np.ndarray  # filtered items
     parts: list[Part]
@@ -160,7 +158,7 @@ class GroupCountSpec(Spec):
                 raise InputError(f.at("limitRelativeTo"), "limits relative to the item "
                                  "utilization divide by the capacity, which is 0 for item "
                                  f"'{scope.items[items[int(np.argmin(caps))]]}'")
-        return cls(name, scope, dimension, groups, members, group_of(problem, members), sizes,
+        return cls(name, scope, dimension, groups, members, sizes,
                    items, parts, raw_constant,
                    raw_compact, weight, by_group, relative, scope_relative, squares,
                    zero_allowed, minimum, definition, bound)
@@ -189,8 +187,7 @@ class GroupCountSpec(Spec):
     # ---------- evaluation ----------
     def _group_util(self, ctx: EvalContext, metric: str) -> np.ndarray:
         """(filtered item, group) utilization of each group under ``metric``."""
-        after, initial, stayed = group_utils(ctx, self.scope, self.dimension, self.group_of,
-                                             len(self.groups))
+        after, initial, stayed = group_utils(ctx, self.scope, self.dimension, self.members)
         util = {"AFTER": after, "STAYED": stayed, "DURING": after + initial - stayed}[metric]
         return util[:, self.items].T
 

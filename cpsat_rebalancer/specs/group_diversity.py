@@ -31,7 +31,7 @@ from .common import (
     Limit,
     Spec,
     group_of,
-    group_utils,
+    group_utils_by_index,
     parse_filter,
     register,
     resolve_dimension,
@@ -62,7 +62,7 @@ def group_after(ctx: EvalContext, scope: Scope, dim: str, groups: np.ndarray,
     """AFTER utilization per (group, item of ``scope``), each object at its size where it
     lands (``groups``: group index per object, -1 for none)."""
     if dim not in ctx.problem.dynamic_dims:
-        return group_utils(ctx, scope, dim, groups, count)[0]
+        return group_utils_by_index(ctx, scope, dim, groups, count)[0]
     n = len(scope.items)
     values = ctx.problem.values_at(dim, ctx.final)
     items = scope.container_item[ctx.final]
@@ -143,7 +143,8 @@ class GroupDiversitySpec(Spec):
                              "reports an infinite value)")
         finite = ~np.isinf(limits)  # MAX with no limit: never broken, no expression
         members = list(partition.values())
-        return cls(name, scope, dimension, members, group_of(problem, members),
+        return cls(name, scope, dimension, members,
+                   group_of(problem, members, f.at("partition")),
                    items[finite], limits[finite], maximum)
 
     def reads_initial(self) -> bool:

@@ -68,8 +68,11 @@ class MinimizeContainersSpec(Spec):
         costs_given = f.mapping("containerCosts")
         max_free = f.raw("maxFreeLimit")
         items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))
-        cls.enum(f, "formula", "NEW")  # same optimal-solver value
+        formula = cls.enum(f, "formula", "NEW")  # both have the same optimal-solver value
         f.done(cls.arm)
+        if formula == "LEGACY" and max_free is not None:
+            raise InputError(f.at("maxFreeLimit"), "Rebalancer supports maxFreeLimit with the "
+                             "NEW formula only", max_free)
         costs = np.ones(len(scope.items))
         for item, value in costs_given.items():
             where = f"{f.at('containerCosts')}.{item}"
