@@ -52,6 +52,9 @@ CONSTRAINT_ARMS = (("capacitySpec", 5), ("toFreeSpec", 2), ("minimizeMovementSpe
                    ("disasterRecoveryCapacitySpec", 1))
 GROUP_ARMS = ("groupCountSpec", "colocateGroupsSpec", "groupDiversitySpec",
               "groupMoveLimitSpec", "capacityWithGroupPresenceSpec")
+# group specs that take each object in one group at most (specs.common.group_of)
+DISJOINT_GROUP_ARMS = ("groupDiversitySpec", "capacityWithGroupPresenceSpec",
+                       "exclusiveScopeItemsSpec", "groupMoveLimitSpec")
 POLICIES = ("DEFAULT", "HARD", "SOFT")
 BALANCE_FORMULAS = ("LINEAR", "SQUARES", "MAX", "IDEAL", "RELATIVE_UTIL_VARIANCE")
 BOUND_TYPES = ("RELATIVE", "ABSOLUTE", "RELATIVE_UTIL")
@@ -598,8 +601,11 @@ class _Builder:
             size = int(self.rng.integers(2, largest + 1))
             jobs[f"job{len(jobs)}"] = [self.tasks[o] for o in order[k:k + size]]
             k += size
-        if self.shape.overlap and not any("_ubound" in s.options for s in self.shape.specs):
-            # a utilizationBound needs disjoint jobs; else some objects join a second job
+        disjoint = any("_ubound" in s.options or s.arm in DISJOINT_GROUP_ARMS
+                       for s in self.shape.specs)
+        if self.shape.overlap and not disjoint:
+            # a utilizationBound and some group specs need disjoint jobs; else some objects
+            # join a second job
             rng = np.random.default_rng([seed_key(self.shape.seed), self.n, self.m, 1])
             names = list(jobs)
             for task in self.tasks:
