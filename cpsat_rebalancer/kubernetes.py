@@ -2,9 +2,9 @@
 scenario dict (docs/kubernetes.md has the mapping, field by field).
 
 Objects are pods (``namespace/name``), containers the nodes plus ``(unplaced)``, where
-pending pods start. Every rule is an existing spec under the HARD policy: node allocatable
-as capacitySpec limits, the scheduling filters (nodeSelector, required node affinity,
-taints, unschedulable nodes) as one avoidAssignmentsSpec, required pod anti-affinity as a
+pending pods start. Every rule is an existing spec, hard where it holds at the start: node
+allocatable as capacitySpec limits, the scheduling filters (nodeSelector, required node
+affinity, taints, unschedulable nodes) as one avoidAssignmentsSpec, required pod anti-affinity as a
 groupCountSpec per term, a PodDisruptionBudget as a minimizeMovementSpec constraint with an
 allowance. Goals: the fewest pods left unplaced, then the fewest running pods moved.
 Fields no existing spec expresses exactly (DoNotSchedule topology spread, required pod
@@ -26,6 +26,10 @@ from .errors import InputError
 UNPLACED = "(unplaced)"
 RUNNING = "running"  # dimension: 1 for pods bound at the start (what a move disrupts)
 PODS = "pods"  # dimension: 1 per pod, capacity the node's allocatable pods
+# a rule running pods may break at the start (a node over its allocatable, two replicas on
+# one node): Kubernetes lets them run, so it is hard where it holds, never made worse where
+# broken, and repairing it is preferred only after the placement and movement goals
+AS_FOUND = {"policy": "DEFAULT", "tuplePosIfBroken": 2}
 
 _DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1,
             "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
@@ -376,7 +380,7 @@ def snapshot_scenario(data: Any, source: str = "snapshot", *,
         "name": f"{res} allocatable", "dimension": res,
         "limit": {"type": "ABSOLUTE", "isDefaultLimitUnbounded": True,
                   "scopeItemLimits": {n.name: n.allocatable.get(res, 0) for n in nodes}}}},
-        "policy": "HARD"} for res in [*resources, PODS]]
+        **AS_FOUND} for res in [*resources, PODS]]
     avoided = []
     for pod in pods:
         # IgnoredDuringExecution: a bound pod may stay on its node whatever changed since
@@ -396,7 +400,7 @@ def snapshot_scenario(data: Any, source: str = "snapshot", *,
         constraints.append({"spec": {"groupCountSpec": {
             "name": f"anti-affinity {k} over {key}", "scope": scope,
             "partitionName": f"anti-affinity {k}", "bound": "MAX",
-            "limit": {"type": "ABSOLUTE", "globalLimit": 1}}}, "policy": "HARD"})
+            "limit": {"type": "ABSOLUTE", "globalLimit": 1}}}, **AS_FOUND})
     for at, item in budgets:
         name, allowed, covered = _disruption_budget(item, at, pods)
         if not covered:
