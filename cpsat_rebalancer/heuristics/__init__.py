@@ -9,7 +9,14 @@ scenario, through the peer interpreter). Installed plugins: entry points of the 
 ``assign(instance)``, or with ``--allow-code`` ``FILE.py:NAME`` / ``module:attribute``.
 """
 
-from . import greedy, packing, rebalancer  # noqa: F401  (register the built-ins)
+from . import (  # noqa: F401  (register the built-ins)
+    descheduler,
+    gpushare,
+    greedy,
+    kube_scheduler,
+    packing,
+    rebalancer,
+)
 from .base import (
     NEEDS_PEER,
     REGISTRY,

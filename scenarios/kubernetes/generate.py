@@ -90,8 +90,9 @@ def snapshot() -> dict:
                                         "restartPolicy": "Always", "resources": {
                                             "requests": {"cpu": "100m", "memory": "64Mi"}}}]
     pods.append(cache)
-    for k, (gpus, where) in enumerate([(2, "gpu-a1"), (1, "gpu-a1"), (4, "gpu-b1"),
-                                       (4, None), (2, None), (1, None)]):
+    # queue order matters here: two 1-GPU pods come before a 4-GPU pod that only the a100
+    # node takes; spreading them there leaves it no room
+    for k, (gpus, where) in enumerate([(2, "gpu-a1"), (4, "gpu-b1"), (1, None), (1, None)]):
         pods.append(pod(len(pods), f"train-{k}", "train", "4", "16Gi", where, gpus=gpus))
     pods.append(pod(len(pods), "train-big-0", "train-big", "8", "64Gi", None, gpus=4,
                     affinity=big_gpus()))
