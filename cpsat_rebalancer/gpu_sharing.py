@@ -6,9 +6,9 @@
 ``nvidia.com/gpu`` below 1 is a share of one GPU and k >= 1 means k whole GPUs) into an
 exact model of physical GPUs (docs/kubernetes.md#physical-gpus):
 
-* every node ``n`` becomes the containers ``n`` (pods without GPUs) and ``n/gpu<g>``, one
-  per GPU; a scope ``node`` maps them all to ``n`` and carries the capacities, rules and
-  movement that were per container;
+* every node ``n`` becomes the containers ``n`` (no GPU pod may be there) and
+  ``n/gpu<g>``, one per GPU; a scope ``node`` maps them all to ``n`` and carries the
+  capacities, rules and movement that were per container;
 * a scope ``slot`` maps ``n/gpu<g>`` to ``g``; one dimension ``gpu <j>`` per GPU index,
   *dynamic* on ``slot``: a share pod in slot ``g`` weighs its milli-GPUs in ``gpu <g>``; a
   pod of k whole GPUs in slot ``g`` weighs 1000 in each of ``gpu <g>`` .. ``gpu <g+k-1>``;
@@ -36,6 +36,7 @@ GPU = "nvidia.com/gpu"
 MILLI = 1000
 NODE_SCOPE = "node"
 SLOT_SCOPE = "slot"
+GPU_PODS = "gpu pods"  # dimension: 1 for pods asking GPUs
 
 
 def gpu_request(value: float, path: str) -> tuple[int, int]:
@@ -99,19 +100,16 @@ def physical_gpus(scenario: dict[str, Any]) -> dict[str, Any]:
         arm, body = next(iter(entry["spec"].items()))
         if arm == "capacitySpec" and body["dimension"] == GPU:
             continue
-        if arm in ("capacitySpec", "minimizeMovementSpec"):
+        if arm in ("capacitySpec", "minimizeMovementSpec", "avoidAssignmentsSpec"):
             body["scope"] = NODE_SCOPE
-        elif arm == "avoidAssignmentsSpec":
-            body["assignments"] = [{"object": a["object"], "scopeItems": [
-                c for n in a["scopeItems"] for c in containers[n]]} for a in body["assignments"]]
         constraints.append(entry)
-    placement = [{"object": pod, "scopeItems": [
-        c for n in nodes for c in (containers[n][1:] if not request.get(pod, (0, 0))[0]
-                                   else containers[n][:1])]}
-        for cs in assignment.values() for pod in cs]
-    constraints.append({"spec": {"avoidAssignmentsSpec": {
-        "name": "GPU pods on GPUs, others on nodes", "assignments": placement}},
-        "policy": "HARD"})
+    # a GPU pod holds GPUs: never the node's GPU-less container (a pod without GPUs may sit
+    # in a GPU slot, where it weighs nothing on the GPUs)
+    data["objectDimensions"][GPU_PODS] = {p: 1 for p, (k, _) in request.items() if k}
+    constraints.append({"spec": {"capacitySpec": {
+        "name": "GPU pods on GPUs", "dimension": GPU_PODS,
+        "limit": {"type": "ABSOLUTE", "isDefaultLimitUnbounded": True,
+                  "scopeItemLimits": dict.fromkeys(nodes, 0)}}}, "policy": "HARD"})
     for j in range(width):
         constraints.append({"spec": {"capacitySpec": {
             "name": f"gpu {j} milli", "scope": NODE_SCOPE, "dimension": f"gpu {j}",

@@ -26,6 +26,10 @@ from .errors import InputError
 UNPLACED = "(unplaced)"
 RUNNING = "running"  # dimension: 1 for pods bound at the start (what a move disrupts)
 PODS = "pods"  # dimension: 1 per pod, capacity the node's allocatable pods
+GPU = "nvidia.com/gpu"
+# GPU sharing as the ATC'23 simulator annotates pods: milli-GPU per GPU, and GPU count
+GPU_MILLI_ANNOTATION = "alibabacloud.com/gpu-milli"
+GPU_COUNT_ANNOTATION = "alibabacloud.com/gpu-count"
 # a rule running pods may break at the start (a node over its allocatable, two replicas on
 # one node): Kubernetes lets them run, so it is hard where it holds, never made worse where
 # broken, and repairing it is preferred only after the placement and movement goals
@@ -243,6 +247,25 @@ class _Pod:
         self.priority = _get(self.spec, "priority", f"{path}.spec", int, 0)
         self.created = _get(meta, "creationTimestamp", f"{path}.metadata", str, "")
         self.requests = self._effective_requests(best_effort_as_zero)
+        self._shared_gpu(meta)
+
+    def _shared_gpu(self, meta: dict) -> None:
+        """A share of a GPU, from the simulator's annotations: ``nvidia.com/gpu`` becomes
+        milli/1000 for a share of one GPU, the count for whole GPUs."""
+        annotations = _get(meta, "annotations", f"{self.path}.metadata", dict, {})
+        if GPU_MILLI_ANNOTATION not in annotations:
+            return
+        at = f"{self.path}.metadata.annotations"
+        try:
+            milli = int(annotations[GPU_MILLI_ANNOTATION])
+            count = int(annotations.get(GPU_COUNT_ANNOTATION, "1"))
+        except (TypeError, ValueError):
+            raise InputError(at, f"pod '{self.name}': {GPU_MILLI_ANNOTATION} and "
+                             f"{GPU_COUNT_ANNOTATION} must be integers") from None
+        if not 0 < milli <= 1000 or count < 1 or (milli < 1000 and count != 1):
+            raise InputError(at, f"pod '{self.name}': a share (milli below 1000) is of one GPU; "
+                             "whole GPUs have milli 1000", (milli, count))
+        self.requests[GPU] = Fraction(milli, 1000) if milli < 1000 else count
 
     def _container_requests(self, container: dict, at: str, best_effort_as_zero: bool
                             ) -> dict[str, int]:
@@ -370,8 +393,9 @@ def snapshot_scenario(data: Any, source: str = "snapshot", *,
     for node in nodes:
         assignment[node.name] = [p.name for p in pods if p.node == node.name]
     resources = sorted({r for p in pods for r in p.requests if r != PODS} | {"cpu", "memory"})
-    object_dims: dict[str, dict[str, int]] = {
-        res: {p.name: p.requests[res] for p in pods if p.requests.get(res)} for res in resources}
+    object_dims: dict[str, dict[str, float]] = {
+        res: {p.name: _number(p.requests[res]) for p in pods if p.requests.get(res)}
+        for res in resources}
     object_dims[PODS] = {p.name: 1 for p in pods}
     object_dims[RUNNING] = {p.name: 1 for p in pods if p.node is not None}
     container_dims = {res: {**{n.name: n.allocatable.get(res, 0) for n in nodes}, UNPLACED: 0}
@@ -431,6 +455,10 @@ def snapshot_scenario(data: Any, source: str = "snapshot", *,
         scenario["scopes"] = scopes
         scenario["partitions"] = partitions
     return scenario
+
+
+def _number(value: int | Fraction) -> int | float:
+    return value if isinstance(value, int) else float(value)
 
 
 def _refuse_unsupported(pod: _Pod) -> None:

@@ -110,6 +110,26 @@ def test_shares_are_per_gpu_where_the_node_total_is_not():
     assert solve_scenario(parse_scenario(physical_gpus(scenario)), options).objective[0] == 1
 
 
+def test_the_simulator_annotations_give_shares_and_are_checked():
+    def snapshot(annotations):
+        return {"kind": "List", "items": [
+            {"kind": "Node", "metadata": {"name": "g"}, "status": {"allocatable": {
+                "cpu": "8", "memory": "8Gi", "pods": "10", GPU: "2"}}},
+            {"kind": "Pod", "metadata": {"name": "s", "annotations": annotations}, "spec": {
+                "containers": [{"name": "c", "resources": {"requests": {
+                    "cpu": "1", "memory": "1Gi", GPU: "1"}}}]}}]}
+
+    share = {"alibabacloud.com/gpu-milli": "250", "alibabacloud.com/gpu-count": "1"}
+    whole = {"alibabacloud.com/gpu-milli": "1000", "alibabacloud.com/gpu-count": "2"}
+    assert snapshot_scenario(snapshot(share))["objectDimensions"][GPU] == {"default/s": 0.25}
+    assert snapshot_scenario(snapshot(whole))["objectDimensions"][GPU] == {"default/s": 2}
+    for bad in ({"alibabacloud.com/gpu-milli": "x"},
+                {"alibabacloud.com/gpu-milli": "500", "alibabacloud.com/gpu-count": "2"}):
+        with pytest.raises(InputError) as info:
+            snapshot_scenario(snapshot(bad))
+        assert info.value.path == "items[1].metadata.annotations"
+
+
 def test_gpu_requests_above_one_must_be_whole():
     assert gpu_request(0.25, "x") == (1, 250) and gpu_request(3, "x") == (3, 1000)
     with pytest.raises(InputError):

@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_commands(sub)  # compare, export: heuristic validation and peers
     vcd.add_commands(sub)  # vcd place|compare|generate
     study.add_commands(sub)  # study run|plot
-    imports.add_commands(sub)  # import gap|binpacking
+    imports.add_commands(sub)  # import gap|binpacking|kubernetes|openb
     return parser
 
 
