@@ -73,7 +73,9 @@ class _Descheduler:
     @staticmethod
     def usage_percent(view: ClusterView, node: int, resource: str) -> float:
         capacity = view.limits[resource][node]
-        return 100.0 * view.load[resource][node] / capacity if capacity > 0 else 0.0
+        if not np.isfinite(capacity) or capacity <= 0:
+            return 0.0
+        return 100.0 * view.load[resource][node] / capacity
 
     @staticmethod
     def schedulable(view: ClusterView, node: int) -> bool:
@@ -130,7 +132,9 @@ class LowNodeUtilization(_Descheduler):
 
         def capped(node: int, r: str) -> float:
             """``capNodeCapacityToThreshold`` at the target (integer, truncated)."""
-            return float(int(self.targets.get(r, 100.0) * 0.01 * view.limits[r][node]))
+            limit = view.limits[r][node]
+            return float(int(self.targets.get(r, 100.0) * 0.01 * limit)) \
+                if np.isfinite(limit) else np.inf
 
         room = {r: sum(capped(n, r) - view.load[r][n] for n in low) for r in resources}
 

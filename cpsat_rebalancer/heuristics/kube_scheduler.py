@@ -172,7 +172,8 @@ class KubeScheduler:
     def score(self, view: ClusterView, obj: int, node: int, resources: list[str],
               weights: list[int]) -> int:
         requested = [int(view.load[r][node] + view.sizes[r][obj]) for r in resources]
-        allocatable = [int(view.limits[r][node]) for r in resources]
+        allocatable = [int(view.limits[r][node]) if np.isfinite(view.limits[r][node]) else 0
+                       for r in resources]  # no limit: nothing to score
         return self.fit_scorer(requested, allocatable, weights) + \
             balanced_allocation(requested, allocatable)
 
