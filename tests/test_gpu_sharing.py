@@ -5,7 +5,10 @@ trace read into the same shape."""
 from __future__ import annotations
 
 import itertools
+import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,10 +16,13 @@ import pytest
 from cpsat_rebalancer.api import solve_scenario
 from cpsat_rebalancer.errors import InputError
 from cpsat_rebalancer.gpu_sharing import GPU, gpu_request, openb_scenario, physical_gpus
-from cpsat_rebalancer.kubernetes import UNPLACED, snapshot_scenario
+from cpsat_rebalancer.kubernetes import UNPLACED, kubernetes_scenario, snapshot_scenario
 from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
 
-TRACE = Path("/work/shared/data/traces/alibaba_openb_gpu2023/csv")
+# the shared data folder beside the project (../shared/data), read in place
+TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces" / \
+    "alibaba_openb_gpu2023" / "csv"
+BUNDLED = Path(__file__).resolve().parents[1] / "scenarios" / "kubernetes" / "snapshot.json"
 SHARES = [0, 0.25, 0.5, 0.6, 0.75, 1, 1, 2, 3, 4]
 
 
@@ -149,3 +155,22 @@ def test_the_openb_trace_reads_into_the_kubernetes_shape():
                    if "avoidAssignmentsSpec" in c["spec"])["spec"]["avoidAssignmentsSpec"]
     assert avoided["assignments"]  # GPU model constraints of the gpuspec variant
     parse_scenario(physical_gpus(scenario))
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "cpsat_rebalancer.cli", *args],
+                          capture_output=True, text=True, check=False)
+
+
+def test_the_import_command_writes_the_physical_model_and_refuses_misplaced_options(tmp_path):
+    out = tmp_path / "physical.json"
+    run = run_cli("import", "kubernetes", str(BUNDLED), str(out), "--physical-gpus")
+    assert run.returncode == 0, run.stderr
+    scenario = json.loads(out.read_text())
+    assert scenario == physical_gpus(kubernetes_scenario(BUNDLED))
+    assert "gpu-b1/gpu7" in scenario["assignment"] and "gpu 7" in scenario[
+        "dynamicObjectDimensions"]
+    run = run_cli("import", "gap", str(BUNDLED), str(tmp_path / "x.json"), "--limit", "3")
+    assert run.returncode == 2 and "--limit" in run.stderr
+    run = run_cli("import", "openb", str(BUNDLED), str(tmp_path / "y.json"))
+    assert run.returncode == 2 and "--nodes" in run.stderr
