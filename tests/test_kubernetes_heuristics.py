@@ -12,7 +12,7 @@ import pytest
 
 from cpsat_rebalancer.compare import compare
 from cpsat_rebalancer.heuristics import HeuristicOptions, Instance, make_heuristic
-from cpsat_rebalancer.heuristics.cluster import go_div
+from cpsat_rebalancer.heuristics.cluster import ClusterView, go_div
 from cpsat_rebalancer.heuristics.descheduler import HighNodeUtilization, LowNodeUtilization
 from cpsat_rebalancer.heuristics.gpushare import (
     POLICIES,
@@ -244,3 +244,21 @@ def test_compare_runs_every_kubernetes_heuristic_on_the_bundled_snapshot():
         assert entry.contradiction is None
     assert entries["kube-default"].evaluation.positions[0] == 2
     assert entries["atc-fgd"].evaluation.positions[0] == 1
+
+
+def test_the_cluster_view_gives_back_the_gpus_a_pod_held():
+    data = {"kind": "List", "items": [node("g", gpus=2), pod("w", node_name="g", gpus=1),
+                                      pod("s", node_name="g", gpus=1)]}
+    scenario = snapshot_scenario(data)
+    scenario["objectDimensions"]["nvidia.com/gpu"]["ns/s"] = 0.5
+    view = ClusterView(Instance.from_dict(scenario))
+    g = view.problem.containers.index("g")
+    whole, share = view.problem.object_index["ns/w"], view.problem.object_index["ns/s"]
+    assert view.gpus[g] == [0, 500]  # whole GPUs first, then the share first-fit
+    view.unplace(whole)
+    assert view.gpus[g] == [1000, 500]
+    view.unplace(share)
+    assert view.gpus[g] == [1000, 1000]
+    view.place(share, g, 1)
+    view.place(whole, g)
+    assert view.gpus[g] == [0, 500]

@@ -88,6 +88,7 @@ class ClusterView:
             np.add.at(load, self.final, self.sizes[d])
         for group in self.groups:
             group.count_all(self.final)
+        self.held: dict[int, list[int]] = {}  # GPUs each placed pod holds
         self.gpus = self._gpu_state()
 
     # ----------------------------------------------------------------- GPUs
@@ -127,6 +128,8 @@ class ClusterView:
         return count == 0 or sum(left >= milli for left in self.gpus[node]) >= count
 
     def _take_gpus(self, obj: int, node: int, gpu: int | None) -> None:
+        """Give a pod its GPUs on ``node``: a share on ``gpu`` (else the first with room),
+        whole GPUs the first wholly free ones; remembered for :meth:`_release_gpus`."""
         count, milli = self.gpu_request(obj)
         if count == 0:
             return
@@ -134,28 +137,18 @@ class ClusterView:
         if count == 1 and milli < MILLI:
             if gpu is None:
                 gpu = next((g for g, room in enumerate(left) if room >= milli), None)
-            if gpu is not None:
-                left[gpu] -= milli
-            return
-        free = [g for g, room in enumerate(left) if room == MILLI][:count]
-        for g in free:
-            left[g] = 0
+            taken = [] if gpu is None else [gpu]
+        else:
+            taken = [g for g, room in enumerate(left) if room == MILLI][:count]
+            milli = MILLI
+        for g in taken:
+            left[g] -= milli
+        self.held[obj] = taken
 
     def _release_gpus(self, obj: int, node: int) -> None:
-        """Give a pod's GPUs back: the most used GPUs it could have held (a share) or as
-        many fully used GPUs (whole ones)."""
         count, milli = self.gpu_request(obj)
-        left = self.gpus[node]
-        if count == 0 or not left:
-            return
-        if count == 1 and milli < MILLI:
-            candidates = [g for g, room in enumerate(left) if room + milli <= MILLI]
-            if candidates:
-                g = min(candidates, key=lambda g: (left[g], g))
-                left[g] += milli
-            return
-        for g in [g for g, room in enumerate(left) if room == 0][:count]:
-            left[g] = MILLI
+        for g in self.held.pop(obj, []):
+            self.gpus[node][g] += milli
 
     # ----------------------------------------------------------------- placing
 
