@@ -4,12 +4,20 @@
 Built in: ``first-fit-decreasing``, ``best-fit-decreasing`` (packing on the balanced
 dimension), ``greedy-balance`` (hottest-to-coldest moves while the objective improves), and
 ``rebalancer-local-search`` / ``rebalancer-optimal-highs`` (Meta's Rebalancer on the same
-scenario, through the peer interpreter). Installed plugins: entry points of the group
+scenario, through the peer interpreter), and the Kubernetes schedulers ``kube-*``, ``atc-*``
+and ``descheduler-*`` (docs/kubernetes.md). Installed plugins: entry points of the group
 ``cpsat_rebalancer.heuristics``. Your own: any object with ``name`` and
 ``assign(instance)``, or with ``--allow-code`` ``FILE.py:NAME`` / ``module:attribute``.
 """
 
-from . import greedy, packing, rebalancer  # noqa: F401  (register the built-ins)
+from . import (  # noqa: F401  (register the built-ins)
+    descheduler,
+    gpushare,
+    greedy,
+    kube_scheduler,
+    packing,
+    rebalancer,
+)
 from .base import (
     NEEDS_PEER,
     REGISTRY,
