@@ -27,7 +27,8 @@ COMMANDS = {
     "export": ("compare", "write a script that builds the scenario with Rebalancer"),
     "vcd": ("vcd", "VMware Cloud Director placement: engine vs exact model"),
     "study": ("study", "capacity-planning studies: sweeps of exact solves"),
-    "import": ("imports", "turn a published instance or a Kubernetes snapshot into a scenario"),
+    "import": ("imports", "turn a published benchmark instance or a Kubernetes "
+               "snapshot into a scenario"),
 }
 
 DESCRIPTION = ("Rebalancer's declarative assignment specs, solved to proven optimality with "

@@ -203,25 +203,30 @@ class _Group:
 
     def __init__(self, spec, num_objects: int):
         self.item_of = spec.scope.container_item
-        self.group_of = spec.group_of
+        self.groups_of: list[list[int]] = [[] for _ in range(num_objects)]  # may overlap
+        for group, members in enumerate(spec.members):
+            for obj in members:
+                self.groups_of[int(obj)].append(group)
         n_items = len(spec.scope.items)
         self.limit = np.full((n_items, len(spec.groups)), np.inf)
         self.limit[spec.items] = spec.raw_constant
         self.count = np.zeros((n_items, len(spec.groups)))
 
     def count_all(self, final: np.ndarray) -> None:
-        for obj in np.flatnonzero(self.group_of >= 0):
-            self.add(int(obj), int(final[obj]), 1)
+        for obj, groups in enumerate(self.groups_of):
+            if groups:
+                self.add(obj, int(final[obj]), 1)
 
     def add(self, obj: int, node: int, sign: int) -> None:
-        item, group = self.item_of[node], self.group_of[obj]
-        if item != OUT_OF_SCOPE and group >= 0:
-            self.count[item, group] += sign
+        item = self.item_of[node]
+        if item != OUT_OF_SCOPE:
+            for group in self.groups_of[obj]:
+                self.count[item, group] += sign
 
     def room(self, obj: int, node: int) -> bool:
-        item, group = self.item_of[node], self.group_of[obj]
-        return item == OUT_OF_SCOPE or group < 0 or \
-            self.count[item, group] + 1 <= self.limit[item, group]
+        item = self.item_of[node]
+        return item == OUT_OF_SCOPE or all(self.count[item, group] + 1 <= self.limit[item, group]
+                                           for group in self.groups_of[obj])
 
 
 def select_host(nodes: Sequence[int], scores: Sequence[float], rng: random.Random) -> int:

@@ -116,6 +116,9 @@ def script_lines(run: dict) -> list[str]:
             lines.append(_call("add_scope_dimension", dim, scope, values))
     for partition, groups in run.get("partitions", {}).items():
         lines.append(_call("add_partition", partition, groups))
+    for dim, dynamic in run.get("dynamicObjectDimensions", {}).items():
+        lines.append(_call("add_dynamic_object_dimension", dim, dynamic["scope"],
+                           dynamic.get("values", {}), dynamic.get("default", 0.0)))
     if run.get("constraintPolicy") is not None:
         policy = run["constraintPolicy"]
         lines.append(_call("set_constraint_policy", policy,
