@@ -41,6 +41,11 @@ class Budget:
     # after the chain, under a time limit: the move-based floor (solve.accelerate.local_search)
     local_search_share: float = 0.05  # of the time limit, kept back from the chain for it
     local_search_seconds: float = 5.0  # and at most this long
+    # before the chain, under a time limit: a local search from the initial assignment
+    early_search_share: float = 0.1  # of the time limit, at most (it ends when it converges)
+    early_search_seconds: float = 5.0  # and at most this long
+    early_search_passes: float = 0.25  # skipped unless this much of a pass of single moves
+    # (every object to every container, one evaluation each) fits in its time
     # an infeasible model
     explain_seconds: float = 20.0  # at most, to name the conflicting constraints
 

@@ -73,9 +73,13 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     except OutOfTime:
         return stopped_at_start(problem, initial, started, "time_limit")
     session = Session(builder, model, options, started, budget, progress)
+    early = None
     try:
+        if options.plan.lexicographic:  # it judges in the plain order only
+            progress.phase("local search from the start")
+            early = early_floor(session, initial)
         progress.phase("start")
-        start(session, initial, hint)
+        start(session, initial, hint, None if early is None else early[0])
     except KeyboardInterrupt:
         session.interrupted = True
     buckets = planned(buckets or {0: Bucket(0)}, options.plan)
@@ -109,6 +113,11 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
         if floor is not None:
             unsettle_after(reports, final_eval, floor[1])
             final, final_eval = floor
+    if (early is not None and not infeasible
+            and local_search.better(local_search.tuple_key(early[1]),
+                                    local_search.tuple_key(final_eval))):
+        unsettle_after(reports, final_eval, early[1])
+        final, final_eval = early
     for report in reports:
         report.objective = sum(final_eval.positions.get(p, 0.0)
                                for p in buckets[report.position].members)
@@ -137,12 +146,42 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
                        classes=len(builder.classes.members))
 
 
-def start(session: Session, initial: Evaluation, hint: np.ndarray | None) -> None:
-    """Hold the best start: the hint or a spec's suggestion where it beats the initial
-    assignment, else the initial assignment when it keeps the hard constraints."""
+def early_floor(session: Session, initial: Evaluation
+                ) -> tuple[np.ndarray, Evaluation] | None:
+    """A local search from the initial assignment (single moves and swaps judged by the
+    evaluator) before the chain, until it converges or its share of the time limit ends.
+    The chain starts from its answer where that is better, and the answer returned is never
+    worse than it: a local search from the same start is the floor of what the solve
+    returns. Skipped where the share cannot hold a useful part of a pass of single moves
+    (``evaluation_seconds``, the initial evaluation's time, prices one move): there it would
+    only take time from the search. One evaluation prices a move (not the first, which
+    pays for one-time set-up)."""
+    if not session.reserve or not initial.feasible:
+        return None
+    problem, shares = session.builder.problem, session.budget
+    priced = time.monotonic()
+    evaluate(problem, session.model, problem.initial)
+    evaluation_seconds = time.monotonic() - priced
+    seconds = min(shares.early_search_share * session.options.time_limit,
+                  shares.early_search_seconds)
+    moves = problem.num_objects * max(problem.num_containers - 1, 1)
+    if moves * evaluation_seconds * shares.early_search_passes > seconds:
+        return None
+    def stop() -> None:
+        session.interrupted = True
+
+    return local_search.descend(problem, session.model, problem.initial,
+                                time.monotonic() + seconds, session.options.seed, stop)
+
+
+def start(session: Session, initial: Evaluation, hint: np.ndarray | None,
+          searched: np.ndarray | None = None) -> None:
+    """Hold the best start: the hint, the early local search's answer (``searched``) or a
+    spec's suggestion where it beats the initial assignment, else the initial assignment
+    when it keeps the hard constraints."""
     builder = session.builder
-    counts = better_start(builder, session.model, initial,
-                          ([] if hint is None else [hint]) + builder.suggested_starts)
+    candidates = [c for c in (hint, searched) if c is not None] + builder.suggested_starts
+    counts = better_start(builder, session.model, initial, candidates)
     if counts is not None:
         session.start_from(counts)
     elif initial.feasible:

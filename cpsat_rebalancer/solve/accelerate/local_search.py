@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -39,11 +40,12 @@ def better(a: list[tuple[float, ...]], b: list[tuple[float, ...]]) -> bool:
 
 
 def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
-            seed: int = 0) -> tuple[np.ndarray, Evaluation] | None:
+            seed: int = 0, on_interrupt: Callable[[], None] | None = None
+            ) -> tuple[np.ndarray, Evaluation] | None:
     """Single moves (objects in random order, each to the first container that improves
     the tuple), then random swaps once no move helps, until neither helps or the deadline.
     Returns the better assignment and its evaluation, or None when none was found. Ctrl-C
-    ends it with the best found so far."""
+    ends it with the best found so far (and calls ``on_interrupt``)."""
     rng = random.Random(seed)
     x = start.copy()
     current = evaluate(problem, model, x)
@@ -90,6 +92,7 @@ def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
                     improved = True
                     break
                 x[a], x[b] = x[b], x[a]
-    except KeyboardInterrupt:  # the best kept so far stands
-        pass
+    except KeyboardInterrupt:  # the best kept so far stands; the caller hears of it
+        if on_interrupt is not None:
+            on_interrupt()
     return None if best is None else (best, evaluate(problem, model, best))
