@@ -108,3 +108,23 @@ def test_a_limit_that_ends_while_compiling_returns_the_start() -> None:
     assert result.final_evaluation.tuple() == evaluate(scenario.problem, scenario.model,
                                                        scenario.problem.initial).tuple()
     assert all(report.status == "NOT_SOLVED" for report in result.buckets)
+
+
+def test_compiling_a_capacity_rule_builds_its_utilizations_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule over m items reads the utilizations of all m once per definition, not once
+    per item: per item, compiling 50,000 x 1,000 took minutes instead of a fraction of a
+    second, under any time limit."""
+    from cpsat_rebalancer.cpsat.builder import CpBuilder
+
+    calls = []
+    util = CpBuilder.util
+
+    def counted(self, scope, dim, metric):
+        calls.append(metric)
+        return util(self, scope, dim, metric)
+
+    monkeypatch.setattr(CpBuilder, "util", counted)
+    scenario = parse_scenario(drain_shape(400, 60))
+    compile_model(scenario.problem, scenario.model)
+    assert 0 < len(calls) < 10  # a few specs and definitions, against 60 hosts

@@ -203,7 +203,7 @@ class CapacitySpec(Spec):
                     self.utilization_bound.forms(b, self.scope, self.dimension, metric,
                                                  self.items)
                     if self.utilization_bound is not None else
-                    [b.util(self.scope, self.dimension, metric)[i] for i in self.items])
+                    _pick(b.util(self.scope, self.dimension, metric), self.items))
             util = utils[metric][p]
             threshold, norm = exact[p]
             if self.bound == "MAX":
@@ -237,3 +237,7 @@ class CapacitySpec(Spec):
             if during[p] >= -TOLERANCE and len(containers) == 1:
                 blocked.add(int(containers[0]))
         return Restrictions(non_accepting=frozenset(blocked))
+
+
+def _pick(values: list[Lin], items: np.ndarray) -> list[Lin]:
+    return [values[i] for i in items]
