@@ -111,3 +111,32 @@ def test_large_magnitudes_match_enumeration(seed: int) -> None:
         assert report.bound is None or report.bound <= best * (1 + REL) + 1e-300, (
             f"seed {seed}: position {report.position} bound {report.bound} above {best}")
     assert np.isfinite(ours.tuple()).all()
+
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_movement_allowance_over_a_large_sum_of_fine_decimals_holds(seed: int) -> None:
+    """A HARD MinimizeMovement with an allowance (not normalized) over 40 sizes near 1e12
+    given to 0.1, on 10 hosts: the excess over the allowance sums to about 1e15 units, past
+    the small domain its variable gets, where rounding took the sizes' coefficient (0.1 of
+    a unit) to zero and the rule vanished (the answer then broke it: InternalError). The
+    rule now holds, and the goal still improves within it."""
+    rng = random.Random(seed)
+    objects = [f"t{i}" for i in range(40)]
+    sizes = {o: rng.randint(10**12, 10**13) / 10 for o in objects}
+    hosts = [f"h{i}" for i in range(10)]
+    data = {
+        "assignment": {h: objects[4 * i:4 * i + 4] for i, h in enumerate(hosts)},
+        "objectDimensions": {"cpu": sizes},
+        "containerDimensions": {"cpu": dict.fromkeys(hosts, 2e13)},
+        "goals": [{"spec": {"toFreeSpec": {"containers": ["h0", "h1"], "dimension": "cpu"}}}],
+        "constraints": [{"spec": {"minimizeMovementSpec": {
+            "dimension": "cpu", "doNotNormalize": True,
+            "allowance": 1.5 * max(sizes.values())}}, "policy": "HARD"}],
+    }
+    scenario = parse_scenario(data)
+    result = solve_problem(scenario.problem, scenario.model, OPTIONS)
+    assert result.final_evaluation.feasible
+    moved = sum(sizes[scenario.problem.objects[o]]
+                for o in np.flatnonzero(result.final != scenario.problem.initial))
+    assert 0 < moved <= 1.5 * max(sizes.values())

@@ -25,6 +25,8 @@ MAX_FACTOR = 10**200
 # enough that many of them (a LINEAR balance over many racks of distinct capacities, each
 # exact only at a scale near 10^17) still sum within CP-SAT's 64 bits
 VARIABLE_LIMIT = 2**50
+# unless that rounding is off by more than this part of the form's magnitude
+COARSE_ROUNDING = 1e-6
 # an excess whose slope exceeds this many of its units per unit of its load is written in
 # steps of the load (IntegerForms._excess_in_steps): GLOP fails on rows 10^9 apart
 WELL_SCALED = 2**20
@@ -213,6 +215,11 @@ class IntegerForms:
     def positive_part(self, lin: Lin, gate: Lin | None = None, what: str = "") -> Lin:
         """max(0, lin) as a form (a new integer variable), zero unless ``gate`` > 0."""
         form = self.integerize(lin, VARIABLE_LIMIT)
+        if form.error > COARSE_ROUNDING * float(self.magnitude(lin)):
+            # the small domain rounds a fine coefficient of a large sum away (decimal sizes
+            # near 1e13): exact in 64 bits, whatever the domain, rather than a rule that
+            # vanishes
+            form = self.integerize(lin)
         self.note_error(what or "rounding", form.error)
         if form.hi <= 0:
             return Lin()
