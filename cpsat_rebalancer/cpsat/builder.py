@@ -612,8 +612,11 @@ class CpBuilder(IntegerForms):
         origin = scope.container_item[self.problem.reference[moving]]
         gone = int(self.scale(dim).values[moving][(start == OUT_OF_SCOPE)
                                                   & (origin != OUT_OF_SCOPE)].sum())
+        unit = Fraction(1, self.scale(dim).factor)
+        if not len(outside) and not stays:  # the scope covers every container: a constant
+            return Lin(const=gone * unit)  # (whose wide bounds would coarsen every form)
         atom = self.new_atom(arrived - stayed + gone, -total, total, gone)
-        return Lin.atom(atom, Fraction(1, self.scale(dim).factor))
+        return Lin.atom(atom, unit)
 
     def loads(self, scope: Scope, dim: str) -> list[object]:
         """The AFTER load expression per item (integer units of ``dim``)."""
