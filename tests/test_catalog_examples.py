@@ -7,6 +7,7 @@ spec's own module (``tests/test_<spec>.py``)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -62,18 +63,18 @@ def placement_array(data: dict[str, Any], placement: Placement) -> np.ndarray:
 # asserts what the page says holds (for every optimum where the page's example forces it).
 
 def check_balance(data, final: Placement, evaluation) -> None:
-    """One task moves from host0 to host1: both at 20 GB (relative utilization 1.0)."""
+    """A task moves from host0 to host1: both at 20 GB (relative utilization 1.0)."""
     assert sorted(len(objs) for objs in final.values()) == [2, 2]
-    assert len(moved(data, final)) == 1
+    assert moved(data, final) & set(data["assignment"]["host0"])
     assert evaluation.goals[0].value == approx(0.0)
 
 
 def check_capacity(data, final: Placement, evaluation) -> None:
-    """One task moves off host0; every host within its 20 GB."""
+    """A task moves off host0; every host within its 20 GB."""
     memory = data["objectDimensions"]["memory"]
     for host, objs in final.items():
         assert sum(memory[o] for o in objs) <= data["containerDimensions"]["memory"][host]
-    assert moved(data, final) <= set(data["assignment"]["host0"]) and len(moved(data, final)) == 1
+    assert moved(data, final) & set(data["assignment"]["host0"])
     assert evaluation.constraints[0].violation == approx(0.0)
 
 
@@ -84,8 +85,11 @@ def check_to_free(data, final: Placement, evaluation) -> None:
 
 
 def check_util_increase_cost(data, final: Placement, evaluation) -> None:
-    """task0 lands on host1 (reaching the 0.5 bound at no cost); host2 would cost."""
-    assert host_of(final)["task0"] == "host1"
+    """host0 drained at no cost, no host above the 0.5 bound (task0 on host1 reaches it
+    exactly); task0 moved to host2 instead would cost."""
+    cpu, capacity = data["objectDimensions"]["cpu"], data["containerDimensions"]["cpu"]
+    assert final["host0"] == []
+    assert all(sum(cpu[o] for o in objs) / capacity[h] <= 0.5 for h, objs in final.items())
     assert evaluation.goals[0].value == approx(0.0)
     to_host2 = {**data["assignment"], "host0": [], "host2": ["task2", "task0"]}
     assert evaluate_placement(data, to_host2).goals[0].value > 0.0
@@ -105,25 +109,27 @@ def check_avoid_moving(data, final: Placement, evaluation) -> None:
 
 
 def check_non_accepting(data, final: Placement, evaluation) -> None:
-    """task1 moves to host2; task0 cannot enter host1 and stays on host0."""
-    assert host_of(final) == {"task0": "host0", "task1": "host2"}
+    """task1 moves to host2; task0 cannot enter host1 (on the page it stays on host0, one
+    of the optima: it gains nothing elsewhere)."""
+    assert host_of(final)["task1"] == "host2"
     assert final["host1"] == []
+    assert evaluation.goals[0].value == approx(-1.0)
 
 
 def check_avoid_assignments(data, final: Placement, evaluation) -> None:
-    """t0 goes to h2 (its only allowed host), t1 to h1, t2 stays allowed; nothing on h0."""
+    """t0 goes to h2 (its only allowed host), t1 to h1, t2 anywhere but h0; t3 is free."""
     where = host_of(final)
     assert where["t0"] == "h2" and where["t1"] == "h1" and where["t2"] != "h0"
-    assert final["h0"] == []
 
 
 def check_group_count(data, final: Placement, evaluation) -> None:
-    """At most 3 tasks of a job per host: 2 of job0 to host1, 1 of job1 to host0."""
+    """At most 3 tasks of a job per host: (at least) 2 of job0 move to host1 and 1 of job1
+    to host0."""
     job = group_of(data, "job")
     for objs in final.values():
         assert max(Counter(job[o] for o in objs).values()) <= 3
     moved_jobs = Counter(job[o] for o in moved(data, final))
-    assert moved_jobs == {"job0": 2, "job1": 1}
+    assert moved_jobs["job0"] >= 2 and moved_jobs["job1"] >= 1
 
 
 def check_colocate_groups(data, final: Placement, evaluation) -> None:
@@ -257,3 +263,37 @@ def test_values_match_the_wheel(name: str) -> None:
     # so that example's tuple-position sums are not compared
     positions = name != "colocate_groups"
     assert wheel_mismatches(data, result.final, positions=positions) == []
+
+
+def lexicographically_better(value: tuple[float, ...], best: tuple[float, ...]) -> bool:
+    """``value`` smaller than ``best`` at the first tuple position where they differ by more
+    than relative 1e-9."""
+    for mine, proven in zip(value, best, strict=True):
+        if abs(mine - proven) > 1e-9 * max(1.0, abs(proven)):
+            return mine < proven
+    return False
+
+
+SMALL = [name for name in EXAMPLES if name not in ("colocate_groups", "first_model")]
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_every_optimum_by_enumeration_meets_the_page(name: str) -> None:
+    """Enumerating every placement of the small examples: none beats the proven optimum, and
+    every placement attaining it meets what the page says (so the checks above assert what
+    the page's example forces, not one solver's choice among optima)."""
+    data, scenario, result = solve_example(name)
+    problem = scenario.problem
+    best = result.final_evaluation.tuple()
+    optima = 0
+    for combo in itertools.product(range(problem.num_containers), repeat=problem.num_objects):
+        final = np.array(combo, dtype=problem.initial.dtype)
+        evaluation = evaluate(problem, scenario.model, final)
+        if not evaluation.feasible:
+            continue
+        value = evaluation.tuple()
+        assert not lexicographically_better(value, best), problem.assignment_dict(final)
+        if value == pytest.approx(best, rel=1e-9, abs=1e-12):
+            optima += 1
+            CHECKS[name](data, problem.assignment_dict(final), evaluation)
+    assert optima >= 1
