@@ -197,6 +197,86 @@ DOCUMENTED: dict[str, Placement] = {
                     "host3": ["task0", "task7", "task8"]},
 }
 
+# The GroupCount page's further examples share the first's start (job0 = task0-task4 on host0,
+# job1 = task5-task8 on host1). Each limit below is the page's, in tasks: a relative limit
+# is the share of the job's tasks, rounded down (at most), or up (at least).
+JOB_TASKS = {"job0": [f"task{i}" for i in range(5)], "job1": [f"task{i}" for i in range(5, 9)]}
+GROUP_COUNT_CAPS: dict[str, dict[tuple[str, str], tuple[int, int]]] = {
+    # example 2: at most 70% of a job's tasks on a host (3 of 5, 2 of 4)
+    "group_count_relative": {(h, j): (0, {"job0": 3, "job1": 2}[j])
+                             for h in ("host0", "host1") for j in JOB_TASKS},
+    # example 3: host0 at most 3 of a job, other hosts 5
+    "group_count_item_absolute": {("host0", "job0"): (0, 3), ("host0", "job1"): (0, 3)},
+    # example 4: host1 at most 50% of a job (2 of 5, 2 of 4), other hosts 100%
+    "group_count_item_relative": {("host1", "job0"): (0, 2), ("host1", "job1"): (0, 2)},
+    # example 5: job1 at most 3 on a host, other jobs 4
+    "group_count_group_absolute": {(h, j): (0, {"job0": 4, "job1": 3}[j])
+                                   for h in ("host0", "host1") for j in JOB_TASKS},
+    # example 6: job0 at most 60% (3 of 5), job1 50% (2 of 4)
+    "group_count_group_relative": {(h, j): (0, {"job0": 3, "job1": 2}[j])
+                                   for h in ("host0", "host1") for j in JOB_TASKS},
+    # example 7: job0 at most 2 on host0 and 4 on host1, job1 at most 1 on host0, else 5
+    "group_count_item_group_absolute": {("host0", "job0"): (0, 2), ("host1", "job0"): (0, 4),
+                                        ("host0", "job1"): (0, 1)},
+    # example 8: job0 at most 50% on host0 (2 of 5), anything else 80% (4 of 5, 3 of 4)
+    "group_count_item_group_relative": {("host0", "job0"): (0, 2), ("host1", "job0"): (0, 4),
+                                        ("host0", "job1"): (0, 3), ("host1", "job1"): (0, 3)},
+    # example 9: MIN 1, every job on every host
+    "group_count_min": {(h, j): (1, 9) for h in ("host0", "host1") for j in JOB_TASKS},
+}
+
+
+def job_counts(final: Placement) -> dict[tuple[str, str], int]:
+    job = {t: j for j, tasks in JOB_TASKS.items() for t in tasks}
+    return {(h, j): sum(job[t] == j for t in objs) for h, objs in final.items()
+            for j in JOB_TASKS}
+
+
+def check_group_count_caps(name: str) -> Callable[[dict[str, Any], Placement, Any], None]:
+    def check(data, final: Placement, evaluation) -> None:
+        """Every job's task count on every host within the page's limits."""
+        counts = job_counts(final)
+        for key, (low, high) in GROUP_COUNT_CAPS[name].items():
+            assert low <= counts[key] <= high, (key, counts[key])
+        assert evaluation.constraints[0].violation == approx(0.0)
+    return check
+
+
+def check_group_count_squares(data, final: Placement, evaluation) -> None:
+    """Example 10: the squares goal with limit 0 spreads each job evenly (job0 3 and 2,
+    job1 2 and 2)."""
+    counts = job_counts(final)
+    assert sorted(counts[h, "job0"] for h in final) == [2, 3]
+    assert [counts[h, "job1"] for h in final] == [2, 2]
+
+
+def check_group_count_item_util(data, final: Placement, evaluation) -> None:
+    """Example 11: job0 is at most 50% of host0's tasks, and no host is empty."""
+    counts = job_counts(final)
+    assert all(final[h] for h in final)
+    assert counts["host0", "job0"] <= 0.5 * len(final["host0"])
+
+
+def by_counts(host0: dict[str, int]) -> Placement:
+    """host0 with the first ``host0[job]`` tasks of each job, host1 with the rest."""
+    return {"host0": [t for j, k in host0.items() for t in JOB_TASKS[j][:k]],
+            "host1": [t for j, k in host0.items() for t in JOB_TASKS[j][k:]]}
+
+
+# host0's task count of each job in the page's (or its unit test's) final placement
+DOCUMENTED.update({
+    "group_count_relative": by_counts({"job0": 3, "job1": 2}),
+    "group_count_item_absolute": by_counts({"job0": 3, "job1": 0}),
+    "group_count_item_relative": by_counts({"job0": 5, "job1": 2}),
+    "group_count_group_absolute": by_counts({"job0": 4, "job1": 1}),
+    "group_count_group_relative": by_counts({"job0": 3, "job1": 2}),
+    "group_count_item_group_absolute": by_counts({"job0": 2, "job1": 0}),
+    "group_count_item_group_relative": by_counts({"job0": 2, "job1": 1}),
+    "group_count_min": by_counts({"job0": 4, "job1": 1}),
+    "group_count_squares": by_counts({"job0": 3, "job1": 2}),
+    "group_count_item_util": by_counts({"job0": 1, "job1": 1}),
+})
+
 CHECKS: dict[str, Callable[[dict[str, Any], Placement, Any], None]] = {
     "balance": check_balance,
     "capacity": check_capacity,
@@ -211,6 +291,9 @@ CHECKS: dict[str, Callable[[dict[str, Any], Placement, Any], None]] = {
     "minimize_containers": check_minimize_containers,
     "assignment_affinities": check_assignment_affinities,
     "first_model": check_first_model,
+    **{name: check_group_count_caps(name) for name in GROUP_COUNT_CAPS},
+    "group_count_squares": check_group_count_squares,
+    "group_count_item_util": check_group_count_item_util,
 }
 EXAMPLES = sorted(CHECKS)
 
