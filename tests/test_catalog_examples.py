@@ -282,6 +282,11 @@ DOCUMENTED.update({
         **{f"host{i}": [f"task{i}", f"task{i + 8}"] for i in range(2, 8)},
         "host0": [], "host1": [], "host8": [], "host9": [],
         "host10": ["task0", "task8", "task1", "task9"], "host11": ["task100"]},
+    "minimize_movement_normalized": {"host0": [], "host1": ["task0", "task1"], "host2": []},
+    "minimize_movement_cost_per_object": {"host0": [], "host1": ["task0", "task1"],
+                                          "host2": []},
+    "minimize_movement_by_capacity": {"host0": [], "host1": [], "host2": ["task0", "task1"]},
+    "minimize_movement_allowance": {"host0": ["task3"], "host1": ["task0", "task1", "task2"]},
 })
 
 def check_minimize_containers_capacity(data, final: Placement, evaluation) -> None:
@@ -308,6 +313,30 @@ def check_minimize_containers_racks(data, final: Placement, evaluation) -> None:
     assert evaluation.goals[0].value == approx(0.0)
 
 
+def check_both_move_to_host1(gain: float, cost: float):
+    def check(data, final: Placement, evaluation) -> None:
+        """Examples 2 and 3: both gains exceed their move costs, so both tasks move to host1;
+        the affinities gain and the (weighted) movement cost are the page's."""
+        assert host_of(final) == {"task0": "host1", "task1": "host1"}
+        affinities, movement = evaluation.goals
+        assert -affinities.value == approx(gain)
+        assert movement.weighted == approx(cost)
+    return check
+
+
+def check_minimize_movement_by_capacity(data, final: Placement, evaluation) -> None:
+    """Example 4: both tasks leave host0 for host2, the larger host, at a movement cost of
+    0.001 * (7/20 + 2/20) / 3."""
+    assert host_of(final) == {"task0": "host2", "task1": "host2"}
+    assert evaluation.goals[0].value == approx(0.001 * (7 / 20 + 2 / 20) / 3)
+
+
+def check_minimize_movement_allowance(data, final: Placement, evaluation) -> None:
+    """Example 5: exactly 3 of the 4 tasks move to host1, the allowance."""
+    assert len(final["host1"]) == 3 and len(final["host0"]) == 1
+    assert evaluation.constraints[0].violation == approx(0.0)
+
+
 CHECKS: dict[str, Callable[[dict[str, Any], Placement, Any], None]] = {
     "balance": check_balance,
     "capacity": check_capacity,
@@ -328,6 +357,12 @@ CHECKS: dict[str, Callable[[dict[str, Any], Placement, Any], None]] = {
     "minimize_containers_capacity": check_minimize_containers_capacity,
     "minimize_containers_max_free_costs": check_minimize_containers_max_free_costs,
     "minimize_containers_racks": check_minimize_containers_racks,
+    # the page's (and its unit test's) gains and costs: 4/3 per move (weight 4 over 3
+    # hosts); the tasks' sizes 7 and 2
+    "minimize_movement_normalized": check_both_move_to_host1(13.0, 8 / 3),
+    "minimize_movement_cost_per_object": check_both_move_to_host1(13.0, 9.0),
+    "minimize_movement_by_capacity": check_minimize_movement_by_capacity,
+    "minimize_movement_allowance": check_minimize_movement_allowance,
 }
 EXAMPLES = sorted(CHECKS)
 
