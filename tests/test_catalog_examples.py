@@ -287,6 +287,10 @@ DOCUMENTED.update({
                                           "host2": []},
     "minimize_movement_by_capacity": {"host0": [], "host1": [], "host2": ["task0", "task1"]},
     "minimize_movement_allowance": {"host0": ["task3"], "host1": ["task0", "task1", "task2"]},
+    "colocate_groups_limit": {"host0": ["task0", "task1"], "host1": ["task2", "task3"],
+                              "host2": [], "host3": []},
+    "colocate_groups_item_weights": {"host0": ["task1", "task2"], "host1": ["task0", "task3"],
+                                     "host2": ["task4", "task5"]},
 })
 
 def check_minimize_containers_capacity(data, final: Placement, evaluation) -> None:
@@ -337,6 +341,24 @@ def check_minimize_movement_allowance(data, final: Placement, evaluation) -> Non
     assert evaluation.constraints[0].violation == approx(0.0)
 
 
+def check_colocate_groups_limit(data, final: Placement, evaluation) -> None:
+    """Example 2: the job on exactly two hosts (the limit), spread evenly over them."""
+    assert sorted(len(objs) for objs in final.values()) == [0, 0, 2, 2]
+
+
+def check_colocate_groups_item_weights(data, final: Placement, evaluation) -> None:
+    """Example 3: job0 two tasks on host0 and one on host1, job1 one on host1 and two on
+    host2; each job's colocation cost (host0 and host2 weigh 2) exactly the limit 3."""
+    job = group_of(data, "job")
+    counts = {(h, j): sum(job[o] == j for o in objs) for h, objs in final.items()
+              for j in ("job0", "job1")}
+    assert counts == {("host0", "job0"): 2, ("host1", "job0"): 1, ("host2", "job0"): 0,
+                      ("host0", "job1"): 0, ("host1", "job1"): 1, ("host2", "job1"): 2}
+    weight = {"host0": 2, "host1": 1, "host2": 2}
+    for j in ("job0", "job1"):
+        assert sum(weight[h] for h in final if counts[h, j]) == 3
+
+
 CHECKS: dict[str, Callable[[dict[str, Any], Placement, Any], None]] = {
     "balance": check_balance,
     "capacity": check_capacity,
@@ -363,6 +385,8 @@ CHECKS: dict[str, Callable[[dict[str, Any], Placement, Any], None]] = {
     "minimize_movement_cost_per_object": check_both_move_to_host1(13.0, 9.0),
     "minimize_movement_by_capacity": check_minimize_movement_by_capacity,
     "minimize_movement_allowance": check_minimize_movement_allowance,
+    "colocate_groups_limit": check_colocate_groups_limit,
+    "colocate_groups_item_weights": check_colocate_groups_item_weights,
 }
 EXAMPLES = sorted(CHECKS)
 
