@@ -291,6 +291,8 @@ DOCUMENTED.update({
                               "host2": [], "host3": []},
     "colocate_groups_item_weights": {"host0": ["task1", "task2"], "host1": ["task0", "task3"],
                                      "host2": ["task4", "task5"]},
+    "colocate_groups_triplets": {"host0": ["primary0", "dependent0"], "host1": ["secondary0"],
+                                 "host2": ["primary1"], "host3": ["secondary1", "dependent1"]},
 })
 
 def check_minimize_containers_capacity(data, final: Placement, evaluation) -> None:
@@ -359,6 +361,16 @@ def check_colocate_groups_item_weights(data, final: Placement, evaluation) -> No
         assert sum(weight[h] for h in final if counts[h, j]) == 3
 
 
+def check_colocate_groups_triplets(data, final: Placement, evaluation) -> None:
+    """Example 4: each triplet's primary and secondary on different hosts, its dependent
+    with one of them."""
+    where = host_of(final)
+    for i in (0, 1):
+        primary, secondary = where[f"primary{i}"], where[f"secondary{i}"]
+        assert primary != secondary
+        assert where[f"dependent{i}"] in (primary, secondary)
+
+
 CHECKS: dict[str, Callable[[dict[str, Any], Placement, Any], None]] = {
     "balance": check_balance,
     "capacity": check_capacity,
@@ -387,6 +399,7 @@ CHECKS: dict[str, Callable[[dict[str, Any], Placement, Any], None]] = {
     "minimize_movement_allowance": check_minimize_movement_allowance,
     "colocate_groups_limit": check_colocate_groups_limit,
     "colocate_groups_item_weights": check_colocate_groups_item_weights,
+    "colocate_groups_triplets": check_colocate_groups_triplets,
 }
 EXAMPLES = sorted(CHECKS)
 
