@@ -370,8 +370,8 @@ def scale_instance(family: str, objects: int, containers: int, seed: int = 0) ->
     * ``replicas``: the racks' hosts running jobs of 2-5 identical replicas (the last job
       may be shorter); GroupDiversity MIN of the jobs per rack at 0 (each rack runs replicas
       of at least half as many jobs as a rack holds on average), Balance LINEAR of cpu per
-      host at 1, MinimizeMovement at 2; HARD cpu Capacity and a HARD GroupMoveLimit (at
-      most half of each job's replicas, at least one, may move).
+      host at 1, MinimizeMovement at 2; HARD cpu Capacity and a HARD GroupMoveLimit (a
+      job of n replicas moves at most n - 1 of them, one if it has a single replica).
     """
     for name, value in (("objects", objects), ("containers", containers)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -615,7 +615,7 @@ def _replicas_instance(objects: int, containers: int,
         {"spec": {"minimizeMovementSpec": {"name": "moves", "scope": "host",
                                            "doNotNormalize": True}}},
     ]
-    move_limits = {j: max(1, n // 2) for j, n in zip(jobs, sizes.tolist())}
+    move_limits = {j: max(1, n - 1) for j, n in zip(jobs, sizes.tolist())}
     data["constraints"] = _cpu_capacity() + [
         {"spec": {"groupMoveLimitSpec": {"name": "job_moves", "partitionName": "job",
                                          "limit": {"type": "ABSOLUTE", "globalLimit": 1,

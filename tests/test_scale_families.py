@@ -128,7 +128,7 @@ def test_replicas_shape(objects, containers, seed):
     (move_limit,) = [c for c in data["constraints"] if "groupMoveLimitSpec" in c["spec"]]
     assert move_limit["policy"] == "HARD"
     limits = move_limit["spec"]["groupMoveLimitSpec"]["limit"]["groupLimits"]
-    assert limits == {j: max(1, len(tasks) // 2) for j, tasks in jobs.items()}
+    assert limits == {j: max(1, len(tasks) - 1) for j, tasks in jobs.items()}
     # the start keeps every hard constraint; its diversity shortfall, counted here from the
     # dict, is the evaluator's position 0
     scenario = parse_scenario(data)

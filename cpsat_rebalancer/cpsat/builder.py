@@ -80,6 +80,10 @@ class CpBuilder(IntegerForms):
         self.accelerate = accelerate
         # assignments a spec's compiler proposes as the start (checked by the evaluator)
         self.suggested_starts: list[np.ndarray] = []
+        # per class, the most of its objects that may leave their initial containers under
+        # the move limits compiled so far (None: no limit); only heuristic starts read it,
+        # the model itself holds the limits
+        self.move_caps: np.ndarray | None = None
         # levels of a goal from its relaxation's bound up, each a search held there (see
         # TargetProbe and solve.probes)
         self.target_probes: list[TargetProbe] = []
@@ -148,6 +152,14 @@ class CpBuilder(IntegerForms):
             if int(c) in non_accepting:
                 held = self.classes.home[int(k)].get(int(c), 0)
                 self.cp.add(self.count_vars[j] <= held).only_enforce_if(literals)
+
+    def cap_moves(self, classes: list[int], most: list[int]) -> None:
+        """Record that at most ``most[i]`` objects of class ``classes[i]`` may leave their
+        initial containers (see ``move_caps``)."""
+        if self.move_caps is None:
+            self.move_caps = self.classes.sizes.copy()
+        for k, limit in zip(classes, most):
+            self.move_caps[k] = min(int(self.move_caps[k]), max(0, int(limit)))
 
     def initial_counts(self) -> list[int]:
         """Count variable values of the initial assignment (for hints)."""
