@@ -174,11 +174,11 @@ def test_a_bucket_frozen_at_its_lowest_value_bounds_the_moves_after_it(monkeypat
 
 
 def move_limited_pair() -> dict:
-    """host0 holds job a (three replicas of 2 cpu, one may move) and job b (one of 1)."""
+    """host0 holds job a (three replicas of 2 cpu, one may move) and job b (one of 2)."""
     return {
         "objectName": "task", "containerName": "host",
         "assignment": {"host0": ["a0", "a1", "a2", "b0"], "host1": []},
-        "objectDimensions": {"cpu": {"a0": 2, "a1": 2, "a2": 2, "b0": 1}},
+        "objectDimensions": {"cpu": {"a0": 2, "a1": 2, "a2": 2, "b0": 2}},
         "containerDimensions": {"cpu": {"host0": 10, "host1": 11}},
         "partitions": {"job": {"a": ["a0", "a1", "a2"], "b": ["b0"]}},
         "goals": [{"spec": {"balanceSpec": {"name": "bal", "scope": "host",
@@ -192,8 +192,8 @@ def move_limited_pair() -> dict:
 @pytest.mark.parametrize("host0_cap, expected", [(4, {"a": 1, "b": 1}), (3, None)])
 def test_repair_keeps_hard_move_limits(host0_cap, expected) -> None:
     """Shedding the largest objects first would move two replicas of job a to bring host0
-    from 7 to 4; the repair moves one of a and b's instead, and gives up when the limit
-    leaves no way (host0 to 3 needs 4 cpu out, at most 2 + 1 may leave)."""
+    from 8 to 4; the repair moves one of a and b's instead, and gives up when the limit
+    leaves no way (host0 to 3 needs 5 cpu out, at most 2 + 2 may leave)."""
     scenario = parse_scenario(move_limited_pair())
     problem, model = scenario.problem, scenario.model
     builder, _ = compile_model(problem, model)
