@@ -548,14 +548,16 @@ class CpBuilder(IntegerForms):
         after, stayed, initial = self._util_atoms(scope, dim, stayed=metric not in (
             "AFTER", "INITIAL"))
         unit = Fraction(1, self.scale(dim).factor)
+        forms = {  # only the metric asked for is built: one per item adds up on large scopes
+            "AFTER": lambda a, init, s: a, "INITIAL": lambda a, init, s: Lin(const=init),
+            "STAYED": lambda a, init, s: s, "DURING": lambda a, init, s: a + init - s,
+            "NEW": lambda a, init, s: a - s, "OLD": lambda a, init, s: (s * -1) + init,
+            "MOVED": lambda a, init, s: a + init - s * 2}[metric]
         result = []
         for i in range(len(scope.items)):
             a, init = Lin.atom(after[i], unit), initial[i] * unit
             s = Lin.atom(stayed[i], unit) if stayed is not None else Lin()
-            result.append({
-                "AFTER": a, "INITIAL": Lin(const=init), "STAYED": s, "DURING": a + init - s,
-                "NEW": a - s, "OLD": (s * -1) + init, "MOVED": a + init - s * 2,
-            }[metric])
+            result.append(forms(a, init, s))
         return result
 
     def initial_util(self, scope: Scope, dim: str) -> list[Fraction]:

@@ -198,12 +198,12 @@ class CapacitySpec(Spec):
         exact = self._exact()
         forms = []
         for metric, p in self._pairs(initial):
-            if metric not in utils:
-                utils[metric] = (
-                    self.utilization_bound.forms(b, self.scope, self.dimension, metric,
-                                                 self.items)
-                    if self.utilization_bound is not None else
-                    [b.util(self.scope, self.dimension, metric)[i] for i in self.items])
+            if metric not in utils and self.utilization_bound is not None:
+                utils[metric] = self.utilization_bound.forms(b, self.scope, self.dimension,
+                                                             metric, self.items)
+            elif metric not in utils:  # every item's form, built once
+                every = b.util(self.scope, self.dimension, metric)
+                utils[metric] = [every[i] for i in self.items]
             util = utils[metric][p]
             threshold, norm = exact[p]
             if self.bound == "MAX":
