@@ -75,6 +75,8 @@ class CpBuilder(IntegerForms):
         self._utils: dict[tuple[str, str], tuple[list[int], list[int] | None, np.ndarray]] = {}
         self._stays: dict[str, dict[tuple[int, int], tuple[object, int]]] = {}
         self._group_utils: dict[tuple, list[Lin]] = {}
+        self._class_value_cache: dict[str, np.ndarray] = {}
+        self._var_value_cache: dict[str, np.ndarray] = {}
         self.guard: object | None = None  # when set, hard rules hold only if it is true
         # valid redundant constraints (bounds, symmetry breaking) that speed up proofs
         self.accelerate = accelerate
@@ -413,11 +415,18 @@ class CpBuilder(IntegerForms):
 
     # ---- utilizations ----
     def _class_values(self, dim: str) -> np.ndarray:
+        """Integer value of a static ``dim`` per class (built once per dimension: specs read
+        it per partition group; read-only)."""
         if dim in self.problem.dynamic_dims:
             raise InternalError(f"dimension {dim} is dynamic: its value depends on where")
         self._check_classed(dim)
-        ints = self.scale(dim).values
-        return np.asarray([int(ints[m[0]]) for m in self.classes.members], dtype=np.int64)
+        if dim not in self._class_value_cache:
+            ints = self.scale(dim).values
+            first = np.asarray([m[0] for m in self.classes.members], dtype=np.int64)
+            values = ints[first].astype(np.int64) if len(first) else np.zeros(0, np.int64)
+            values.flags.writeable = False
+            self._class_value_cache[dim] = values
+        return self._class_value_cache[dim]
 
     def _check_classed(self, dim: str) -> None:
         if self.class_dims is not None and dim not in self.class_dims:
@@ -428,7 +437,11 @@ class CpBuilder(IntegerForms):
         """Integer value of ``dim`` per count variable: of its class, in its container."""
         scale = self.scale(dim)
         if scale.table is None:
-            return self._class_values(dim)[self.var_class]
+            if dim not in self._var_value_cache:
+                values = self._class_values(dim)[self.var_class]
+                values.flags.writeable = False
+                self._var_value_cache[dim] = values
+            return self._var_value_cache[dim]
         self._check_classed(dim)
         dynamic = self.problem.dynamic_dims[dim]
         items = item_groups(self.problem.scopes[dynamic.scope])[self.var_cont]
