@@ -54,6 +54,8 @@ def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
     key = tuple_key(current)
     best: np.ndarray | None = None  # the last assignment kept (a copy: Ctrl-C may land
     n, m = problem.num_objects, problem.num_containers  # in the middle of a move)
+    if n == 0 or m < 2:  # nothing can move
+        return None
 
     def accept(candidate: np.ndarray) -> bool:
         nonlocal current, key, best
