@@ -348,7 +348,7 @@ def drain_cluster(hosts: int = 500, seed: int = 0, fill: float = 0.55,
 
 # --------------------------------------------------------------------------- scale families
 
-SCALE_FAMILIES = ("linear", "squares", "max", "ideal", "drain", "racks", "million")
+SCALE_FAMILIES = ("linear", "squares", "max", "ideal", "drain", "racks", "million", "replicas")
 DRAIN_SHARE = 0.05  # of the hosts, at least one
 MILLION_FLAVOURS = np.asarray([(cpu, cpu * ratio) for cpu in range(1, 21)
                                for ratio in range(1, 11)])  # 200 distinct (cpu, mem)
@@ -366,7 +366,12 @@ def scale_instance(family: str, objects: int, containers: int, seed: int = 0) ->
       below 20 hosts), rack capacity the sum of its hosts'; Balance LINEAR of cpu per rack
       at 0, per host at 1, MinimizeMovement at 2, HARD cpu Capacity;
     * ``million``: the ``linear`` model on objects from at most 200 (cpu, mem) flavours,
-      generated with numpy so that 1,000,000 objects take seconds.
+      generated with numpy so that 1,000,000 objects take seconds;
+    * ``replicas``: the racks' hosts running jobs of 2-5 identical replicas (the last job
+      may be shorter); GroupDiversity MIN of the jobs per rack at 0 (each rack runs replicas
+      of at least half as many jobs as a rack holds on average), Balance LINEAR of cpu per
+      host at 1, MinimizeMovement at 2; HARD cpu Capacity and a HARD GroupMoveLimit (a
+      job of n replicas moves at most n - 1 of them, one if it has a single replica).
     """
     for name, value in (("objects", objects), ("containers", containers)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -375,7 +380,7 @@ def scale_instance(family: str, objects: int, containers: int, seed: int = 0) ->
     if key in ("linear", "squares", "max", "ideal"):
         return balance_instance(objects, containers, key.upper(), seed)
     builders = {"drain": _drain_instance, "racks": _racks_instance,
-                "million": _million_instance}
+                "million": _million_instance, "replicas": _replicas_instance}
     if key not in builders:
         raise InputError("family", "unknown scale family (expected one of "
                          + ", ".join(SCALE_FAMILIES) + ")", family)
@@ -383,12 +388,14 @@ def scale_instance(family: str, objects: int, containers: int, seed: int = 0) ->
 
 
 def _cluster(rng: np.random.Generator, objects: int, containers: int, flavours: np.ndarray,
-             fill: float = 0.6) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                         np.ndarray]:
+             fill: float = 0.6, pick: np.ndarray | None = None,
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(cpu, mem, cpu capacity, mem capacity, initial host) of a cluster like
-    :func:`balance_instance`'s, built with numpy: flavoured objects, 30% of hosts of twice
-    the capacity, hosts filled one after the other (in a random order) up to 95% of cpu."""
-    pick = rng.integers(0, len(flavours), size=objects)
+    :func:`balance_instance`'s, built with numpy: flavoured objects (``pick``: the flavour
+    of each, else drawn), 30% of hosts of twice the capacity, hosts filled one after the
+    other (in a random order) up to 95% of cpu."""
+    if pick is None:
+        pick = rng.integers(0, len(flavours), size=objects)
     cpu = flavours[pick, 0].astype(float)
     mem = flavours[pick, 1].astype(float)
     big = rng.random(containers) < 0.3
@@ -506,8 +513,9 @@ def drain_plan(data: dict[str, Any]) -> dict[str, list[str]] | None:
     return plan
 
 
-def _racks_instance(objects: int, containers: int, rng: np.random.Generator) -> dict[str, Any]:
-    cpu, mem, cpu_cap, mem_cap, host = _cluster(rng, objects, containers, np.asarray(FLAVOURS))
+def _rack_layout(containers: int, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """(rack index per host, number of racks): racks of 10-20 hosts in a random order (a
+    short last rack joins the one before; two racks below 20 hosts)."""
     if containers < 20:
         sizes = [containers] if containers < 2 else [containers // 2, containers - containers // 2]
     else:
@@ -518,13 +526,24 @@ def _racks_instance(objects: int, containers: int, rng: np.random.Generator) -> 
         if sizes[-1] < 10 and len(sizes) > 1:  # a short last rack joins the one before
             short = sizes.pop()
             sizes[-1] += short
-    rack = np.repeat(np.arange(len(sizes)), sizes)[rng.permutation(containers)]
-    data = _scenario(f"racks_{objects}x{containers}", cpu, mem, cpu_cap, mem_cap, host)
-    racks = _names("rack", len(sizes))
+    return np.repeat(np.arange(len(sizes)), sizes)[rng.permutation(containers)], len(sizes)
+
+
+def _add_racks(data: dict[str, Any], rack: np.ndarray, count: int, cpu_cap: np.ndarray,
+               mem_cap: np.ndarray) -> None:
+    """The scope "rack" (``rack``: index per host) with capacities the sums of its hosts'."""
+    racks = _names("rack", count)
     data["scopes"] = {"rack": {f"host{c}": racks[r] for c, r in enumerate(rack.tolist())}}
     data["scopeDimensions"] = {"rack": {
-        "cpu": dict(zip(racks, np.bincount(rack, cpu_cap, len(racks)).tolist())),
-        "mem": dict(zip(racks, np.bincount(rack, mem_cap, len(racks)).tolist()))}}
+        "cpu": dict(zip(racks, np.bincount(rack, cpu_cap, count).tolist())),
+        "mem": dict(zip(racks, np.bincount(rack, mem_cap, count).tolist()))}}
+
+
+def _racks_instance(objects: int, containers: int, rng: np.random.Generator) -> dict[str, Any]:
+    cpu, mem, cpu_cap, mem_cap, host = _cluster(rng, objects, containers, np.asarray(FLAVOURS))
+    rack, count = _rack_layout(containers, rng)
+    data = _scenario(f"racks_{objects}x{containers}", cpu, mem, cpu_cap, mem_cap, host)
+    _add_racks(data, rack, count, cpu_cap, mem_cap)
     data["goals"] = [
         {"spec": {"balanceSpec": {"name": "balance_racks", "scope": "rack",
                                   "dimension": "cpu", "formula": "LINEAR"}}},
@@ -551,6 +570,57 @@ def _million_instance(objects: int, containers: int,
                                            "doNotNormalize": True}}},
     ]
     data["constraints"] = _cpu_capacity()
+    return data
+
+
+REPLICAS_PER_JOB = (2, 5)  # inclusive range of a job's replicas
+
+
+def _jobs(objects: int, rng: np.random.Generator) -> np.ndarray:
+    """Job sizes of 2-5 replicas summing to ``objects`` (the last job may be shorter)."""
+    low, high = REPLICAS_PER_JOB
+    sizes = rng.integers(low, high + 1, size=objects // low + 1)
+    ends = np.cumsum(sizes)
+    count = int(np.searchsorted(ends, objects)) + 1
+    sizes = sizes[:count]
+    sizes[-1] -= int(ends[count - 1]) - objects
+    return sizes
+
+
+def _replicas_instance(objects: int, containers: int,
+                       rng: np.random.Generator) -> dict[str, Any]:
+    sizes = _jobs(objects, rng)
+    job = np.repeat(np.arange(len(sizes)), sizes)  # replicas of a job share its flavour
+    pick = rng.integers(0, len(FLAVOURS), size=len(sizes))[job]
+    cpu, mem, cpu_cap, mem_cap, host = _cluster(rng, objects, containers,
+                                                np.asarray(FLAVOURS), pick=pick)
+    rack, count = _rack_layout(containers, rng)
+    data = _scenario(f"replicas_{objects}x{containers}", cpu, mem, cpu_cap, mem_cap, host)
+    _add_racks(data, rack, count, cpu_cap, mem_cap)
+    jobs = _names("job", len(sizes))
+    tasks = _names("task", objects)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
+    data["partitions"] = {"job": {j: tasks[s:s + n] for j, s, n in
+                                  zip(jobs, starts, sizes.tolist())}}
+    diversity = max(1, round(0.5 * len(jobs) / count))
+    data["goals"] = [
+        {"spec": {"groupDiversitySpec": {"name": "jobs_per_rack", "scope": "rack",
+                                         "partition": "job", "dimension": "task_count",
+                                         "bound": "MIN",
+                                         "limit": {"globalLimit": diversity}}}},
+        {"boundary": True},
+        {"spec": {"balanceSpec": {"name": "balance_hosts", "scope": "host",
+                                  "dimension": "cpu", "formula": "LINEAR"}}},
+        {"boundary": True},
+        {"spec": {"minimizeMovementSpec": {"name": "moves", "scope": "host",
+                                           "doNotNormalize": True}}},
+    ]
+    move_limits = {j: max(1, n - 1) for j, n in zip(jobs, sizes.tolist())}
+    data["constraints"] = _cpu_capacity() + [
+        {"spec": {"groupMoveLimitSpec": {"name": "job_moves", "partitionName": "job",
+                                         "limit": {"type": "ABSOLUTE", "globalLimit": 1,
+                                                   "groupLimits": move_limits}}},
+         "policy": "HARD"}]
     return data
 
 

@@ -171,3 +171,42 @@ def test_a_bucket_frozen_at_its_lowest_value_bounds_the_moves_after_it(monkeypat
     plain = solve_model(scenario.problem, scenario.model, options, accelerate=False)
     assert fast.status == plain.status == "OPTIMAL"
     assert fast.final_evaluation.tuple() == plain.final_evaluation.tuple()
+
+
+def move_limited_pair() -> dict:
+    """host0 holds job a (three replicas of 2 cpu, one may move) and job b (one of 2)."""
+    return {
+        "objectName": "task", "containerName": "host",
+        "assignment": {"host0": ["a0", "a1", "a2", "b0"], "host1": []},
+        "objectDimensions": {"cpu": {"a0": 2, "a1": 2, "a2": 2, "b0": 2}},
+        "containerDimensions": {"cpu": {"host0": 10, "host1": 11}},
+        "partitions": {"job": {"a": ["a0", "a1", "a2"], "b": ["b0"]}},
+        "goals": [{"spec": {"balanceSpec": {"name": "bal", "scope": "host",
+                                            "dimension": "cpu"}}}],
+        "constraints": [{"spec": {"groupMoveLimitSpec": {
+            "name": "moves", "partitionName": "job", "limit": {"globalLimit": 1}}},
+            "policy": "HARD"}],
+    }
+
+
+@pytest.mark.parametrize("host0_cap, expected", [(4, {"a": 1, "b": 1}), (3, None)])
+def test_repair_keeps_hard_move_limits(host0_cap, expected) -> None:
+    """Shedding the largest objects first would move two replicas of job a to bring host0
+    from 8 to 4; the repair moves one of a and b's instead, and gives up when the limit
+    leaves no way (host0 to 3 needs 5 cpu out, at most 2 + 2 may leave)."""
+    scenario = parse_scenario(move_limited_pair())
+    problem, model = scenario.problem, scenario.model
+    builder, _ = compile_model(problem, model)
+    factor = builder.scale("cpu").factor
+    caps = {"cpu": np.asarray([host0_cap * factor, 11 * factor], dtype=np.int64)}
+    assert list(problem.containers) == ["host0", "host1"]
+    counts = repair(builder, caps)
+    if expected is None:
+        assert counts is None
+        return
+    assert counts is not None
+    final = builder.decode(counts)
+    moved = [problem.objects[o] for o in np.flatnonzero(final != problem.initial)]
+    assert {job: sum(o.startswith(job) for o in moved) for job in "ab"} == expected
+    assert evaluate(problem, model, final).feasible
+    assert loads_of(builder, final, "cpu")[0] <= host0_cap * factor

@@ -102,6 +102,46 @@ def test_racks_and_million_shapes():
     assert len({(cpu[o], mem[o]) for o in cpu}) <= 200
 
 
+@pytest.mark.parametrize("objects, containers, seed", [(6, 3, 0), (200, 10, 1), (2000, 100, 2)])
+def test_replicas_shape(objects, containers, seed):
+    data = scale_instance("replicas", objects, containers, seed)
+    jobs = data["partitions"]["job"]
+    members = [o for tasks in jobs.values() for o in tasks]
+    assert sorted(members) == sorted(data["objectDimensions"]["cpu"])  # a partition of all
+    sizes = [len(tasks) for tasks in jobs.values()]
+    assert all(2 <= n <= 5 for n in sizes[:-1]) and 1 <= sizes[-1] <= 5
+    cpu, mem = data["objectDimensions"]["cpu"], data["objectDimensions"]["mem"]
+    assert all(len({(cpu[o], mem[o]) for o in tasks}) == 1 for tasks in jobs.values())
+    racks = data["scopes"]["rack"]
+    assert set(racks) == set(data["assignment"])
+    rack_sizes = Counter(racks.values())
+    rack_count = len(rack_sizes)
+    if containers < 20:
+        assert sorted(rack_sizes.values()) == [containers // 2, containers - containers // 2]
+    else:
+        assert all(10 <= n < 30 for n in rack_sizes.values())
+    (diversity,) = [g["spec"]["groupDiversitySpec"] for g in data["goals"]
+                    if "groupDiversitySpec" in g.get("spec", {})]
+    assert (diversity["scope"], diversity["partition"], diversity["bound"]) == (
+        "rack", "job", "MIN")
+    assert diversity["limit"]["globalLimit"] == max(1, round(0.5 * len(jobs) / rack_count))
+    (move_limit,) = [c for c in data["constraints"] if "groupMoveLimitSpec" in c["spec"]]
+    assert move_limit["policy"] == "HARD"
+    limits = move_limit["spec"]["groupMoveLimitSpec"]["limit"]["groupLimits"]
+    assert limits == {j: max(1, len(tasks) - 1) for j, tasks in jobs.items()}
+    # the start keeps every hard constraint; its diversity shortfall, counted here from the
+    # dict, is the evaluator's position 0
+    scenario = parse_scenario(data)
+    start = evaluate(scenario.problem, scenario.model, scenario.problem.initial)
+    assert start.feasible
+    job_of = {o: j for j, tasks in jobs.items() for o in tasks}
+    present: dict[str, set] = {r: set() for r in racks.values()}
+    for h, objs in data["assignment"].items():
+        present[racks[h]].update(job_of[o] for o in objs)
+    limit = diversity["limit"]["globalLimit"]
+    assert start.positions[0] == sum(max(0, limit - len(js)) for js in present.values())
+
+
 def test_bad_family_or_size_is_an_input_error():
     with pytest.raises(InputError, match="family"):
         scale_instance("zigzag", 10, 2)

@@ -75,11 +75,17 @@ class CpBuilder(IntegerForms):
         self._utils: dict[tuple[str, str], tuple[list[int], list[int] | None, np.ndarray]] = {}
         self._stays: dict[str, dict[tuple[int, int], tuple[object, int]]] = {}
         self._group_utils: dict[tuple, list[Lin]] = {}
+        self._class_value_cache: dict[str, np.ndarray] = {}
+        self._var_value_cache: dict[str, np.ndarray] = {}
         self.guard: object | None = None  # when set, hard rules hold only if it is true
         # valid redundant constraints (bounds, symmetry breaking) that speed up proofs
         self.accelerate = accelerate
         # assignments a spec's compiler proposes as the start (checked by the evaluator)
         self.suggested_starts: list[np.ndarray] = []
+        # per class, the most of its objects that may leave their initial containers under
+        # the move limits compiled so far (None: no limit); only heuristic starts read it,
+        # the model itself holds the limits
+        self.move_caps: np.ndarray | None = None
         # levels of a goal from its relaxation's bound up, each a search held there (see
         # TargetProbe and solve.probes)
         self.target_probes: list[TargetProbe] = []
@@ -148,6 +154,14 @@ class CpBuilder(IntegerForms):
             if int(c) in non_accepting:
                 held = self.classes.home[int(k)].get(int(c), 0)
                 self.cp.add(self.count_vars[j] <= held).only_enforce_if(literals)
+
+    def cap_moves(self, classes: list[int], most: list[int]) -> None:
+        """Record that at most ``most[i]`` objects of class ``classes[i]`` may leave their
+        initial containers (see ``move_caps``)."""
+        if self.move_caps is None:
+            self.move_caps = self.classes.sizes.copy()
+        for k, limit in zip(classes, most):
+            self.move_caps[k] = min(int(self.move_caps[k]), max(0, int(limit)))
 
     def initial_counts(self) -> list[int]:
         """Count variable values of the initial assignment (for hints)."""
@@ -401,11 +415,18 @@ class CpBuilder(IntegerForms):
 
     # ---- utilizations ----
     def _class_values(self, dim: str) -> np.ndarray:
+        """Integer value of a static ``dim`` per class (built once per dimension: specs read
+        it per partition group; read-only)."""
         if dim in self.problem.dynamic_dims:
             raise InternalError(f"dimension {dim} is dynamic: its value depends on where")
         self._check_classed(dim)
-        ints = self.scale(dim).values
-        return np.asarray([int(ints[m[0]]) for m in self.classes.members], dtype=np.int64)
+        if dim not in self._class_value_cache:
+            ints = self.scale(dim).values
+            first = np.asarray([m[0] for m in self.classes.members], dtype=np.int64)
+            values = ints[first].astype(np.int64) if len(first) else np.zeros(0, np.int64)
+            values.flags.writeable = False
+            self._class_value_cache[dim] = values
+        return self._class_value_cache[dim]
 
     def _check_classed(self, dim: str) -> None:
         if self.class_dims is not None and dim not in self.class_dims:
@@ -416,7 +437,11 @@ class CpBuilder(IntegerForms):
         """Integer value of ``dim`` per count variable: of its class, in its container."""
         scale = self.scale(dim)
         if scale.table is None:
-            return self._class_values(dim)[self.var_class]
+            if dim not in self._var_value_cache:
+                values = self._class_values(dim)[self.var_class]
+                values.flags.writeable = False
+                self._var_value_cache[dim] = values
+            return self._var_value_cache[dim]
         self._check_classed(dim)
         dynamic = self.problem.dynamic_dims[dim]
         items = item_groups(self.problem.scopes[dynamic.scope])[self.var_cont]
@@ -536,17 +561,16 @@ class CpBuilder(IntegerForms):
         after, stayed, initial = self._util_atoms(scope, dim, stayed=metric not in (
             "AFTER", "INITIAL"))
         unit = Fraction(1, self.scale(dim).factor)
-        result = []
-        forms = {  # built for the metric asked only: a large scope has many items
+        forms = {  # only the metric asked for is built: one per item adds up on large scopes
             "AFTER": lambda a, init, s: a, "INITIAL": lambda a, init, s: Lin(const=init),
             "STAYED": lambda a, init, s: s, "DURING": lambda a, init, s: a + init - s,
             "NEW": lambda a, init, s: a - s, "OLD": lambda a, init, s: (s * -1) + init,
-            "MOVED": lambda a, init, s: a + init - s * 2}
-        form = forms[metric]
+            "MOVED": lambda a, init, s: a + init - s * 2}[metric]
+        result = []
         for i in range(len(scope.items)):
             a, init = Lin.atom(after[i], unit), initial[i] * unit
             s = Lin.atom(stayed[i], unit) if stayed is not None else Lin()
-            result.append(form(a, init, s))
+            result.append(forms(a, init, s))
         return result
 
     def initial_util(self, scope: Scope, dim: str) -> list[Fraction]:

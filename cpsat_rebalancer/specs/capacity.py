@@ -198,12 +198,12 @@ class CapacitySpec(Spec):
         exact = self._exact()
         forms = []
         for metric, p in self._pairs(initial):
-            if metric not in utils:
-                utils[metric] = (
-                    self.utilization_bound.forms(b, self.scope, self.dimension, metric,
-                                                 self.items)
-                    if self.utilization_bound is not None else
-                    _pick(b.util(self.scope, self.dimension, metric), self.items))
+            if metric not in utils and self.utilization_bound is not None:
+                utils[metric] = self.utilization_bound.forms(b, self.scope, self.dimension,
+                                                             metric, self.items)
+            elif metric not in utils:  # every item's form, built once
+                every = b.util(self.scope, self.dimension, metric)
+                utils[metric] = [every[i] for i in self.items]
             util = utils[metric][p]
             threshold, norm = exact[p]
             if self.bound == "MAX":
@@ -237,7 +237,3 @@ class CapacitySpec(Spec):
             if during[p] >= -TOLERANCE and len(containers) == 1:
                 blocked.add(int(containers[0]))
         return Restrictions(non_accepting=frozenset(blocked))
-
-
-def _pick(values: list[Lin], items: np.ndarray) -> list[Lin]:
-    return [values[i] for i in items]

@@ -10,6 +10,7 @@ M_g the weight of g's counted objects and L_g its limit, the one constraint expr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -176,6 +177,19 @@ class GroupMoveLimitSpec(Spec):
                     coefs.append(value)
         return variables, coefs
 
+    def _cap_moves(self, b: CpBuilder, members: np.ndarray, limit: float) -> None:
+        """Tell the greedy starts how many objects of each class of a group may move: as
+        many as weigh at most the group's limit (each class alone; the model checks the
+        sum)."""
+        values = b.problem.values_at(self.dimension, b.problem.initial)
+        classes = b.group_classes(members)
+        most = []
+        for k in classes:
+            weight = float(values[b.classes.members[k][0]])
+            most.append(len(b.classes.members[k]) if weight <= 0
+                        else math.floor(limit / weight + TOLERANCE))
+        b.cap_moves(classes, most)
+
     def compile_infos(self, b: CpBuilder) -> list[Info]:
         if not self.groups:
             return [Info(Lin())]
@@ -183,6 +197,8 @@ class GroupMoveLimitSpec(Spec):
         unit = Fraction(1, scale.factor)
         forms = []
         for members, limit in zip(self.members, self.limits):
+            if not self.filtered and not self.dynamic:
+                self._cap_moves(b, members, float(limit))
             variables, coefs = self._moved_units(b, members)
             most = (int(scale.table[members].max(axis=1).sum()) if self.dynamic
                     else int(scale.values[members].sum()))

@@ -182,6 +182,7 @@ def repair(builder: CpBuilder, caps: dict[str, np.ndarray], partial: bool = Fals
     if not caps:
         return None
     counts = np.asarray(builder.initial_counts() if start is None else start, dtype=np.int64)
+    budget = _MoveBudget(builder, counts)
     upper = builder.count_upper
     m = builder.problem.num_containers
     sizes = {dim: builder.var_values(dim) for dim in caps}
@@ -205,18 +206,20 @@ def repair(builder: CpBuilder, caps: dict[str, np.ndarray], partial: bool = Fals
             if not excess:
                 break
             worst = max(excess, key=lambda d: excess[d] / max(1, int(caps[d][c])))
-            live = held[counts[held] > 0]
+            live = held[(counts[held] > 0) & budget.may_leave(held)]
             if len(live) == 0:
                 return None
             j = live[np.argmax(sizes[worst][live])]
             if sizes[worst][j] <= 0:
                 return None
-            take = min(int(counts[j]), math.ceil(excess[worst] / int(sizes[worst][j])))
+            take = min(int(counts[j]), math.ceil(excess[worst] / int(sizes[worst][j])),
+                       budget.left(int(j)))
+            budget.spend(int(j), take)
             counts[j] -= take
             for d in dims:
                 load[d][c] -= take * sizes[d][j]
             shed_here[int(j)] = shed_here.get(int(j), 0) + take
-        _tighten_shed(shed_here, counts, load, caps, sizes, held, c)
+        _tighten_shed(shed_here, counts, load, caps, sizes, held, c, budget)
         for j, take in shed_here.items():
             if take:
                 k = int(builder.var_class[j])
@@ -259,7 +262,8 @@ def repair(builder: CpBuilder, caps: dict[str, np.ndarray], partial: bool = Fals
                         deadline is not None and time.monotonic() > deadline):
                     return None
                 ejected = _make_room(builder, counts, upper, load, caps, sizes, choices,
-                                     by_container, EJECTION_CANDIDATES * (4 if exact else 1))
+                                     by_container, EJECTION_CANDIDATES * (4 if exact else 1),
+                                     budget)
                 if ejected is None:
                     return None
                 for j, count in ejected:
@@ -317,9 +321,41 @@ def _top_off(builder: CpBuilder, counts: np.ndarray, upper: np.ndarray,
                     load[d][builder.var_cont[target]] += sizes[d][target]
 
 
+class _MoveBudget:
+    """How many more objects of each class may leave their initial containers (the move
+    limits' caps, ``CpBuilder.move_caps``); a count variable of a container a class did not
+    start in holds objects that moved already and may move again for free."""
+
+    def __init__(self, builder: CpBuilder, counts: np.ndarray):
+        self.var_class = builder.var_class
+        self.home: np.ndarray | None = None
+        self.remaining: np.ndarray | None = None
+        if builder.move_caps is None:
+            return
+        initial = np.asarray(builder.initial_counts(), dtype=np.int64)
+        self.home = initial > 0
+        gone = np.bincount(builder.var_class, np.maximum(0, initial - counts),
+                           len(builder.move_caps)).astype(np.int64)
+        self.remaining = builder.move_caps - gone
+
+    def may_leave(self, variables: np.ndarray) -> np.ndarray:
+        if self.remaining is None:
+            return np.ones(len(variables), dtype=bool)
+        return ~self.home[variables] | (self.remaining[self.var_class[variables]] > 0)
+
+    def left(self, j: int) -> int:
+        if self.remaining is None or not self.home[j]:
+            return np.iinfo(np.int64).max
+        return max(0, int(self.remaining[self.var_class[j]]))
+
+    def spend(self, j: int, count: int) -> None:
+        if self.remaining is not None and self.home[j]:
+            self.remaining[self.var_class[j]] -= count
+
+
 def _tighten_shed(shed: dict[int, int], counts: np.ndarray, load: dict[str, np.ndarray],
                   caps: dict[str, np.ndarray], sizes: dict[str, np.ndarray],
-                  held: np.ndarray, c: int) -> None:
+                  held: np.ndarray, c: int, budget: _MoveBudget) -> None:
     """Keep the number shed from container ``c`` but make it lighter: put a shed object back
     and shed the smallest kept one instead whenever the container stays under every cap
     (lighter objects are easier to place)."""
@@ -332,7 +368,7 @@ def _tighten_shed(shed: dict[int, int], counts: np.ndarray, load: dict[str, np.n
             if shed[j] == 0:
                 continue
             slack = {d: int(caps[d][c] - load[d][c]) for d in dims}
-            kept = held[counts[held] > 0]
+            kept = held[(counts[held] > 0) & budget.may_leave(held)]
             fits = np.ones(len(kept), dtype=bool)
             for d in dims:
                 fits &= sizes[d][j] - sizes[d][kept] <= slack[d]
@@ -341,6 +377,8 @@ def _tighten_shed(shed: dict[int, int], counts: np.ndarray, load: dict[str, np.n
                 continue
             h = int(kept[fits][np.argmin(sizes[primary][kept[fits]])])
             shed[j] -= 1
+            budget.spend(j, -1)
+            budget.spend(h, 1)
             counts[j] += 1
             counts[h] -= 1
             shed[h] = shed.get(h, 0) + 1
@@ -357,7 +395,7 @@ EJECTION_CANDIDATES = 24  # containers (most room first) tried when making room
 def _make_room(builder: CpBuilder, counts: np.ndarray, upper: np.ndarray,
                load: dict[str, np.ndarray], caps: dict[str, np.ndarray],
                sizes: dict[str, np.ndarray], choices: np.ndarray,
-               by_container: list[np.ndarray], candidates: int
+               by_container: list[np.ndarray], candidates: int, budget: _MoveBudget
                ) -> list[tuple[int, int]] | None:
     """Empty enough of one allowed container (for the class of ``choices``) for one object:
     eject objects smaller in every dimension, largest first, from the container that needs
@@ -373,7 +411,8 @@ def _make_room(builder: CpBuilder, counts: np.ndarray, upper: np.ndarray,
     # large objects first, those with the most room often hold none
     threshold = np.full(len(by_container), -1, dtype=np.int64)
     threshold[cont] = sizes[primary][open_choices]
-    lighter = (sizes[primary] < threshold[builder.var_cont]) & (counts > 0)
+    lighter = ((sizes[primary] < threshold[builder.var_cont]) & (counts > 0)
+               & budget.may_leave(np.arange(len(counts))))
     movable = np.bincount(builder.var_cont[lighter],
                           (counts * sizes[primary])[lighter], len(by_container))
     able = np.flatnonzero(room + movable[cont] >= sizes[primary][open_choices])
@@ -381,7 +420,8 @@ def _make_room(builder: CpBuilder, counts: np.ndarray, upper: np.ndarray,
     for j in open_choices[able[np.argsort(-room[able], kind="stable")[:candidates]]]:
         c = int(builder.var_cont[j])
         need = {d: int(sizes[d][j] - (caps[d][c] - load[d][c])) for d in dims}
-        held = by_container[c][counts[by_container[c]] > 0]
+        held = by_container[c][(counts[by_container[c]] > 0)
+                               & budget.may_leave(by_container[c])]
         smaller = held[np.all([sizes[d][held] <= sizes[d][j] for d in dims], axis=0)
                        & (sizes[dims[0]][held] < sizes[dims[0]][j])]
         taken: list[tuple[int, int]] = []
@@ -391,7 +431,10 @@ def _make_room(builder: CpBuilder, counts: np.ndarray, upper: np.ndarray,
             worst = max(dims, key=lambda d: need[d])
             if sizes[worst][h] <= 0:
                 continue
-            count = min(int(counts[h]), math.ceil(need[worst] / int(sizes[worst][h])))
+            count = min(int(counts[h]), math.ceil(need[worst] / int(sizes[worst][h])),
+                        budget.left(int(h)))
+            if count <= 0:
+                continue
             taken.append((int(h), count))
             for d in dims:
                 need[d] -= count * int(sizes[d][h])
@@ -402,6 +445,7 @@ def _make_room(builder: CpBuilder, counts: np.ndarray, upper: np.ndarray,
     if best is None:
         return None
     for h, count in best[2]:
+        budget.spend(h, count)
         counts[h] -= count
         for d in dims:
             load[d][best[1]] -= count * sizes[d][h]
