@@ -10,11 +10,14 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 from randomized import random_scenario
+from test_agreement import allowed_random_final
 from test_parity import known_wheel_nan
 
 from cpsat_rebalancer import evaluate, parse_scenario
 from cpsat_rebalancer.peer import evaluate_with_wheel, find_peer_python
+from cpsat_rebalancer.solve.check import compiled_values
 from cpsat_rebalancer.specs import REGISTRY
 
 PEER = find_peer_python()
@@ -158,3 +161,18 @@ def value_at(data: dict[str, Any], moves: dict[str, str] | None = None):
     for obj, target in (moves or {}).items():
         final[problem.object_index[obj]] = problem.container_index[target]
     return evaluate(problem, scenario.model, final)
+
+
+def check_compiled_agrees(data: dict[str, Any], seed: int) -> None:
+    """At a random assignment the hard rules allow, each position's compiled objective
+    equals the evaluator's value, within its stated error."""
+    scenario = parse_scenario(data)
+    final = allowed_random_final(scenario, random.Random(seed))
+    if final is None:
+        pytest.skip("no feasible random assignment for this scenario")
+    values, canonical = compiled_values(scenario.problem, scenario.model, final)
+    evaluation = evaluate(scenario.problem, scenario.model, canonical)
+    for position, (compiled, error) in values.items():
+        exact = evaluation.positions.get(position, 0.0)
+        assert compiled == pytest.approx(exact, abs=error + 1e-9 * max(1.0, abs(exact))), (
+            f"seed {seed} position {position}")

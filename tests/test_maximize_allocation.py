@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from spec_checks import (
     PEER,
     PEER_REASON,
+    check_compiled_agrees,
     items_of,
     pick_filter,
     random_final,
@@ -24,14 +25,12 @@ from spec_checks import (
     value_at,
     wheel_mismatches,
 )
-from test_agreement import allowed_random_final
 from test_bruteforce import check_against_enumeration
 from test_fuzz import mutate, mutation, solve_or_reject
 
-from cpsat_rebalancer import InputError, evaluate, parse_scenario
+from cpsat_rebalancer import InputError, parse_scenario
 from cpsat_rebalancer.result import OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
-from cpsat_rebalancer.solve.check import compiled_values
 from cpsat_rebalancer.solve.pipeline import solve_model
 
 ARM = "maximizeAllocationSpec"
@@ -146,15 +145,7 @@ def test_larger_random_scenarios_match_enumeration(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_compiled_objective_matches_the_evaluator(seed: int) -> None:
-    parsed = parse_scenario(scenario(seed))
-    final = allowed_random_final(parsed, random.Random(seed))
-    if final is None:
-        pytest.skip("no feasible random assignment for this scenario")
-    values, canonical = compiled_values(parsed.problem, parsed.model, final)
-    evaluation = evaluate(parsed.problem, parsed.model, canonical)
-    for position, (compiled, error) in values.items():
-        exact = evaluation.positions.get(position, 0.0)
-        assert compiled == pytest.approx(exact, abs=error + 1e-9 * max(1.0, abs(exact)))
+    check_compiled_agrees(scenario(seed), seed)
 
 
 @pytest.mark.peer

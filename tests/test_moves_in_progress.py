@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from randomized import random_scenario
-from test_agreement import allowed_random_final
+from spec_checks import check_compiled_agrees
 from test_bruteforce import check_against_enumeration
 from test_parity import PEER, close
 
@@ -20,7 +20,6 @@ from cpsat_rebalancer.errors import InputError
 from cpsat_rebalancer.peer import evaluate_with_wheel
 from cpsat_rebalancer.result import OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
-from cpsat_rebalancer.solve.check import compiled_values
 from cpsat_rebalancer.solve.pipeline import solve_model
 
 CATALOG = Path(__file__).parents[1] / "scenarios" / "catalog"
@@ -206,17 +205,8 @@ def test_optimum_matches_enumeration_with_group_specs(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(30))
 def test_compiled_objective_matches_the_evaluator(seed: int) -> None:
-    scenario = parse_scenario(with_moves_in_progress(random_scenario(seed, groups=seed % 2 == 1),
-                                                     seed))
-    final = allowed_random_final(scenario, random.Random(seed))
-    if final is None:
-        pytest.skip("no feasible random assignment for this scenario")
-    values, canonical = compiled_values(scenario.problem, scenario.model, final)
-    evaluation = evaluate(scenario.problem, scenario.model, canonical)
-    for position, (compiled, error) in values.items():
-        exact = evaluation.positions.get(position, 0.0)
-        assert compiled == pytest.approx(exact, abs=error + 1e-9 * max(1.0, abs(exact))), (
-            f"seed {seed} position {position}")
+    data = with_moves_in_progress(random_scenario(seed, groups=seed % 2 == 1), seed)
+    check_compiled_agrees(data, seed)
 
 
 # ---------------------------------------------------------------- parity with the wheel
