@@ -203,6 +203,9 @@ def to_wheel_spec(spec: dict, default_name: str) -> dict:
     ((arm, body),) = spec.items()
     if not isinstance(body, dict):
         raise InputError(arm, "expected a dict of spec fields", body)
+    if arm in REGISTRY and not REGISTRY[arm].in_rebalancer:
+        raise InputError(arm, "this project's own spec, which Rebalancer does not have: "
+                         "the wheel cannot evaluate it")
     body = _convert(body, ARM_ENUMS.get(arm, {}), arm)
     if not body.get("name"):
         body["name"] = default_name

@@ -53,6 +53,8 @@ class Spec:
     # integers; scenario files take either)
     enum_fields: ClassVar[dict[str, str]] = {}
     counts_moves: ClassVar[bool] = False  # a positive weight minimizes the objects moved
+    # one of Rebalancer's own arms (False: this project's, which the wheel cannot evaluate)
+    in_rebalancer: ClassVar[bool] = True
     nonnegative: ClassVar[bool] = True  # the goal value is never below 0
     # its restrictions hold under every policy (a SOFT constraint usually only prices them)
     restricts_when_soft: ClassVar[bool] = False
