@@ -507,9 +507,9 @@ def _spread_groups(pods: list[_Pod], nodes: list[_Node]
 def _require_symmetric(selected: list[str], carrying: list[_Pod], at: str, what: str) -> None:
     if set(selected) != {p.name for p in carrying}:
         odd = sorted(set(selected) ^ {p.name for p in carrying})
-        raise InputError(at, f"{what} is supported when the pods it selects are exactly the "
-                         "pods carrying it (the usual: every replica carries the same rule); "
-                         "not so for " + ", ".join(odd[:5]))
+        raise InputError(at, f"pod '{carrying[0].name}': {what} is supported when the pods "
+                         "it selects are exactly the pods carrying it (the usual: every "
+                         "replica carries the same rule); not so for " + ", ".join(odd[:5]))
 
 
 def _scope(scopes: dict[str, dict[str, str]], key: str, eligible: list[_Node],
