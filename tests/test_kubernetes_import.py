@@ -593,11 +593,34 @@ def test_the_static_spread_is_what_a_scheduler_reaches(domains, max_skew, min_do
 # --------------------------------------------------------------------------- bundled
 
 
-def test_the_bundled_snapshot_is_what_its_generator_writes():
+def test_the_bundled_snapshots_are_what_their_generator_writes():
     spec = importlib.util.spec_from_file_location("generate", BUNDLED / "generate.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.text() == (BUNDLED / "snapshot.json").read_text()
+    assert module.spread_text() == (BUNDLED / "spread.json").read_text()
+
+
+def test_the_bundled_spread_snapshot_solves_as_its_rules_say(tmp_path):
+    """api: zone a one over at the start, so its pending replica goes to zone b; queue:
+    the tainted zone c counts with no pod (nodeTaintsPolicy Ignore), so one replica per
+    zone and one of three stays pending; cache: its pending replica joins zone b."""
+    out = tmp_path / "spread.json"
+    run = subprocess.run([sys.executable, "-m", "cpsat_rebalancer.cli", "import", "kubernetes",
+                          str(BUNDLED / "spread.json"), str(out)],
+                         capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    scenario = json.loads(out.read_text())
+    assert scenario == kubernetes_scenario(BUNDLED / "spread.json")
+    result = solve_scenario(parse_scenario(scenario), SolverOptions(time_limit=60, workers=1))
+    assert result.status == "OPTIMAL" and result.final_evaluation.feasible
+    where = {pod: node for node, pods in result.assignment.items() for pod in pods}
+    zone = {"web-a1": "a", "web-a2": "a", "web-b1": "b", "web-b2": "b", "infra-c1": "c"}
+    assert zone.get(where["prod/api-4"]) == "b" and zone.get(where["prod/cache-1"]) == "b"
+    queues = sorted(zone.get(where[f"prod/queue-{k}"], where[f"prod/queue-{k}"])
+                    for k in range(3))
+    assert queues == [UNPLACED, "a", "b"]
+    assert round(result.objective[0]) == 1 and round(result.objective[1]) == 0
 
 
 def test_the_bundled_snapshot_round_trips_through_the_command_line(tmp_path):
