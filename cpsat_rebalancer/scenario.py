@@ -38,7 +38,7 @@ TOP_LEVEL_KEYS = {
     "name", "description", "objectName", "containerName", "objects", "containers",
     "assignment", "objectDimensions", "objectDimensionDefaults", "containerDimensions",
     "containerDimensionDefaults", "scopes", "scopeDimensions", "partitions",
-    "dynamicObjectDimensions", "goals",
+    "dynamicObjectDimensions", "objectDimensionVectors", "goals",
     "constraints", "constraintPolicy", "defaultConstraintParams", "solver",
 }
 # what a model file holds: it replaces these fields of a scenario (see load_data_with_model)
@@ -256,8 +256,10 @@ def parse_problem(data: dict) -> Problem:
                 raise InputError(f"{path}.{obj}", "unknown object", obj)
             array[index] = _amount(value, f"{path}.{obj}")
         object_dims[dim] = array
+    vector_dims = _vector_dimensions(data.get("objectDimensionVectors"), object_dims,
+                                     dim_defaults, object_index)
     for dim in dim_defaults:
-        if dim not in object_dims:
+        if dim not in object_dims and dim not in vector_dims:
             raise InputError(f"objectDimensionDefaults.{dim}", "unknown dimension", dim)
 
     def capacities(values: Any, path: str, index: dict[str, int], default: float) -> np.ndarray:
@@ -272,11 +274,14 @@ def parse_problem(data: dict) -> Problem:
     dynamic_names = set(_mapping(data.get("dynamicObjectDimensions"),
                                  "dynamicObjectDimensions", "dimension names"))
 
+    entry_names = {e for entries in vector_dims.values() for e in entries}
+    user_dims = {*(set(object_dims) - entry_names), *dynamic_names, *vector_dims}
+
     def check_dim(dim: str, path: str) -> None:
-        if dim not in object_dims and dim not in dynamic_names:
-            known = ", ".join(sorted({*object_dims, *dynamic_names}))
+        if dim not in user_dims:
+            known = ", ".join(sorted(user_dims))
             raise InputError(path, f"unknown dimension (objects have: {known})"
-                             + did_you_mean(dim, {*object_dims, *dynamic_names}), dim)
+                             + did_you_mean(dim, user_dims), dim)
 
     cont_defaults = _mapping(data.get("containerDimensionDefaults"), "containerDimensionDefaults",
                              "dimension names")
@@ -348,8 +353,62 @@ def parse_problem(data: dict) -> Problem:
 
     dynamic_dims = _dynamic_dimensions(data.get("dynamicObjectDimensions"), object_dims,
                                        object_index, scopes)
+    for name in dynamic_dims:
+        if name in vector_dims:
+            raise InputError(f"dynamicObjectDimensions.{name}", "a vector dimension has this "
+                             "name", name)
     return Problem(object_name, container_name, objects, object_index, containers,
-                   container_index, initial, object_dims, scopes, partitions, dynamic_dims)
+                   container_index, initial, object_dims, scopes, partitions, dynamic_dims,
+                   vector_dims=vector_dims)
+
+
+def _vector_dimensions(data: Any, object_dims: dict[str, np.ndarray],
+                       defaults: dict[str, Any], object_index: dict[str, int],
+                       ) -> dict[str, tuple[str, ...]]:
+    """``{name: {object: [values]}}`` (Rebalancer's add_object_dimension_vector): every vector
+    of one length; an object not listed gets ``objectDimensionDefaults.name`` (default 0) in
+    every entry. Each entry becomes a static dimension ``name[k]`` in ``object_dims``; the
+    names of the entries are returned per vector."""
+    result: dict[str, tuple[str, ...]] = {}
+    for name, values in _mapping(data, "objectDimensionVectors", "dimension names").items():
+        path = f"objectDimensionVectors.{name}"
+        if name in object_dims:
+            raise InputError(path, "a static object dimension has this name", name)
+        vectors = _mapping(values, path, "object names")
+        length: int | None = None
+        first = ""
+        rows: dict[int, list[float]] = {}
+        for obj, vector in vectors.items():
+            at = f"{path}.{obj}"
+            index = object_index.get(obj)
+            if index is None:
+                raise InputError(at, "unknown object", obj)
+            if isinstance(vector, np.ndarray):
+                vector = vector.tolist()
+            if not isinstance(vector, list | tuple):
+                raise InputError(at, "expected a list of numbers (one per entry)", vector)
+            if not vector:
+                raise InputError(at, "a vector needs at least one entry", vector)
+            if length is None:
+                length, first = len(vector), obj
+            elif len(vector) != length:
+                raise InputError(at, f"all vectors must have the same length: this one has "
+                                 f"{len(vector)} entries, {first}'s {length}", vector)
+            rows[index] = [_amount(v, f"{at}[{k}]") for k, v in enumerate(vector)]
+        if length is None:
+            raise InputError(path, "no object has a vector: its length is unknown", vectors)
+        default = _amount(defaults.get(name, 0.0), f"objectDimensionDefaults.{name}")
+        table = np.full((len(object_index), length), default)
+        for index, row in rows.items():
+            table[index] = row
+        entries = tuple(f"{name}[{k}]" for k in range(length))
+        for entry, column in zip(entries, table.T):
+            if entry in object_dims:
+                raise InputError(path, f"its entry {entry} has the name of a static object "
+                                 "dimension", name)
+            object_dims[entry] = np.ascontiguousarray(column)
+        result[name] = entries
+    return result
 
 
 def _dynamic_dimensions(data: Any, object_dims: dict[str, np.ndarray],
