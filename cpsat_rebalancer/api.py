@@ -356,6 +356,9 @@ class ProblemSolver:
         check_similar(self._similar, problem)
         if local_search not in ("exact", "wheel"):
             raise InputError("solve(local_search)", "expected 'exact' or 'wheel'", local_search)
+        for stage in stages:  # before any solver runs
+            if not (stage.local_search and local_search == "wheel"):
+                stage.check_exact()
         if log is None:
             log = self._log_level is not None and log_level_rank(self._log_level) <= INFO
         options = SolverOptions.checked(time_limit, workers, seed, deterministic_time, log,
