@@ -7,7 +7,10 @@ the binding, and bad input."""
 from __future__ import annotations
 
 import copy
+import json
 import random
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -22,9 +25,15 @@ from spec_checks import (
 )
 from test_bruteforce import check_against_enumeration
 
-from cpsat_rebalancer import InputError, ProblemSolver, parse_scenario
+from cpsat_rebalancer import (
+    InputError,
+    ProblemSolver,
+    evaluate,
+    parse_scenario,
+    solve_scenario,
+)
 from cpsat_rebalancer.generators import random_scenario
-from cpsat_rebalancer.peer import PeerError
+from cpsat_rebalancer.peer import PeerError, export_rebalancer_python
 
 # the specs that take a vector dimension; every other one refuses it
 VECTOR_ARMS = ("balanceSpec", "capacitySpec", "utilIncreaseCostSpec", "minimizeMovementSpec",
@@ -240,3 +249,51 @@ def test_entries_are_no_dimension_of_their_own() -> None:
     problem = parse_scenario(two_hosts()).problem
     assert "net" in problem.dimension_names and "net[0]" not in problem.dimension_names
     assert np.array_equal(problem.object_dims["net[1]"], [0, 30, 0])
+
+
+def export_case() -> dict[str, Any]:
+    """Four objects whose vectors fill different entries, a Capacity goal on host peaks,
+    then fewest moves, with a default for the object left out."""
+    data = two_hosts(goals=[*capacity_goal(), {"boundary": True},
+                            {"spec": {"minimizeMovementSpec": {"dimension": "net"}}}],
+                     objectDimensionDefaults={"net": 2})
+    data["assignment"]["h0"].append("d")
+    return data
+
+
+def test_exported_script_on_this_package_reaches_the_proven_optimum(tmp_path, monkeypatch
+                                                                   ) -> None:
+    """`export --to rebalancer-python` writes add_object_dimension_vector; the script, with
+    `import cpsat_rebalancer as rebalancer`, ends at the values `solve` proves."""
+    data = export_case()
+    text = export_rebalancer_python(data, solver="optimal-highs", time_limit=20)
+    assert "solver.add_object_dimension_vector(" in text
+    result = solve_scenario(parse_scenario(data))
+    assert result.status == "OPTIMAL"
+    swapped = text.replace("\nimport rebalancer\n", "\nimport cpsat_rebalancer as rebalancer\n")
+    monkeypatch.setattr(sys, "argv", ["script.py", str(tmp_path / "ours.json")])
+    exec(compile(swapped, "script.py", "exec"), {"__name__": "__main__"})
+    ours = json.loads((tmp_path / "ours.json").read_text())
+    positions = result.final_evaluation.positions
+    assert [g["value"] for g in ours["finalGlobalObjective"]["goals"]] == pytest.approx(
+        [positions[p] for p in sorted(positions)], rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.peer
+@pytest.mark.skipif(PEER is None, reason=PEER_REASON)
+def test_exported_script_in_the_wheel_starts_and_ends_where_we_do(tmp_path) -> None:
+    """The same script run by the wheel (HiGHS): its initial values are our evaluator's, and
+    it ends at our proven optimum."""
+    data = export_case()
+    script = tmp_path / "case.py"
+    script.write_text(export_rebalancer_python(data, solver="optimal-highs", time_limit=20))
+    done = subprocess.run([PEER, str(script), str(tmp_path / "wheel.json")],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    theirs = json.loads((tmp_path / "wheel.json").read_text())
+    scenario = parse_scenario(data)
+    start = evaluate(scenario.problem, scenario.model, scenario.problem.initial).positions
+    best = solve_scenario(scenario).final_evaluation.positions
+    for key, ours in (("initialGlobalObjective", start), ("finalGlobalObjective", best)):
+        assert [g["value"] for g in theirs[key]["goals"]] == pytest.approx(
+            [ours[p] for p in sorted(ours)], rel=1e-9, abs=1e-12), key
