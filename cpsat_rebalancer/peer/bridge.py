@@ -311,7 +311,7 @@ def normalise_scenario(scenario: dict) -> _Scenario:
         **{key: copy.deepcopy(scenario.get(key, {})) for key in (
             "objectDimensions", "objectDimensionDefaults", "containerDimensions",
             "containerDimensionDefaults", "scopes", "scopeDimensions", "partitions",
-            "dynamicObjectDimensions")},
+            "dynamicObjectDimensions", "objectDimensionVectors")},
     }
     goals: list[_Goal] = []
     steps: list[tuple[str, int]] = []
