@@ -5,7 +5,7 @@ An ``optimalSolverSpec`` becomes one solve with its ``solveTime`` as the time li
 ``multiObjSolveSettings`` as an :class:`ObjectivePlan`; a ``localSearchSolverSpec`` becomes
 one solve with its ``solveTime`` too, which may instead be handed to the wheel's own local
 search. A ``localSearchStageSolverSpec`` becomes one solve of the positions its stages
-optimize, with the time its stages may take; what a staged search means that one exact solve
+optimize, with the time its stages may take. What a local search means that one exact solve
 cannot (move budgets, allowed worsening inside a stage, stages that leave a position
 behind) is refused when it runs exactly, naming the field. Fields that tune Rebalancer's
 engines (move types, Xpress arguments, output files) are accepted and have no effect on an
@@ -114,6 +114,9 @@ def parse_solver_spec(data: Any, path: str) -> SolverStage:
         fields.done(arm)
     elif arm == "localSearchSolverSpec":
         _check_move_types(fields)
+        inexact: list[tuple[str, str, Any]] = []
+        _move_budget(fields, "stopAfterMoves", inexact)
+        return SolverStage(arm, seconds, plan, data, tuple(inexact))
     elif arm == "localSearchStageSolverSpec":
         return _staged(fields, seconds, data)
     return SolverStage(arm, seconds, plan, data)
@@ -135,6 +138,14 @@ MOVE_BUDGET = ("a move budget stops a local search after that many moves, which 
                "solve cannot honour; leave it out, or solve with local_search='wheel'")
 
 
+def _move_budget(fields: Fields, key: str, inexact: list[tuple[str, str, Any]]) -> None:
+    """A move budget (a negative one is none, as in Rebalancer) is what an exact solve
+    cannot honour."""
+    budget = fields.raw(key)
+    if budget is not None and check_integer(budget, fields.at(key)) >= 0:
+        inexact.append((fields.at(key), MOVE_BUDGET, budget))
+
+
 def _staged(fields: Fields, master: float | None, data: dict[str, Any]) -> SolverStage:
     """A ``localSearchStageSolverSpec``. Stage k optimizes tuple positions [begin, end)
     lexicographically while holding [0, begin) no worse than it found them. When the first
@@ -148,9 +159,7 @@ def _staged(fields: Fields, master: float | None, data: dict[str, Any]) -> Solve
     where = fields.at("stageSpecs")
     if not isinstance(stages, list) or not stages:
         raise InputError(where, "expected a list of at least one LocalSearchStageSpec", stages)
-    budget = fields.raw("stopAfterMoves")
-    if budget is not None and check_integer(budget, fields.at("stopAfterMoves")) >= 0:
-        inexact.append((fields.at("stopAfterMoves"), MOVE_BUDGET, budget))
+    _move_budget(fields, "stopAfterMoves", inexact)
     groups = _multi_stage_configs(fields, len(stages), inexact)
     for key in STAGE_SOLVER_TUNING:
         fields.raw(key)
@@ -180,17 +189,12 @@ def _staged(fields: Fields, master: float | None, data: dict[str, Any]) -> Solve
             inexact.append((f.at("higherPriorityObjConfig"), "allowed worsening inside a "
                             "staged local search is not supported by an exact solve",
                             f.raw("higherPriorityObjConfig")))
-        till = f.raw("stopAfterMovesTillStage")
-        if till is not None and check_integer(till, f.at("stopAfterMovesTillStage")) >= 0:
-            inexact.append((f.at("stopAfterMovesTillStage"), MOVE_BUDGET, till))
+        _move_budget(f, "stopAfterMovesTillStage", inexact)
         least = _seconds(f, "minRuntimeSec", integer=True, at_least_one=False) or 0.0
         f.text("name")
         inner = Fields(f.raw("solverSpec") or {}, f.at("solverSpec"))
         _check_move_types(inner)
-        stage_budget = inner.raw("stopAfterMoves")
-        if stage_budget is not None and check_integer(
-                stage_budget, inner.at("stopAfterMoves")) >= 0:
-            inexact.append((inner.at("stopAfterMoves"), MOVE_BUDGET, stage_budget))
+        _move_budget(inner, "stopAfterMoves", inexact)
         most = _seconds(inner, "solveTime", integer=True, at_least_one=False)
         f.done("LocalSearchStageSpec")
         # as Rebalancer allots it: the stage's own limit within what the master limit and
@@ -231,9 +235,7 @@ def _multi_stage_configs(fields: Fields, count: int, inexact: list[tuple[str, st
                 raise InputError(f"{f.at('stageIds')}[{j}]", f"no such stage (there are "
                                  f"{count})", stage)
             members.add(index)
-        limit = f.raw("moveLimit")
-        if limit is not None and check_integer(limit, f.at("moveLimit")) >= 0:
-            inexact.append((f.at("moveLimit"), MOVE_BUDGET, limit))
+        _move_budget(f, "moveLimit", inexact)
         groups.append((members, _seconds(f, "solveTime", integer=False, at_least_one=False)))
         f.done("MultiStageConfig")
     return groups

@@ -356,8 +356,6 @@ def test_stages_solve_their_positions_lexicographically(stages, plan_last) -> No
     assert ours.final_evaluation.positions[0] == 0
 
 
-WHERE = "add_solver[1].localSearchStageSolverSpec"  # after an optimal solver
-
 
 @pytest.mark.parametrize("spec, field", [
     (staged(stage(1, 2)), "stageSpecs[0].begin"),  # position 0 held, never optimized
@@ -372,6 +370,7 @@ WHERE = "add_solver[1].localSearchStageSolverSpec"  # after an optimal solver
      "stageSpecs[0].solverSpec.stopAfterMoves"),
     (staged(stage(0, 1), multiStageConfigs=[{"stageIds": [0], "moveLimit": 4}]),
      "multiStageConfigs[0].moveLimit"),
+    ({"localSearchSolverSpec": dict(MOVES, stopAfterMoves=5)}, "stopAfterMoves"),
 ])
 def test_what_an_exact_solve_cannot_honour_is_refused_naming_the_field(spec, field) -> None:
     """Refused when the stages run exactly, before any solver runs; Rebalancer's own local
@@ -379,8 +378,9 @@ def test_what_an_exact_solve_cannot_honour_is_refused_naming_the_field(spec, fie
     ps = binding_with(None, [optimal({}), spec])
     with pytest.raises(InputError) as error:
         ps.solve()
-    assert error.value.path == f"{WHERE}.{field}"
-    assert parse_solver_spec(spec, "add_solver[1]").inexact[0][0] == f"{WHERE}.{field}"
+    where = f"add_solver[1].{next(iter(spec))}"
+    assert error.value.path == f"{where}.{field}"
+    assert parse_solver_spec(spec, "add_solver[1]").inexact[0][0] == f"{where}.{field}"
     # a negative budget is no budget, as in Rebalancer
     assert not parse_solver_spec(staged(stage(0, 1), stopAfterMoves=-1), "s").inexact
 
