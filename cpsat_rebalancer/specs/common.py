@@ -354,25 +354,6 @@ class GroupLimit:
         return value if value != self.global_limit else self.of_group(group)
 
 
-def group_of(problem: Problem, groups: list[np.ndarray], path: str = "") -> np.ndarray:
-    """Index of each object's group among ``groups`` (-1: in none of them), for specs that
-    need each object in one group at most: overlapping groups are an InputError at ``path``
-    (the specs that read overlaps count through ``group_utils`` instead)."""
-    result = np.full(problem.num_objects, -1, dtype=np.int64)
-    for g, members in enumerate(groups):
-        if (result[members] >= 0).any():
-            raise InputError(path, "its groups overlap (an object in two groups); this spec "
-                             "needs each object in one group at most")
-        result[members] = g
-    return result
-
-
-def group_utils_by_index(ctx: EvalContext, scope: Scope, dim: str, groups: np.ndarray,
-                         count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``group_utils`` for disjoint groups given as a group index per object (-1: none)."""
-    return group_utils(ctx, scope, dim, [np.flatnonzero(groups == g) for g in range(count)])
-
-
 def group_utils(ctx: EvalContext, scope: Scope, dim: str,
                 members: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """AFTER, INITIAL and STAYED utilization of each group (``members``: object indices per
