@@ -18,6 +18,7 @@ from spec_checks import (
     PEER,
     PEER_REASON,
     check_compiled_agrees,
+    overlapping,
     random_final,
     spec_scenario,
     value_at,
@@ -187,8 +188,10 @@ def make_spec(rng: random.Random, data: dict[str, Any], role: str) -> dict[str, 
     limit: dict[str, Any] = {"globalLimit": rng.choice([0, 1, 1, 2, 0.5])}
     if rng.random() < 0.4:
         limit["type"] = rng.choice(["ABSOLUTE", "RELATIVE"])
-    if rng.random() < 0.3:
-        groups = list(data["partitions"][PARTITION])
+    groups = list(data["partitions"][PARTITION])
+    if overlapping(data):  # a limit per group, so that a shared object's moves tell
+        limit["groupLimits"] = {g: rng.choice([0, 0.5, 1, 1.5]) for g in groups}
+    elif rng.random() < 0.3:
         limit["groupLimits"] = {rng.choice(groups): rng.choice([0, 1, 3])}
     if rng.random() < 0.15:
         limit["isDefaultLimitUnbounded"] = True

@@ -59,6 +59,7 @@ CASES = [
     (diversity(bound="MAX", limit={"globalLimit": 1}), "goal", {}, 2.0),
     (diversity(bound="MAX", limit={"globalLimit": 1}), "goal", {"a": "h2"}, 3.0),
     (move_limit(limit={"groupLimits": {"g": 0.25, "k": 0.5}}), "constraint", {"a": "h2"}, 0.75),
+    (move_limit(limit={"groupLimits": {"g": 0.5, "k": 0.25}}), "constraint", {"a": "h2"}, 0.75),
     (move_limit(limit={"globalLimit": 1}), "constraint", {"a": "h2", "d": "h2"}, 1.0),
     (exclusive(), "constraint", {}, 2.0),
     (exclusive(), "constraint", {"c": "h2", "d": "h2"}, 1.0),  # k: a on h0, e on h1
