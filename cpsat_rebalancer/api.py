@@ -238,11 +238,15 @@ class ProblemSolver:
     def add_object_dimension_vector(self, dimension_name: str,
                                     object_to_values: dict[str, list[float]],
                                     default_value: float = 0.0) -> ProblemSolver:
-        """Refused: in Rebalancer a vector dimension's load on a container is the largest of
-        its entries' loads, which no spec here models yet."""
-        raise InputError("add_object_dimension_vector", "vector dimensions (a load that is "
-                         "the largest over the vector's entries) are not supported; give "
-                         "one dimension per entry, or one of their peaks", dimension_name)
+        """A dimension with a vector of values per object, all of one length (objects not
+        given get ``default_value`` in every entry). A scope item's load is the largest, over
+        the entries, of the entry's load (docs/semantics.md#vector-dimensions)."""
+        dimension_name = _name(dimension_name, "add_object_dimension_vector", "dimension_name")
+        self._data.setdefault("objectDimensionVectors", {})[dimension_name] = _recorded(
+            object_to_values)
+        if _differs(default_value, 0.0):
+            self._data.setdefault("objectDimensionDefaults", {})[dimension_name] = default_value
+        return self
 
     def add_container_dimension(self, dimension_name: str, container_to_value: dict[str, float],
                                 default_value: float = 1.0) -> ProblemSolver:
@@ -352,6 +356,9 @@ class ProblemSolver:
         check_similar(self._similar, problem)
         if local_search not in ("exact", "wheel"):
             raise InputError("solve(local_search)", "expected 'exact' or 'wheel'", local_search)
+        for stage in stages:  # before any solver runs
+            if not (stage.local_search and local_search == "wheel"):
+                stage.check_exact()
         if log is None:
             log = self._log_level is not None and log_level_rank(self._log_level) <= INFO
         options = SolverOptions.checked(time_limit, workers, seed, deterministic_time, log,

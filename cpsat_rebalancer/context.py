@@ -52,7 +52,11 @@ class EvalContext:
 
     def util(self, scope: Scope, dim: str, metric: str) -> np.ndarray:
         """Absolute utilization per item of ``scope`` under a definition
-        (docs/semantics.md#scopes-dimensions-and-utilization)."""
+        (docs/semantics.md#scopes-dimensions-and-utilization); for a vector dimension the
+        largest of its entries' utilizations under that definition."""
+        entries = self.problem.vector_dims.get(dim)
+        if entries is not None:
+            return np.max([self.util(scope, entry, metric) for entry in entries], axis=0)
         after, initial, stayed = self._after_initial_stayed(scope, dim)
         if metric == "AFTER":
             return after
@@ -72,7 +76,11 @@ class EvalContext:
 
     def out_of_scope_new(self, scope: Scope, dim: str) -> float:
         """Size of objects finally out of ``scope`` that were initially in it
-        (docs/semantics.md#minimizemovement)."""
+        (docs/semantics.md#minimizemovement); for a vector dimension the largest over its
+        entries."""
+        entries = self.problem.vector_dims.get(dim)
+        if entries is not None:
+            return max(self.out_of_scope_new(scope, entry) for entry in entries)
         values = self.problem.values_at(dim, self.reference)
         item_initial = scope.container_item[self.reference]
         item_final = scope.container_item[self.final]

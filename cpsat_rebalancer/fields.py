@@ -9,6 +9,7 @@ import numpy as np
 
 from .enums import parse_enum
 from .errors import InputError, did_you_mean
+from .primitives import MAX_AMOUNT
 
 
 class Fields:
@@ -157,3 +158,19 @@ def check_names(value: Any, path: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise InputError(path, "expected a list of names", value)
     return value
+
+
+def optional_mapping(value: Any, path: str, what: str) -> dict:
+    """A mapping (absent: empty) keyed by names; ``what`` says what the keys name."""
+    if value is None:
+        return {}
+    return check_mapping(value, path, what)
+
+
+def check_amount(value: Any, path: str) -> float:
+    """A size or capacity: a finite number from 0 to :data:`MAX_AMOUNT`."""
+    number = check_number(value, path, nonnegative=True)
+    if number > MAX_AMOUNT:
+        raise InputError(path, "too large to model exactly (sizes and capacities are at most "
+                         "10^18, for CP-SAT's 64-bit integers)", value)
+    return number

@@ -6,9 +6,11 @@ pending pods start. Every rule is an existing spec, hard where it holds at the s
 allocatable as capacitySpec limits, the scheduling filters (nodeSelector, required node
 affinity, taints, unschedulable nodes) as one avoidAssignmentsSpec, required pod anti-affinity as a
 groupCountSpec per term, a PodDisruptionBudget as a minimizeMovementSpec constraint with an
-allowance. Goals: the fewest pods left unplaced, then the fewest running pods moved.
-Fields no existing spec expresses exactly (DoNotSchedule topology spread, required pod
-affinity, asymmetric anti-affinity) are refused with an error naming them.
+allowance, a DoNotSchedule topology spread as this project's topologySpreadSpec, required
+pod affinity as a colocateGroupsSpec (all in one domain). Goals: the fewest pods left
+unplaced, then the fewest running pods moved, then (position 3) the ScheduleAnyway spreads.
+Rules expressed exactly only when the pods a term selects are exactly those carrying it
+(asymmetric anti-affinity, affinity and spreads) are refused with an error naming them.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ import re
 from collections.abc import Iterable
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import InputError
+from .kubernetes_selectors import get_field as _get
+from .kubernetes_selectors import label_selector_matches, node_term_matches, tolerates
 
 UNPLACED = "(unplaced)"
 RUNNING = "running"  # dimension: 1 for pods bound at the start (what a move disrupts)
@@ -34,6 +38,7 @@ GPU_COUNT_ANNOTATION = "alibabacloud.com/gpu-count"
 # one node): Kubernetes lets them run, so it is hard where it holds, never made worse where
 # broken, and repairing it is preferred only after the placement and movement goals
 AS_FOUND = {"policy": "DEFAULT", "tuplePosIfBroken": 2}
+PREFERENCES = 3  # the tuple position of the ScheduleAnyway spreads, after every repair
 
 _DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1,
             "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
@@ -80,24 +85,6 @@ def scheduler_units(resource: str, amount: Fraction) -> int:
 # --------------------------------------------------------------------------- reading
 
 
-def _get(data: Any, key: str, path: str, kind: type | tuple[type, ...], default: Any = None):
-    if not isinstance(data, dict):
-        raise InputError(path, "expected an object", data)
-    value = data.get(key, default)
-    if value is None:
-        return default
-    if not isinstance(value, kind):
-        raise InputError(f"{path}.{key}", f"expected {_kind_name(kind)}", value)
-    return value
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", int: "an integer",
-             bool: "true or false"}
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
-
-
 def _labels(item: dict, path: str) -> dict[str, str]:
     meta = _get(item, "metadata", path, dict, {})
     return {str(k): str(v) for k, v in _get(meta, "labels", f"{path}.metadata", dict, {}).items()}
@@ -117,92 +104,6 @@ def read_snapshot(path: str | Path) -> dict:
     except json.JSONDecodeError as error:
         raise InputError(str(path), f"not JSON ({error})") from None
     return data
-
-
-# --------------------------------------------------------------------------- selectors
-
-
-def _expression_matches(expression: dict, labels: dict[str, str], path: str,
-                        numeric: bool) -> bool:
-    """One ``matchExpressions`` entry (node selector requirement, or label selector
-    requirement when not ``numeric``) against a label map."""
-    key = _get(expression, "key", path, str)
-    operator = _get(expression, "operator", path, str)
-    values = _get(expression, "values", path, list, [])
-    if key is None or operator is None:
-        raise InputError(path, "needs a key and an operator", expression)
-    allowed = ("In", "NotIn", "Exists", "DoesNotExist") + (("Gt", "Lt") if numeric else ())
-    if operator not in allowed:
-        raise InputError(f"{path}.operator", f"unknown operator (known: {', '.join(allowed)})",
-                         operator)
-    present = key in labels
-    if operator == "In":
-        return present and labels[key] in values
-    if operator == "NotIn":
-        return not present or labels[key] not in values
-    if operator == "Exists":
-        return present
-    if operator == "DoesNotExist":
-        return not present
-    if len(values) != 1 or not re.fullmatch(r"[+-]?\d+", str(values[0])):
-        raise InputError(f"{path}.values", f"{operator} needs exactly one integer value", values)
-    if not present or not re.fullmatch(r"[+-]?\d+", labels[key]):
-        return False
-    label, bound = int(labels[key]), int(values[0])
-    return label > bound if operator == "Gt" else label < bound
-
-
-def label_selector_matches(selector: dict, labels: dict[str, str], path: str) -> bool:
-    """A ``metav1.LabelSelector``: every matchLabels pair and every expression holds."""
-    match_labels = _get(selector, "matchLabels", path, dict, {})
-    if any(labels.get(k) != v for k, v in match_labels.items()):
-        return False
-    expressions = _get(selector, "matchExpressions", path, list, [])
-    return all(_expression_matches(e, labels, f"{path}.matchExpressions[{k}]", numeric=False)
-               for k, e in enumerate(expressions))
-
-
-def node_term_matches(term: dict, node_name: str, labels: dict[str, str], path: str) -> bool:
-    """One ``nodeSelectorTerm``: its expressions on labels and fields (``metadata.name``)
-    all hold; a term with neither matches no node, as in Kubernetes."""
-    expressions = _get(term, "matchExpressions", path, list, [])
-    fields = _get(term, "matchFields", path, list, [])
-    if not expressions and not fields:
-        return False
-    for k, field in enumerate(fields):
-        at = f"{path}.matchFields[{k}]"
-        if _get(field, "key", at, str) != "metadata.name":
-            raise InputError(f"{at}.key", "only metadata.name is a node field", field.get("key"))
-        if _get(field, "operator", at, str) not in ("In", "NotIn"):
-            raise InputError(f"{at}.operator", "node fields take In or NotIn",
-                             field.get("operator"))
-    return (all(_expression_matches(e, labels, f"{path}.matchExpressions[{k}]", numeric=True)
-                for k, e in enumerate(expressions))
-            and all(_expression_matches(f, {"metadata.name": node_name},
-                                        f"{path}.matchFields[{k}]", numeric=False)
-                    for k, f in enumerate(fields)))
-
-
-def tolerates(tolerations: list[dict], taint: dict, path: str) -> bool:
-    """Whether any toleration tolerates ``taint`` (``v1.Toleration.ToleratesTaint``)."""
-    for k, toleration in enumerate(tolerations):
-        at = f"{path}[{k}]"
-        effect = _get(toleration, "effect", at, str, "")
-        if effect and effect != taint.get("effect"):
-            continue
-        operator = _get(toleration, "operator", at, str, "Equal")
-        key = _get(toleration, "key", at, str, "")
-        if key and key != taint.get("key"):
-            continue
-        if operator == "Exists":
-            return True
-        if operator != "Equal":
-            raise InputError(f"{at}.operator", "expected Equal or Exists", operator)
-        if not key:
-            raise InputError(f"{at}.key", "an empty key needs the operator Exists")
-        if _get(toleration, "value", at, str, "") == taint.get("value", ""):
-            return True
-    return False
 
 
 # --------------------------------------------------------------------------- the model
@@ -248,6 +149,16 @@ class _Pod:
         self.created = _get(meta, "creationTimestamp", f"{path}.metadata", str, "")
         self.requests = self._effective_requests(best_effort_as_zero)
         self._shared_gpu(meta)
+        self.spreads = _spreads(self)
+        affinity = _get(_get(self.spec, "affinity", f"{path}.spec", dict, {}), "podAffinity",
+                        f"{path}.spec.affinity", dict, {})
+        self.affinity_terms = _get(affinity, "requiredDuringSchedulingIgnoredDuringExecution",
+                                   f"{path}.spec.affinity.podAffinity", list, [])
+        # a node without one of these labels is no candidate (PodTopologySpread's and
+        # InterPodAffinity's filters)
+        self.required_keys = sorted({s.key for s in self.spreads if s.hard} | {
+            t.get("topologyKey") for t in self.affinity_terms
+            if isinstance(t, dict) and isinstance(t.get("topologyKey"), str)})
 
     def _shared_gpu(self, meta: dict) -> None:
         """A share of a GPU, from the simulator's annotations: ``nvidia.com/gpu`` becomes
@@ -316,8 +227,16 @@ class _Pod:
         return {res: value for res, value in total.items() if value}
 
     def node_filter(self, node: _Node) -> str | None:
-        """Why kube-scheduler's filters (NodeUnschedulable, TaintToleration, NodeAffinity)
-        reject ``node`` for this pod, or None."""
+        """Why kube-scheduler's filters (NodeUnschedulable, TaintToleration, NodeAffinity,
+        the topology keys of PodTopologySpread and InterPodAffinity) reject ``node`` for
+        this pod, or None."""
+        missing = [key for key in self.required_keys if key not in node.labels]
+        if missing:
+            return f"no label {missing[0]}"
+        return self.affinity_reason(node) or self.taint_reason(node)
+
+    def affinity_reason(self, node: _Node) -> str | None:
+        """Why nodeSelector or required node affinity rejects ``node``, or None."""
         at = f"{self.path}.spec"
         selector = _get(self.spec, "nodeSelector", at, dict, {})
         if any(node.labels.get(k) != v for k, v in selector.items()):
@@ -333,9 +252,13 @@ class _Pod:
                                          f"{where}.nodeSelectorTerms[{k}]")
                        for k, t in enumerate(terms)):
                 return "node affinity"
-        tolerations = _get(self.spec, "tolerations", at, list, [])
+        return None
+
+    def taint_reason(self, node: _Node) -> str | None:
+        """The NoSchedule or NoExecute taint of ``node`` this pod does not tolerate, or None."""
+        tolerations = _get(self.spec, "tolerations", f"{self.path}.spec", list, [])
         for taint in node.taints:
-            if not tolerates(tolerations, taint, f"{at}.tolerations"):
+            if not tolerates(tolerations, taint, f"{self.path}.spec.tolerations"):
                 return f"taint {taint.get('key')}:{taint.get('effect')}"
         return None
 
@@ -387,7 +310,6 @@ def snapshot_scenario(data: Any, source: str = "snapshot", *,
         if pod.node is not None and pod.node not in node_by_name:
             raise InputError(f"{pod.path}.spec.nodeName", f"pod '{pod.name}' is bound to a "
                              "node the snapshot does not hold", pod.node)
-        _refuse_unsupported(pod)
     pending = sorted((p for p in pods if p.node is None), key=lambda p: (-p.priority, p.created))
     assignment: dict[str, list[str]] = {UNPLACED: [p.name for p in pending]}
     for node in nodes:
@@ -416,15 +338,33 @@ def snapshot_scenario(data: Any, source: str = "snapshot", *,
     if avoided:
         constraints.append({"spec": {"avoidAssignmentsSpec": {
             "name": "node filters", "assignments": avoided}}, "policy": "HARD"})
-    scopes, partitions = {}, {}
-    for k, (key, members) in enumerate(_anti_affinity_groups(pods)):
-        scope = f"topology {key}"
-        scopes[scope] = {n.name: n.labels[key] for n in nodes if key in n.labels}
+    scopes: dict[str, dict[str, str]] = {}
+    partitions: dict[str, dict[str, list[str]]] = {}
+    for k, (key, members) in enumerate(_term_groups(pods, "podAntiAffinity")):
+        scope = _scope(scopes, key, nodes, nodes)
         partitions[f"anti-affinity {k}"] = {"members": members}
         constraints.append({"spec": {"groupCountSpec": {
             "name": f"anti-affinity {k} over {key}", "scope": scope,
             "partitionName": f"anti-affinity {k}", "bound": "MAX",
             "limit": {"type": "ABSOLUTE", "globalLimit": 1}}}, **AS_FOUND})
+    for k, (key, members) in enumerate(_term_groups(pods, "podAffinity")):
+        partitions[f"affinity {k}"] = {"members": members}
+        constraints.append({"spec": {"colocateGroupsSpec": {
+            "name": f"affinity {k} over {key}", "scope": _scope(scopes, key, nodes, nodes),
+            "partitionName": f"affinity {k}"}}, **AS_FOUND})
+    preferences = []
+    for k, (spread, members, eligible) in enumerate(_spread_groups(pods, nodes)):
+        partitions[f"spread {k}"] = {"members": members}
+        body = {"name": f"spread {k} over {spread.key}", "partition": f"spread {k}",
+                "scope": _scope(scopes, spread.key, eligible, nodes),
+                "maxSkew": spread.max_skew}
+        if spread.min_domains > 1:
+            body["minDomains"] = spread.min_domains
+        if spread.hard:
+            constraints.append({"spec": {"topologySpreadSpec": body}, **AS_FOUND})
+        else:
+            preferences.append({"spec": {"topologySpreadSpec": body},
+                                "tuplePos": PREFERENCES})
     for at, item in budgets:
         name, allowed, covered = _disruption_budget(item, at, pods)
         if not covered:
@@ -448,7 +388,8 @@ def snapshot_scenario(data: Any, source: str = "snapshot", *,
                   {"boundary": True},
                   {"spec": {"minimizeMovementSpec": {"name": "moved running pods",
                                                      "dimension": RUNNING,
-                                                     "doNotNormalize": True}}}],
+                                                     "doNotNormalize": True}}},
+                  *preferences],
         "constraints": constraints,
     }
     if scopes:
@@ -461,60 +402,179 @@ def _number(value: int | Fraction) -> int | float:
     return value if isinstance(value, int) else float(value)
 
 
-def _refuse_unsupported(pod: _Pod) -> None:
-    """Fields no existing spec expresses exactly: an error naming them, never a silent skip."""
-    at = f"{pod.path}.spec"
-    for k, constraint in enumerate(_get(pod.spec, "topologySpreadConstraints", at, list, [])):
-        if constraint.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule":
-            raise InputError(f"{at}.topologySpreadConstraints[{k}]", f"pod '{pod.name}': a "
-                             "DoNotSchedule spread (skew against the least loaded domain) has "
-                             "no exact spec yet; see docs/kubernetes.md")
-    affinity = _get(pod.spec, "affinity", at, dict, {})
-    pod_affinity = _get(affinity, "podAffinity", f"{at}.affinity", dict, {})
-    if pod_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"):
-        raise InputError(f"{at}.affinity.podAffinity.requiredDuringSchedulingIgnoredDuring"
-                         "Execution", f"pod '{pod.name}': required pod affinity has no exact "
-                         "spec yet; see docs/kubernetes.md")
+class _Spread(NamedTuple):
+    """One topologySpreadConstraints entry, with Kubernetes' defaults applied."""
+
+    path: str
+    key: str
+    max_skew: int
+    hard: bool  # whenUnsatisfiable DoNotSchedule (else ScheduleAnyway)
+    selector: dict | None  # with matchLabelKeys merged in; None: it counts no pod
+    min_domains: int
+    honor_affinity: bool  # nodeAffinityPolicy Honor (the default)
+    honor_taints: bool  # nodeTaintsPolicy Honor (the default is Ignore)
 
 
-def _term_key(pod: _Pod, term: dict, at: str) -> tuple[str, tuple[str, ...], str]:
+def _spreads(pod: _Pod) -> list[_Spread]:
+    """The pod's topology spread constraints, checked as the API server checks them."""
+    spreads = []
+    entries = _get(pod.spec, "topologySpreadConstraints", f"{pod.path}.spec", list, [])
+    for k, entry in enumerate(entries):
+        at = f"{pod.path}.spec.topologySpreadConstraints[{k}]"
+        if not isinstance(entry, dict):
+            raise InputError(at, "expected an object", entry)
+
+        def refuse(field: str, why: str, entry: dict = entry, at: str = at) -> InputError:
+            return InputError(f"{at}.{field}", f"pod '{pod.name}': {why}", entry.get(field))
+
+        when = entry.get("whenUnsatisfiable")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            raise refuse("whenUnsatisfiable", "expected DoNotSchedule or ScheduleAnyway")
+        if not _whole(entry.get("maxSkew")):
+            raise refuse("maxSkew", "expected a whole number of at least 1")
+        if not _whole(entry.get("minDomains", 1)) or (
+                when == "ScheduleAnyway" and entry.get("minDomains") is not None):
+            raise refuse("minDomains", "expected a whole number of at least 1, with "
+                         "DoNotSchedule only")
+        if not entry.get("topologyKey") or not isinstance(entry["topologyKey"], str):
+            raise refuse("topologyKey", "a topologyKey (a node label) is required")
+        policies = {"nodeAffinityPolicy": entry.get("nodeAffinityPolicy", "Honor"),
+                    "nodeTaintsPolicy": entry.get("nodeTaintsPolicy", "Ignore")}
+        for field, policy in policies.items():
+            if policy not in ("Honor", "Ignore"):
+                raise refuse(field, "expected Honor or Ignore")
+        spreads.append(_Spread(at, entry["topologyKey"], entry["maxSkew"],
+                               when == "DoNotSchedule", _spread_selector(pod, entry, at),
+                               entry.get("minDomains", 1),
+                               policies["nodeAffinityPolicy"] == "Honor",
+                               policies["nodeTaintsPolicy"] == "Honor"))
+    return spreads
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _spread_selector(pod: _Pod, entry: dict, at: str) -> dict | None:
+    """The selector a spread counts with: labelSelector ANDed with the pod's own values of
+    matchLabelKeys; None when it counts no pod (no labelSelector, or an empty one, which
+    the scheduler counts as matching nothing)."""
+    selector = _get(entry, "labelSelector", at, dict)
+    if selector is None:
+        return None
+    labels = _get(selector, "matchLabels", f"{at}.labelSelector", dict, {})
+    expressions = [*_get(selector, "matchExpressions", f"{at}.labelSelector", list, []),
+                   *({"key": key, "operator": "In", "values": [pod.labels[key]]}
+                     for key in _get(entry, "matchLabelKeys", at, list, [])
+                     if key in pod.labels)]
+    if not labels and not expressions:
+        return None
+    return {"matchLabels": labels, "matchExpressions": expressions}
+
+
+def _spread_groups(pods: list[_Pod], nodes: list[_Node]
+                   ) -> Iterable[tuple[_Spread, list[str], list[_Node]]]:
+    """(spread, counted pods, eligible nodes) per distinct spread. Eligible
+    nodes have every topology key of the pod's spreads of the same kind and pass the
+    inclusion policies. A DoNotSchedule spread is exact only when the pods it counts are
+    exactly the pods carrying it (then its static form is what a scheduler reaches,
+    docs/kubernetes.md); otherwise an error naming the constraint."""
+    carriers: dict[tuple, list[_Pod]] = {}
+    first: dict[tuple, tuple[_Spread, list[_Node]]] = {}
+    for pod in pods:
+        for spread in pod.spreads:
+            if spread.selector is None:
+                continue  # counts nothing: only its topology key filters nodes
+            keys = {s.key for s in pod.spreads if s.hard == spread.hard}
+            eligible = [n for n in nodes if keys <= n.labels.keys()
+                        and not (spread.honor_affinity and pod.affinity_reason(n))
+                        and not (spread.honor_taints and pod.taint_reason(n))]
+            group = (json.dumps(spread.selector, sort_keys=True), pod.namespace, spread.key,
+                     spread.max_skew, spread.min_domains, spread.hard,
+                     tuple(n.name for n in eligible))
+            carriers.setdefault(group, []).append(pod)
+            first.setdefault(group, (spread, eligible))
+    for group, carrying in carriers.items():
+        spread, eligible = first[group]
+        selected = [p.name for p in pods if p.namespace == group[1] and label_selector_matches(
+            spread.selector, p.labels, f"{spread.path}.labelSelector")]
+        if spread.hard:
+            _require_symmetric(selected, carrying, spread.path, "a DoNotSchedule spread")
+        if selected:
+            yield spread, selected, eligible
+
+
+def _require_symmetric(selected: list[str], carrying: list[_Pod], at: str, what: str) -> None:
+    if set(selected) != {p.name for p in carrying}:
+        odd = sorted(set(selected) ^ {p.name for p in carrying})
+        raise InputError(at, f"pod '{carrying[0].name}': {what} is supported when the pods "
+                         "it selects are exactly the pods carrying it (the usual: every "
+                         "replica carries the same rule); not so for " + ", ".join(odd[:5]))
+
+
+def _scope(scopes: dict[str, dict[str, str]], key: str, eligible: list[_Node],
+           nodes: list[_Node]) -> str:
+    """The name of the scope mapping the ``eligible`` nodes having ``key`` to its value
+    ("topology KEY" when they are every node, added to ``scopes`` when new)."""
+    mapping = {n.name: n.labels[key] for n in eligible if key in n.labels}
+    for name, existing in scopes.items():
+        if existing == mapping:
+            return name
+    whole = len(mapping) == sum(key in n.labels for n in nodes)
+    name = f"topology {key}" if whole else f"topology {key} #{len(scopes)}"
+    scopes[name] = mapping
+    return name
+
+
+def _term_key(pod: _Pod, term: dict, at: str) -> tuple[str, tuple[str, ...], str] | None:
+    """(selector, namespaces, topology key) of a required pod (anti-)affinity term; None
+    for a term without labelSelector, which matches no pod."""
     if term.get("namespaceSelector") is not None or term.get("matchLabelKeys") \
             or term.get("mismatchLabelKeys"):
         raise InputError(at, f"pod '{pod.name}': namespaceSelector, matchLabelKeys and "
-                         "mismatchLabelKeys are not supported in anti-affinity terms")
+                         "mismatchLabelKeys are not supported in pod affinity terms")
     key = _get(term, "topologyKey", at, str)
     if not key:
         raise InputError(f"{at}.topologyKey", f"pod '{pod.name}': a topologyKey is required")
+    selector = _get(term, "labelSelector", at, dict)
+    if selector is None:
+        return None
     namespaces = tuple(sorted(_get(term, "namespaces", at, list, []) or [pod.namespace]))
-    selector = json.dumps(_get(term, "labelSelector", at, dict, {}), sort_keys=True)
-    return selector, namespaces, key
+    return json.dumps(selector, sort_keys=True), namespaces, key
 
 
-def _anti_affinity_groups(pods: list[_Pod]) -> Iterable[tuple[str, list[str]]]:
-    """(topology key, member pods) per distinct required anti-affinity term. Exact only
-    when symmetric: the pods the term selects are exactly the pods that carry it (then at
-    most one of them per topology domain); otherwise an error naming the term."""
+def _term_groups(pods: list[_Pod], field: str) -> Iterable[tuple[str, list[str]]]:
+    """(topology key, member pods) per distinct required term of ``field`` (podAntiAffinity:
+    at most one member per domain; podAffinity: all members in one domain). Exact only when
+    symmetric: the pods a term selects are exactly the pods carrying it; otherwise an error
+    naming the term. Required pod affinity takes one term per pod."""
     carriers: dict[tuple, list[_Pod]] = {}
     where: dict[tuple, str] = {}
     for pod in pods:
-        at = f"{pod.path}.spec.affinity.podAntiAffinity"
-        anti = _get(_get(pod.spec, "affinity", f"{pod.path}.spec", dict, {}),
-                    "podAntiAffinity", f"{pod.path}.spec.affinity", dict, {})
-        terms = _get(anti, "requiredDuringSchedulingIgnoredDuringExecution", at, list, [])
+        at = f"{pod.path}.spec.affinity.{field}"
+        rules = _get(_get(pod.spec, "affinity", f"{pod.path}.spec", dict, {}), field,
+                     f"{pod.path}.spec.affinity", dict, {})
+        terms = _get(rules, "requiredDuringSchedulingIgnoredDuringExecution", at, list, [])
+        at = f"{at}.requiredDuringSchedulingIgnoredDuringExecution"
+        if field == "podAffinity" and len(terms) > 1:
+            raise InputError(at, f"pod '{pod.name}': one required pod affinity term is "
+                             "supported (all replicas in one domain), not several")
         for k, term in enumerate(terms):
-            term_at = f"{at}.requiredDuringSchedulingIgnoredDuringExecution[{k}]"
-            key = _term_key(pod, term, term_at)
-            carriers.setdefault(key, []).append(pod)
-            where.setdefault(key, term_at)
+            key = _term_key(pod, term, f"{at}[{k}]")
+            if key is None and field == "podAffinity":
+                raise InputError(f"{at}[{k}].labelSelector", f"pod '{pod.name}': a term "
+                                 "without labelSelector matches no pod, so the pod fits "
+                                 "nowhere; give the selector")
+            if key is not None:
+                carriers.setdefault(key, []).append(pod)
+                where.setdefault(key, f"{at}[{k}]")
     for key, carrying in carriers.items():
         selector, namespaces, topology = key
-        selected = [p for p in pods if p.namespace in namespaces and label_selector_matches(
-            json.loads(selector), p.labels, f"{where[key]}.labelSelector")]
-        if {p.name for p in selected} != {p.name for p in carrying}:
-            odd = sorted({p.name for p in selected} ^ {p.name for p in carrying})
-            raise InputError(where[key], "anti-affinity is supported when the pods a term "
-                             "selects are exactly those carrying it (the usual 'one replica "
-                             "per domain'); not so for " + ", ".join(odd[:5]))
+        selected = [p.name for p in pods if p.namespace in namespaces and
+                    label_selector_matches(json.loads(selector), p.labels,
+                                           f"{where[key]}.labelSelector")]
+        _require_symmetric(selected, carrying, where[key],
+                           "anti-affinity" if field == "podAntiAffinity" else "pod affinity")
         yield topology, [p.name for p in carrying]
 
 

@@ -74,6 +74,10 @@ class Problem:
     # utilization definitions count from there, while the solve starts from ``initial``,
     # which has those objects at their destinations already; None when nothing is in flight
     origin: np.ndarray | None = None
+    # vector dimensions (Rebalancer's ``add_object_dimension_vector``): name -> the names of
+    # its entries, each an ordinary static dimension in ``object_dims``; a scope item's load
+    # is the largest of its entries' loads (docs/semantics.md#vector-dimensions)
+    vector_dims: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def reference(self) -> np.ndarray:
@@ -94,15 +98,29 @@ class Problem:
         return f"{self.object_name}_count"
 
     def has_dimension(self, name: str) -> bool:
-        return name in self.object_dims or name in self.dynamic_dims
+        """Whether ``name`` is a dimension the user gave (a vector's entries are not)."""
+        return name in self.dimension_names
 
     @property
     def dimension_names(self) -> list[str]:
-        return sorted([*self.object_dims, *self.dynamic_dims])
+        entries = {e for names in self.vector_dims.values() for e in names}
+        return sorted([*(d for d in self.object_dims if d not in entries), *self.dynamic_dims,
+                       *self.vector_dims])
+
+    def entries(self, dim: str) -> tuple[str, ...]:
+        """The scalar dimensions whose loads ``dim`` takes the largest of: its entries for a
+        vector dimension, else ``dim`` alone."""
+        return self.vector_dims.get(dim, (dim,))
+
+    def scalar_dimensions(self, dims: frozenset[str]) -> frozenset[str]:
+        """``dims`` with each vector dimension replaced by its entries."""
+        return frozenset(e for d in dims for e in self.entries(d))
 
     def values_at(self, dim: str, containers: np.ndarray) -> np.ndarray:
         """Each object's value of ``dim`` when object o sits in ``containers[o]`` (static
         dimensions ignore where)."""
+        if dim in self.vector_dims:
+            raise ValueError(f"{dim} is a vector dimension: it has one value per entry")
         dynamic = self.dynamic_dims.get(dim)
         if dynamic is None:
             return self.object_dims[dim]

@@ -19,17 +19,19 @@ from .enums import parse_enum
 from .errors import InputError, did_you_mean
 from .fields import (
     Fields,
+    check_amount,
     check_integer,
     check_keys,
     check_list,
-    check_mapping,
     check_names,
     check_number,
     is_flag,
     is_integer,
+    optional_mapping,
 )
-from .primitives import MAX_AMOUNT, Restrictions
-from .problem import OUT_OF_SCOPE, DynamicDimension, Problem, Scope
+from .object_dimensions import dynamic_dimensions, vector_dimensions
+from .primitives import Restrictions
+from .problem import OUT_OF_SCOPE, Problem, Scope
 from .solver_specs import ObjectivePlan, parse_plan
 from .specs.common import REGISTRY, Spec
 from .tables import is_fleet, read_fleet
@@ -38,7 +40,7 @@ TOP_LEVEL_KEYS = {
     "name", "description", "objectName", "containerName", "objects", "containers",
     "assignment", "objectDimensions", "objectDimensionDefaults", "containerDimensions",
     "containerDimensionDefaults", "scopes", "scopeDimensions", "partitions",
-    "dynamicObjectDimensions", "goals",
+    "dynamicObjectDimensions", "objectDimensionVectors", "goals",
     "constraints", "constraintPolicy", "defaultConstraintParams", "solver",
 }
 # what a model file holds: it replaces these fields of a scenario (see load_data_with_model)
@@ -171,22 +173,6 @@ class Scenario:
     options: SolverOptions
 
 
-def _mapping(value: Any, path: str, what: str) -> dict:
-    """A mapping (absent: empty) keyed by names; ``what`` says what the keys name."""
-    if value is None:
-        return {}
-    return check_mapping(value, path, what)
-
-
-def _amount(value: Any, path: str) -> float:
-    """A size or capacity: a finite number from 0 to :data:`MAX_AMOUNT`."""
-    number = check_number(value, path, nonnegative=True)
-    if number > MAX_AMOUNT:
-        raise InputError(path, "too large to model exactly (sizes and capacities are at most "
-                         "10^18, for CP-SAT's 64-bit integers)", value)
-    return number
-
-
 MAX_POSITION = 10_000  # results list every position up to the last one used
 
 
@@ -207,7 +193,7 @@ def parse_problem(data: dict) -> Problem:
         if not isinstance(value, str) or not value:
             raise InputError(key, "expected a non-empty name", value)
 
-    assignment = _mapping(data.get("assignment"), "assignment", "container names")
+    assignment = optional_mapping(data.get("assignment"), "assignment", "container names")
     containers = list(assignment)
     container_index = {c: i for i, c in enumerate(containers)}
     listed: set[str] = set()
@@ -240,52 +226,57 @@ def parse_problem(data: dict) -> Problem:
     initial = np.asarray(initial_list, dtype=np.int64)
 
     count_dim = f"{object_name}_count"
-    dim_defaults = _mapping(data.get("objectDimensionDefaults"), "objectDimensionDefaults",
+    dim_defaults = optional_mapping(data.get("objectDimensionDefaults"), "objectDimensionDefaults",
                             "dimension names")
     object_dims: dict[str, np.ndarray] = {count_dim: np.ones(len(objects))}
-    for dim, values in _mapping(data.get("objectDimensions"), "objectDimensions",
+    for dim, values in optional_mapping(data.get("objectDimensions"), "objectDimensions",
                                 "dimension names").items():
         path = f"objectDimensions.{dim}"
         if dim == count_dim:
             raise InputError(path, "this dimension is built in (1 per object)", dim)
-        default = _amount(dim_defaults.get(dim, 0.0), f"objectDimensionDefaults.{dim}")
+        default = check_amount(dim_defaults.get(dim, 0.0), f"objectDimensionDefaults.{dim}")
         array = np.full(len(objects), default)
-        for obj, value in _mapping(values, path, "object names").items():
+        for obj, value in optional_mapping(values, path, "object names").items():
             index = object_index.get(obj)
             if index is None:
                 raise InputError(f"{path}.{obj}", "unknown object", obj)
-            array[index] = _amount(value, f"{path}.{obj}")
+            array[index] = check_amount(value, f"{path}.{obj}")
         object_dims[dim] = array
+    vector_dims = vector_dimensions(data.get("objectDimensionVectors"), object_dims,
+                                    dim_defaults, object_index)
     for dim in dim_defaults:
-        if dim not in object_dims:
+        if dim not in object_dims and dim not in vector_dims:
             raise InputError(f"objectDimensionDefaults.{dim}", "unknown dimension", dim)
 
     def capacities(values: Any, path: str, index: dict[str, int], default: float) -> np.ndarray:
         array = np.full(len(index), default)
-        for item, value in _mapping(values, path, "scope item names").items():
+        for item, value in optional_mapping(values, path, "scope item names").items():
             position = index.get(item)
             if position is None:
                 raise InputError(f"{path}.{item}", "unknown scope item", item)
-            array[position] = _amount(value, f"{path}.{item}")
+            array[position] = check_amount(value, f"{path}.{item}")
         return array
 
-    dynamic_names = set(_mapping(data.get("dynamicObjectDimensions"),
+    dynamic_names = set(optional_mapping(data.get("dynamicObjectDimensions"),
                                  "dynamicObjectDimensions", "dimension names"))
 
-    def check_dim(dim: str, path: str) -> None:
-        if dim not in object_dims and dim not in dynamic_names:
-            known = ", ".join(sorted({*object_dims, *dynamic_names}))
-            raise InputError(path, f"unknown dimension (objects have: {known})"
-                             + did_you_mean(dim, {*object_dims, *dynamic_names}), dim)
+    entry_names = {e for entries in vector_dims.values() for e in entries}
+    user_dims = {*(set(object_dims) - entry_names), *dynamic_names, *vector_dims}
 
-    cont_defaults = _mapping(data.get("containerDimensionDefaults"), "containerDimensionDefaults",
-                             "dimension names")
+    def check_dim(dim: str, path: str) -> None:
+        if dim not in user_dims:
+            known = ", ".join(sorted(user_dims))
+            raise InputError(path, f"unknown dimension (objects have: {known})"
+                             + did_you_mean(dim, user_dims), dim)
+
+    cont_defaults = optional_mapping(data.get("containerDimensionDefaults"),
+                                     "containerDimensionDefaults", "dimension names")
     cont_caps = {}
-    scope_dims = _mapping(data.get("scopeDimensions"), "scopeDimensions", "scope names")
-    given = {dim: (values, f"containerDimensions.{dim}") for dim, values in _mapping(
+    scope_dims = optional_mapping(data.get("scopeDimensions"), "scopeDimensions", "scope names")
+    given = {dim: (values, f"containerDimensions.{dim}") for dim, values in optional_mapping(
         data.get("containerDimensions"), "containerDimensions", "dimension names").items()}
     # a scope dimension on the container scope is a container dimension (as in the wheel)
-    for dim, values in _mapping(scope_dims.get(container_name),
+    for dim, values in optional_mapping(scope_dims.get(container_name),
                                 f"scopeDimensions.{container_name}", "dimension names").items():
         path = f"scopeDimensions.{container_name}.{dim}"
         if dim in given:
@@ -294,7 +285,7 @@ def parse_problem(data: dict) -> Problem:
         given[dim] = (values, path)
     for dim, (values, path) in given.items():
         check_dim(dim, path)
-        default = _amount(cont_defaults.get(dim, 1.0), f"containerDimensionDefaults.{dim}")
+        default = check_amount(cont_defaults.get(dim, 1.0), f"containerDimensionDefaults.{dim}")
         cont_caps[dim] = capacities(values, path, container_index, default)
     for dim in cont_defaults:
         if dim not in cont_caps:
@@ -302,14 +293,14 @@ def parse_problem(data: dict) -> Problem:
     scopes = {container_name: Scope(container_name, containers, container_index,
                                     np.arange(len(containers)), cont_caps)}
 
-    for name, mapping in _mapping(data.get("scopes"), "scopes", "scope names").items():
+    for name, mapping in optional_mapping(data.get("scopes"), "scopes", "scope names").items():
         path = f"scopes.{name}"
         if name == container_name:
             raise InputError(path, "the container scope is built in; use containerDimensions", name)
         items: list[str] = []
         item_index: dict[str, int] = {}
         container_item = np.full(len(containers), OUT_OF_SCOPE, dtype=np.int64)
-        for cont, item in _mapping(mapping, path, "container names").items():
+        for cont, item in optional_mapping(mapping, path, "container names").items():
             if cont not in container_index:
                 raise InputError(f"{path}.{cont}", "unknown container", cont)
             if not isinstance(item, str):
@@ -319,7 +310,7 @@ def parse_problem(data: dict) -> Problem:
                 items.append(item)
             container_item[container_index[cont]] = item_index[item]
         caps = {}
-        for dim, values in _mapping(scope_dims.get(name), f"scopeDimensions.{name}",
+        for dim, values in optional_mapping(scope_dims.get(name), f"scopeDimensions.{name}",
                                     "dimension names").items():
             check_dim(dim, f"scopeDimensions.{name}.{dim}")
             caps[dim] = capacities(values, f"scopeDimensions.{name}.{dim}", item_index, 1.0)
@@ -329,11 +320,12 @@ def parse_problem(data: dict) -> Problem:
             raise InputError(f"scopeDimensions.{name}", "unknown scope", name)
 
     partitions: dict[str, dict[str, np.ndarray]] = {}
-    for name, groups in _mapping(data.get("partitions"), "partitions", "partition names").items():
+    for name, groups in optional_mapping(data.get("partitions"), "partitions",
+                                         "partition names").items():
         # groups may overlap, as in Rebalancer: an object counts in each of its groups
         # (docs/semantics.md#partitions)
         members: dict[str, np.ndarray] = {}
-        for group, objs in _mapping(groups, f"partitions.{name}", "group names").items():
+        for group, objs in optional_mapping(groups, f"partitions.{name}", "group names").items():
             path = f"partitions.{name}.{group}"
             indices: dict[int, None] = {}
             for k, obj in enumerate(check_names(objs, path)):
@@ -346,47 +338,15 @@ def parse_problem(data: dict) -> Problem:
             members[group] = np.fromiter(indices, dtype=np.int64, count=len(indices))
         partitions[name] = members
 
-    dynamic_dims = _dynamic_dimensions(data.get("dynamicObjectDimensions"), object_dims,
-                                       object_index, scopes)
+    dynamic_dims = dynamic_dimensions(data.get("dynamicObjectDimensions"), object_dims,
+                                      object_index, scopes)
+    for name in dynamic_dims:
+        if name in vector_dims:
+            raise InputError(f"dynamicObjectDimensions.{name}", "a vector dimension has this "
+                             "name", name)
     return Problem(object_name, container_name, objects, object_index, containers,
-                   container_index, initial, object_dims, scopes, partitions, dynamic_dims)
-
-
-def _dynamic_dimensions(data: Any, object_dims: dict[str, np.ndarray],
-                        object_index: dict[str, int], scopes: dict[str, Scope],
-                        ) -> dict[str, DynamicDimension]:
-    """``{name: {"scope": S, "values": {item: {object: value}}, "default": v}}``: an object's
-    size depending on the item of S it lands in (Rebalancer's add_dynamic_object_dimension)."""
-    result: dict[str, DynamicDimension] = {}
-    for name, spec in _mapping(data, "dynamicObjectDimensions", "dimension names").items():
-        path = f"dynamicObjectDimensions.{name}"
-        if name in object_dims:
-            raise InputError(path, "a static object dimension has this name", name)
-        fields = Fields(spec, path)
-        scope_name = fields.text("scope")
-        values = fields.mapping("values", "scope item names")
-        default = _amount(fields.number("default", 0.0), fields.at("default"))
-        fields.done("a dynamic object dimension")
-        if not scope_name:
-            raise InputError(fields.at("scope"), "a scope is required")
-        scope = scopes.get(scope_name)
-        if scope is None:
-            raise InputError(fields.at("scope"), f"unknown scope (known: "
-                             f"{', '.join(sorted(scopes))})" + did_you_mean(scope_name, scopes),
-                             scope_name)
-        by_item = np.full((len(object_index), len(scope.items) + 1), default)
-        for item, per_object in values.items():
-            item_path = f"{fields.at('values')}.{item}"
-            position = scope.item_index.get(item)
-            if position is None:
-                raise InputError(item_path, f"unknown item of scope '{scope_name}'", item)
-            for obj, value in _mapping(per_object, item_path, "object names").items():
-                index = object_index.get(obj)
-                if index is None:
-                    raise InputError(f"{item_path}.{obj}", "unknown object", obj)
-                by_item[index, position] = _amount(value, f"{item_path}.{obj}")
-        result[name] = DynamicDimension(scope_name, by_item)
-    return result
+                   container_index, initial, object_dims, scopes, partitions, dynamic_dims,
+                   vector_dims=vector_dims)
 
 
 def parse_spec(data: Any, path: str, problem: Problem, *, as_goal: bool) -> Spec:
@@ -426,8 +386,9 @@ def parse_model(data: dict, problem: Problem) -> Model:
 
     policy = parse_enum("ConstraintPolicy", data.get("constraintPolicy", "DEFAULT"),
                         "constraintPolicy")
-    defaults = Fields(_mapping(data.get("defaultConstraintParams"), "defaultConstraintParams",
-                               "field names"), "defaultConstraintParams")
+    defaults = Fields(optional_mapping(data.get("defaultConstraintParams"),
+                                       "defaultConstraintParams", "field names"),
+                      "defaultConstraintParams")
     default_cost = defaults.number("invalidCost", 100.0)
     default_state = defaults.number("invalidState", 10000.0)
     default_position = defaults.raw("tuplePosIfBroken")

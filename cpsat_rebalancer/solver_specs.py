@@ -2,10 +2,14 @@
 solve, read with errors that name the field.
 
 An ``optimalSolverSpec`` becomes one solve with its ``solveTime`` as the time limit and its
-``multiObjSolveSettings`` as an :class:`ObjectivePlan`; a ``localSearchSolverSpec`` (or a
-staged one) becomes one solve with its ``solveTime`` too, which may instead be handed to the
-wheel's own local search. Fields that tune Rebalancer's engines (move types, Xpress
-arguments, output files) are accepted and have no effect on an exact solve.
+``multiObjSolveSettings`` as an :class:`ObjectivePlan`; a ``localSearchSolverSpec`` becomes
+one solve with its ``solveTime`` too, which may instead be handed to the wheel's own local
+search. A ``localSearchStageSolverSpec`` becomes one solve of the positions its stages
+optimize, with the time its stages may take; what a staged search means that one exact solve
+cannot (move budgets, allowed worsening inside a stage, stages that leave a position
+behind) is refused when it runs exactly, naming the field. Fields that tune Rebalancer's
+engines (move types, Xpress arguments, output files) are accepted and have no effect on an
+exact solve.
 """
 
 from __future__ import annotations
@@ -69,6 +73,15 @@ class SolverStage:
     seconds: float | None
     plan: ObjectivePlan
     spec: dict[str, Any]
+    # what an exact solve cannot honour, as (field path, why, value): refused when the stage
+    # runs exactly; Rebalancer's own local search (the wheel) takes the spec as it is
+    inexact: tuple[tuple[str, str, Any], ...] = ()
+
+    def check_exact(self) -> None:
+        """Refuse, naming the field, what an exact solve of this stage cannot honour."""
+        if self.inexact:
+            path, problem, value = self.inexact[0]
+            raise InputError(path, problem, value)
 
     @property
     def local_search(self) -> bool:
@@ -100,16 +113,137 @@ def parse_solver_spec(data: Any, path: str) -> SolverStage:
             fields.raw(key)
         fields.done(arm)
     elif arm == "localSearchSolverSpec":
-        moves = fields.raw("moveTypeList")
-        if not moves and not fields.raw("moveTypes"):
-            raise InputError(fields.at("moveTypeList"), "a local search needs at least one "
-                             "move type (Rebalancer refuses an empty list)", moves)
+        _check_move_types(fields)
+    elif arm == "localSearchStageSolverSpec":
+        return _staged(fields, seconds, data)
     return SolverStage(arm, seconds, plan, data)
 
 
-def _seconds(fields: Fields, key: str, *, integer: bool) -> float | None:
+def _check_move_types(fields: Fields) -> None:
+    """A LocalSearchSolverSpec's move types: at least one, as Rebalancer's checker wants."""
+    moves = fields.raw("moveTypeList")
+    if not moves and not fields.raw("moveTypes"):
+        raise InputError(fields.at("moveTypeList"), "a local search needs at least one "
+                         "move type (Rebalancer refuses an empty list)", moves)
+
+
+STAGE_SOLVER_TUNING = ("recomputeContainerOrderingAfterEveryMove",
+                       "exploreMovesFromContainersNotInObjective",
+                       "customEquivalenceSetConfig", "hottestTraversalConfig",
+                       "parallelExecutionConfig")
+MOVE_BUDGET = ("a move budget stops a local search after that many moves, which an exact "
+               "solve cannot honour; leave it out, or solve with local_search='wheel'")
+
+
+def _staged(fields: Fields, master: float | None, data: dict[str, Any]) -> SolverStage:
+    """A ``localSearchStageSolverSpec``. Stage k optimizes tuple positions [begin, end)
+    lexicographically while holding [0, begin) no worse than it found them. When the first
+    stage begins at 0 and each later one begins within the positions already optimized
+    and ends no earlier than they do, optimizing every stage exactly is the lexicographic
+    optimum of positions [0, last end): one exact solve with that plan. Its time is what the
+    stages may take in Rebalancer (solverSpec.solveTime each, within the master solveTime
+    and the multiStageConfigs' times, at least minRuntimeSec)."""
+    inexact: list[tuple[str, str, Any]] = []
+    stages = fields.raw("stageSpecs")
+    where = fields.at("stageSpecs")
+    if not isinstance(stages, list) or not stages:
+        raise InputError(where, "expected a list of at least one LocalSearchStageSpec", stages)
+    budget = fields.raw("stopAfterMoves")
+    if budget is not None and check_integer(budget, fields.at("stopAfterMoves")) >= 0:
+        inexact.append((fields.at("stopAfterMoves"), MOVE_BUDGET, budget))
+    groups = _multi_stage_configs(fields, len(stages), inexact)
+    for key in STAGE_SOLVER_TUNING:
+        fields.raw(key)
+    fields.done("localSearchStageSolverSpec")
+    elapsed, reached = 0.0, 0
+    used: list[float] = []
+    for k, stage in enumerate(stages):
+        path = f"{where}[{k}]"
+        f = Fields(stage, path)
+        begin, end = _index(f, "begin") or 0, _index(f, "end") or 0
+        if begin >= end:
+            raise InputError(f.at("end"), f"must exceed begin ({begin}), as Rebalancer's "
+                             "checker requires", end)
+        if begin > reached:
+            why = ("the first stage must begin at 0: positions before it would be held, "
+                   "not optimized" if k == 0 else
+                   f"position{'s' if begin - reached > 1 else ''} "
+                   f"{reached}{f' to {begin - 1}' if begin - reached > 1 else ''} would be "
+                   "held before any stage optimized them")
+            inexact.append((f.at("begin"), f"{why}; an exact solve cannot honour that", begin))
+        elif end < reached:
+            inexact.append((f.at("end"), f"ends before position {reached - 1}, which an "
+                            "earlier stage optimized and this one would leave free to "
+                            "worsen; an exact solve cannot honour that", end))
+        reached = max(reached, end)
+        if f.raw("higherPriorityObjConfig") is not None:
+            inexact.append((f.at("higherPriorityObjConfig"), "allowed worsening inside a "
+                            "staged local search is not supported by an exact solve",
+                            f.raw("higherPriorityObjConfig")))
+        till = f.raw("stopAfterMovesTillStage")
+        if till is not None and check_integer(till, f.at("stopAfterMovesTillStage")) >= 0:
+            inexact.append((f.at("stopAfterMovesTillStage"), MOVE_BUDGET, till))
+        least = _seconds(f, "minRuntimeSec", integer=True, at_least_one=False) or 0.0
+        f.text("name")
+        inner = Fields(f.raw("solverSpec") or {}, f.at("solverSpec"))
+        _check_move_types(inner)
+        stage_budget = inner.raw("stopAfterMoves")
+        if stage_budget is not None and check_integer(
+                stage_budget, inner.at("stopAfterMoves")) >= 0:
+            inexact.append((inner.at("stopAfterMoves"), MOVE_BUDGET, stage_budget))
+        most = _seconds(inner, "solveTime", integer=True, at_least_one=False)
+        f.done("LocalSearchStageSpec")
+        # as Rebalancer allots it: the stage's own limit within what the master limit and
+        # every multi-stage group holding the stage leave, and never below minRuntimeSec
+        allotted = math.inf if most is None else most
+        if master is not None:
+            allotted = min(allotted, max(0.0, master - elapsed))
+        for members, seconds in groups:
+            if k in members and seconds is not None:
+                allotted = min(allotted, max(0.0, seconds - sum(used[j] for j in members
+                                                                 if j < k)))
+        allotted = max(least, allotted)
+        used.append(allotted)
+        elapsed += allotted
+    seconds = None if math.isinf(elapsed) else max(elapsed, 1.0)
+    return SolverStage("localSearchStageSolverSpec", seconds, ObjectivePlan(0, reached - 1),
+                       data, tuple(inexact))
+
+
+def _multi_stage_configs(fields: Fields, count: int, inexact: list[tuple[str, str, Any]]
+                         ) -> list[tuple[set[int], float | None]]:
+    """``multiStageConfigs``: each a set of stage indices with a shared time (and move
+    budget, which an exact solve cannot honour)."""
+    groups = []
+    where = fields.at("multiStageConfigs")
+    configs = fields.raw("multiStageConfigs") or []
+    if not isinstance(configs, list):
+        raise InputError(where, "expected a list of MultiStageConfig", configs)
+    for k, config in enumerate(configs):
+        f = Fields(config, f"{where}[{k}]")
+        ids = f.raw("stageIds") or []
+        if not isinstance(ids, list):
+            raise InputError(f.at("stageIds"), "expected a list of stage indices", ids)
+        members = set()
+        for j, stage in enumerate(ids):
+            index = check_integer(stage, f"{f.at('stageIds')}[{j}]", "a stage index")
+            if not 0 <= index < count:
+                raise InputError(f"{f.at('stageIds')}[{j}]", f"no such stage (there are "
+                                 f"{count})", stage)
+            members.add(index)
+        limit = f.raw("moveLimit")
+        if limit is not None and check_integer(limit, f.at("moveLimit")) >= 0:
+            inexact.append((f.at("moveLimit"), MOVE_BUDGET, limit))
+        groups.append((members, _seconds(f, "solveTime", integer=False, at_least_one=False)))
+        f.done("MultiStageConfig")
+    return groups
+
+
+def _seconds(fields: Fields, key: str, *, integer: bool, at_least_one: bool = True
+             ) -> float | None:
     """A solve time: Rebalancer's is whole seconds, 0 meaning at least 1 (as its optimal
-    solver rounds it); negative times are refused."""
+    solver rounds it; ``at_least_one`` False keeps it as given, for a stage's share);
+    negative times are refused."""
     value = fields.raw(key)
     if value is None:
         return None
@@ -118,7 +252,7 @@ def _seconds(fields: Fields, key: str, *, integer: bool) -> float | None:
     seconds = check_number(value, fields.at(key))
     if seconds < 0:
         raise InputError(fields.at(key), "must not be negative", value)
-    return max(float(seconds), 1.0)
+    return max(float(seconds), 1.0) if at_least_one else float(seconds)
 
 
 def parse_plan(data: Any, path: str) -> ObjectivePlan:

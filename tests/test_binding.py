@@ -264,12 +264,6 @@ def test_run_id_is_reported() -> None:
         ps.set_run_id(5)
 
 
-def test_vector_dimension_is_refused_with_its_meaning() -> None:
-    with pytest.raises(InputError) as error:
-        ProblemSolver().add_object_dimension_vector("cpu", {"a": [1, 2]})
-    assert "largest" in error.value.problem
-
-
 def test_scope_dimension_on_the_container_scope_is_a_container_dimension() -> None:
     """As in the wheel: the same values as add_container_dimension (a missing container at
     capacity 1, so the capacity goal below is 0.2 + 0.1636...), and a dimension defined

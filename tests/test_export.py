@@ -27,10 +27,13 @@ NO_PEER = "no Python 3.12 interpreter with the rebalancer wheel (set CPSAT_REBAL
 
 def rich_scenario() -> dict:
     """Every part of a scenario the exporter writes: defaults, scopes, scope dimensions,
-    partitions, a global policy and default parameters, weights, positions, boundaries."""
+    partitions, a vector dimension, a global policy and default parameters, weights,
+    positions, boundaries."""
     data = random_scenario(3)
+    data["containerDimensions"]["net"] = {"h0": 4, "h1": 6}
     data.update({
-        "objectDimensionDefaults": {"cpu": 0.5},
+        "objectDimensionDefaults": {"cpu": 0.5, "net": 1},
+        "objectDimensionVectors": {"net": {"t0": [1, 2], "t1": [3, 0]}},
         "containerDimensionDefaults": {"mem": 4},
         "scopes": {"rack": {"h0": "r0", "h1": "r1"}},
         "scopeDimensions": {"rack": {"cpu": {"r0": 9, "r1": 12}}},
@@ -42,7 +45,8 @@ def rich_scenario() -> dict:
                                             "formula": "SQUARES", "definition": "DURING"}},
                    "weight": 2},
                   {"boundary": True},
-                  {"spec": {"minimizeMovementSpec": {"name": "moves"}}, "tuplePos": 3}],
+                  {"spec": {"minimizeMovementSpec": {"name": "moves"}}, "tuplePos": 3},
+                  {"spec": {"capacitySpec": {"scope": "host", "dimension": "net"}}}],
         "constraints": [{"spec": {"capacitySpec": {"scope": "host", "dimension": "mem",
                                                    "bound": "MIN", "zeroAllowed": True}},
                          "policy": "HARD", "invalidCost": 1},
@@ -96,6 +100,8 @@ def test_script_writes_enum_integers_and_names(fake_wheel) -> None:
     assert "solver.add_constraint(  # HARD\n" in text and "    policy=2,\n" in text
     assert "solver.set_constraint_policy(3)  # SOFT" in text
     assert "'name': 'goal0'" in text and "'name': 'moves'" in text
+    assert "solver.add_object_dimension_vector('net', {'t0': [1, 2], 't1': [3, 0]}, " \
+        "default_value=1)" in text
     assert "{'tripleLoopMoveTypeSpec': {}}" in text and "'randomSeed': 3" in text
     compile(text, "x.py", "exec")
 

@@ -134,6 +134,44 @@ def test_a_pod_that_fits_nowhere_stays_pending_and_ties_follow_the_seed():
     assert len({run["ns/p0"] for run in runs.values()}) == 2  # the first tie is drawn
 
 
+def zoned(name, zone, cpu="8"):
+    item = node(name, cpu=cpu)
+    item["metadata"]["labels"] = {"zone": zone}
+    return item
+
+
+def with_rules(item, **spec):
+    item["metadata"]["labels"]["app"] = "web"
+    item["spec"].update(spec)
+    return item
+
+
+def test_kube_scheduler_keeps_a_zone_spread_within_its_skew():
+    """maxSkew 1 over zones a (two nodes) and b (one, the fullest): LeastAllocated alone
+    would send the pods to zone a's empty nodes; the spread filter alternates the zones."""
+    spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "web"}}}]
+    inst = instance(zoned("a1", "a"), zoned("a2", "a"), zoned("b1", "b", cpu="6"),
+                    *[with_rules(pod(f"w{k}", stamp=k), topologySpreadConstraints=spread)
+                      for k in range(4)])
+    for name in KUBE:
+        where = placement(name, inst)
+        zones = Counter("b" if where[f"ns/w{k}"] == "b1" else "a" for k in range(4))
+        assert zones == {"a": 2, "b": 2}, name
+
+
+def test_kube_scheduler_keeps_self_affinity_in_one_zone():
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "web"}}}]}}
+    inst = instance(zoned("a1", "a", cpu="2"), zoned("b1", "b", cpu="2"),
+                    zoned("b2", "b", cpu="2"),
+                    *[with_rules(pod(f"w{k}", stamp=k), affinity=affinity) for k in range(5)])
+    for name in KUBE:
+        where = placement(name, inst)
+        used = {where[f"ns/w{k}"][0] for k in range(5) if where[f"ns/w{k}"] != UNPLACED}
+        assert len(used) == 1, (name, where)
+
+
 # --------------------------------------------------------------------------- ATC'23
 
 
@@ -244,6 +282,19 @@ def test_compare_runs_every_kubernetes_heuristic_on_the_bundled_snapshot():
         assert entry.contradiction is None
     assert entries["kube-default"].evaluation.positions[0] == 2
     assert entries["atc-fgd"].evaluation.positions[0] == 1
+
+
+def test_every_kubernetes_heuristic_keeps_the_spread_snapshots_rules():
+    """On the bundled spread snapshot every heuristic's answer holds every hard rule (the
+    spreads and the self-affinity among them); none leaves fewer pods pending than the
+    optimum's one."""
+    scenario = kubernetes_scenario(BUNDLED.with_name("spread.json"))
+    names = [*KUBE, *POLICIES, *DESCHEDULER]
+    result = compare(scenario, names, options=SolverOptions(time_limit=60, workers=1))
+    assert result.ours.status == "OPTIMAL" and result.ours.objective[0] == 1
+    for entry in result.entries:
+        assert entry.error is None and entry.feasible, entry.name
+        assert entry.evaluation.positions[0] >= 1, entry.name
 
 
 def test_the_cluster_view_gives_back_the_gpus_a_pod_held():

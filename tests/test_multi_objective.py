@@ -307,6 +307,113 @@ def test_solve_time_is_the_time_limit() -> None:
     assert local.local_search and local.seconds == 3.0
 
 
+MOVES = {"moveTypeList": [{"singleMoveTypeSpec": {}}]}
+
+
+def stage(begin: int, end: int, seconds: int | None = None, **fields) -> dict:
+    """A LocalSearchStageSpec over tuple positions [begin, end)."""
+    solver = dict(MOVES, **({} if seconds is None else {"solveTime": seconds}))
+    return {"begin": begin, "end": end, "solverSpec": solver, **fields}
+
+
+def staged(*stages: dict, **fields) -> dict:
+    return {"localSearchStageSolverSpec": {"stageSpecs": list(stages), **fields}}
+
+
+@pytest.mark.parametrize("spec, seconds", [
+    (staged(stage(0, 1, 3), stage(1, 2, 4)), 7.0),  # each stage its own solveTime
+    (staged(stage(0, 1, 3), stage(1, 2, 4, minRuntimeSec=5)), 8.0),  # at least minRuntimeSec
+    (staged(stage(0, 1, 3), stage(1, 2, 4), solveTime=5), 5.0),  # within the master time
+    (staged(stage(0, 1, 3), stage(1, 2, 4), solveTime=2, multiStageConfigs=[
+        {"stageIds": [1], "solveTime": 1.5}]), 2.0),  # the second stage has what is left
+    (staged(stage(0, 1, 3), stage(1, 2, 4), multiStageConfigs=[
+        {"stageIds": [0, 1], "solveTime": 2.5}]), 2.5),  # a group's shared time
+    (staged(stage(0, 1), stage(1, 2, 4)), None),  # a stage without a limit: no limit
+    (staged(stage(0, 1), stage(1, 2, 4), solveTime=6), 6.0),
+])
+def test_stages_time_is_what_they_may_take(spec, seconds) -> None:
+    """Rebalancer's LocalSearchStageSolver gives stage k min(its solveTime, what the master
+    solveTime and each multiStageConfigs group holding it leave), at least minRuntimeSec;
+    the exact solve gets their total."""
+    assert parse_solver_spec(spec, "s").seconds == seconds
+
+
+@pytest.mark.parametrize("stages, plan_last", [
+    ([stage(0, 1), stage(1, 3)], 2),
+    ([stage(0, 2), stage(1, 3)], 2),  # overlapping: each begins within what was optimized
+    ([stage(0, 1)], 0),
+])
+def test_stages_solve_their_positions_lexicographically(stages, plan_last) -> None:
+    """Stages that optimize positions [0, E) in turn, each holding the ones before it, end
+    at the lexicographic optimum of [0, E): the optimal solver's outcome with
+    lastObjectiveIdx E - 1, which the wheel's stage solver reaches on this case too
+    (test_stages_end_where_the_wheels_do)."""
+    ours = binding_with(None, [staged(*stages)]).solve()
+    plain = binding_with({"lastObjectiveIdx": plan_last}).solve()
+    assert parse_solver_spec(staged(*stages), "s").plan == ObjectivePlan(0, plan_last)
+    assert ours.final_evaluation.positions == pytest.approx(
+        plain.final_evaluation.positions, rel=REL, abs=1e-12)
+    assert ours.final_evaluation.positions[0] == 0
+
+
+WHERE = "add_solver[1].localSearchStageSolverSpec"  # after an optimal solver
+
+
+@pytest.mark.parametrize("spec, field", [
+    (staged(stage(1, 2)), "stageSpecs[0].begin"),  # position 0 held, never optimized
+    (staged(stage(0, 1), stage(2, 3)), "stageSpecs[1].begin"),  # position 1 skipped
+    (staged(stage(0, 3), stage(1, 2)), "stageSpecs[1].end"),  # position 2 left to worsen
+    (staged(stage(0, 1), stage(1, 2, higherPriorityObjConfig={
+        "tuplePosToAllowedWorsening": {"0": {"absolute": 1}}})),
+     "stageSpecs[1].higherPriorityObjConfig"),
+    (staged(stage(0, 1), stopAfterMoves=3), "stopAfterMoves"),
+    (staged(stage(0, 1, stopAfterMovesTillStage=2)), "stageSpecs[0].stopAfterMovesTillStage"),
+    (staged({"begin": 0, "end": 1, "solverSpec": dict(MOVES, stopAfterMoves=0)}),
+     "stageSpecs[0].solverSpec.stopAfterMoves"),
+    (staged(stage(0, 1), multiStageConfigs=[{"stageIds": [0], "moveLimit": 4}]),
+     "multiStageConfigs[0].moveLimit"),
+])
+def test_what_an_exact_solve_cannot_honour_is_refused_naming_the_field(spec, field) -> None:
+    """Refused when the stages run exactly, before any solver runs; Rebalancer's own local
+    search (local_search="wheel") takes them as they are."""
+    ps = binding_with(None, [optimal({}), spec])
+    with pytest.raises(InputError) as error:
+        ps.solve()
+    assert error.value.path == f"{WHERE}.{field}"
+    assert parse_solver_spec(spec, "add_solver[1]").inexact[0][0] == f"{WHERE}.{field}"
+    # a negative budget is no budget, as in Rebalancer
+    assert not parse_solver_spec(staged(stage(0, 1), stopAfterMoves=-1), "s").inexact
+
+
+@pytest.mark.parametrize("spec, field", [
+    (staged(), "stageSpecs"),
+    (staged(stage(1, 1)), "stageSpecs[0].end"),
+    (staged(stage(0, 1, 3), {"begin": 0, "end": 2}), "stageSpecs[1].solverSpec.moveTypeList"),
+    (staged(stage(0, 1), multiStageConfigs=[{"stageIds": [1]}]),
+     "multiStageConfigs[0].stageIds[0]"),
+    (staged(stage(0, 1, 3), solveTime=1.5), "solveTime"),
+    (staged(stage(0, 1, minRuntimeSec=-1)), "stageSpecs[0].minRuntimeSec"),
+    (staged(stage(0, 1), typo=1), "typo"),
+    (staged(stage(0, 1, typo=1)), "stageSpecs[0].typo"),
+])
+def test_bad_stage_specs_name_the_field(spec, field) -> None:
+    with pytest.raises(InputError) as error:
+        parse_solver_spec(spec, "s")
+    assert error.value.path == f"s.localSearchStageSolverSpec.{field}"
+
+
+@pytest.mark.peer
+@pytest.mark.skipif(PEER is None, reason=NO_PEER)
+@pytest.mark.parametrize("stages", [[stage(0, 1), stage(1, 3)], [stage(0, 1)], [stage(0, 3)]])
+def test_stages_end_where_the_wheels_do(stages) -> None:
+    """The wheel's stage solver (5 s) and ours end at the same values on allowance_case."""
+    spec = staged(*stages, solveTime=5)
+    theirs = wheel_solution(allowance_case(), [spec])
+    ours = binding_with(None, [spec]).solve()
+    assert [g["value"] for g in ours["finalGlobalObjective"]["goals"]] == pytest.approx(
+        [g["value"] for g in theirs["finalGlobalObjective"]["goals"]], rel=1e-9, abs=1e-12)
+
+
 def linear_case(rng: random.Random) -> dict:
     """A random scenario of goals HiGHS models (linear and MAX balances, movement) at three
     positions, on 5 to 7 objects and 3 hosts."""

@@ -31,6 +31,9 @@ from cpsat_rebalancer.shapes import (
 from cpsat_rebalancer.specs import REGISTRY
 
 SEEDS = range(200)
+# the draw feeds the robustness benchmark, which runs Rebalancer's wheel beside every
+# shape: this project's own specs (the wheel has none of them) stay out of it
+REBALANCER_ARMS = {arm: spec for arm, spec in REGISTRY.items() if spec.in_rebalancer}
 SIZES = [(12, 3), (40, 6), (90, 12), (150, 40)]  # small, one per seed in turn
 
 
@@ -107,7 +110,7 @@ def test_200_seeds_parse_and_cover_every_spec_and_option():
         if shape.start == "infeasible":
             assert counts_over(data)
     missing = [arm for arm in SPEC_ARMS if not counts[arm]]
-    missing += [(arm, role) for arm, spec in REGISTRY.items()
+    missing += [(arm, role) for arm, spec in REBALANCER_ARMS.items()
                 for role, allowed in (("goal", spec.goal_allowed),
                                       ("constraint", spec.constraint_allowed))
                 if allowed and not counts[arm, role]]
@@ -134,7 +137,7 @@ def test_200_seeds_parse_and_cover_every_spec_and_option():
               + [("over capacity at the start", b) for b in (True, False)])
     missing += [key for key in wanted if not counts[key]]
     assert not missing, f"never drawn in {len(SEEDS)} seeds: {missing}"
-    assert set(REGISTRY) == set(SPEC_ARMS)  # a new spec type must join the draw
+    assert set(REBALANCER_ARMS) == set(SPEC_ARMS)  # a new spec type must join the draw
     assert 0.40 <= min(utilizations) < 0.45 and 0.90 < max(utilizations) <= 0.95
     assert min(rack_sizes) <= 4 and max(rack_sizes) >= 29
     assert all(3 <= r <= 30 for r in rack_sizes)

@@ -62,7 +62,8 @@ class CpBuilder(Utilizations):
         self.problem = problem
         # the dimensions objects are classed by (None: all; the count dimension always, as
         # the symmetry breaking's default key); only theirs have class values
-        self.class_dims = None if dims is None else dims | {problem.count_dimension}
+        self.class_dims = (None if dims is None else
+                           problem.scalar_dimensions(dims) | {problem.count_dimension})
         self.cp = cp_model.CpModel()
         chain = laminar_chain(problem) if aggregate else None
         self.scope_chain = chain or []  # custom scopes, finest first, for decoding
@@ -229,8 +230,8 @@ class CpBuilder(Utilizations):
         can be most of a model, which every later search, presolve and relaxation would
         otherwise carry."""
         constraints = len(self.cp.Proto().constraints)
-        caches = (self._scales, self._utils, self._stays, self._group_utils, self._gates,
-                  self.errors, self.overs)
+        caches = (self._scales, self._utils, self._stays, self._group_utils, self._peaks,
+                  self._gates, self.errors, self.overs)
         saved = [dict(cache) for cache in caches]
         probes, starts = len(self.target_probes), len(self.suggested_starts)
         try:

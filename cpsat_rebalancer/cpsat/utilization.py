@@ -32,11 +32,16 @@ class Utilizations(IntegerForms):
         self._utils: dict[tuple[str, str], tuple[list[int], list[int] | None, np.ndarray]] = {}
         self._stays: dict[str, dict[tuple[int, int], tuple[object, int]]] = {}
         self._group_utils: dict[tuple, list[Lin]] = {}
+        self._peaks: dict[tuple[str, str, str], list[Lin]] = {}  # vector dimensions' peaks
         self._class_value_cache: dict[str, np.ndarray] = {}
         self._var_value_cache: dict[str, np.ndarray] = {}
 
     def scale(self, dim: str) -> DimensionScale:
         if dim not in self._scales:
+            vector = self._vector_of().get(dim)
+            if vector is not None:
+                self._scale_vector(vector)
+                return self._scales[dim]
             problem = self.problem
             dynamic = problem.dynamic_dims.get(dim)
             values = problem.object_dims[dim] if dynamic is None else dynamic.by_item
@@ -73,6 +78,65 @@ class Utilizations(IntegerForms):
             if error:
                 self.note_error(f"dimension {dim} rounding (per object)", error)
         return self._scales[dim]
+
+    def _vector_of(self) -> dict[str, str]:
+        """The vector dimension each entry dimension belongs to."""
+        return {entry: vector for vector, entries in self.problem.vector_dims.items()
+                for entry in entries}
+
+    def _scale_vector(self, vector: str) -> None:
+        """One integer scale for all entries of a vector dimension: their loads are compared
+        (the peak is their max), so they must count in the same units."""
+        problem = self.problem
+        entries = problem.vector_dims[vector]
+        values = np.column_stack([problem.object_dims[e] for e in entries])
+        factor, error = integral_scale(values.ravel())
+        scaled = np.round(values * factor)
+        lost = np.argwhere((values != 0) & (scaled == 0))
+        if len(lost):
+            obj, entry = lost[0]
+            raise InputError(f"objectDimensionVectors.{vector}.{problem.objects[obj]}[{entry}]",
+                             "too small to model exactly beside the vector's largest value "
+                             f"{float(values.max()):g}: it is modelled in steps of "
+                             f"{1 / factor:g}, and this rounds to 0", float(values[obj, entry]))
+        most = float(scaled.sum(axis=0).max()) if scaled.size else 0.0
+        if most >= INT_LIMIT // 4:
+            raise InputError(f"objectDimensionVectors.{vector}", "values too large to model "
+                             "in CP-SAT's 64-bit integers (total of an entry)", most / factor)
+        ints = scaled.astype(np.int64)
+        common = max(1, int(np.gcd.reduce(np.abs(ints.ravel())))) if ints.size else 1
+        ints //= common
+        unit = Fraction(factor, common)
+        for k, entry in enumerate(entries):
+            self._scales[entry] = DimensionScale(unit, np.ascontiguousarray(ints[:, k]), error)
+        if error:
+            self.note_error(f"dimension {vector} rounding (per object)", error)
+
+    def _peak(self, lins: list[Lin]) -> Lin:
+        """The largest of a vector's entry forms, exactly: equal to the max, not only above
+        it, since specs also reward larger loads (a MIN capacity, a moving average, a
+        negative weight). Its value at the initial assignment is the initial max."""
+        if len(lins) == 1:
+            return lins[0]
+        peak = self.exact_max(lins, what="vector dimension peak")
+        live = [(a, c) for a, c in peak.terms.items() if c != 0]
+        known = all(self.atoms[a].initial is not None for lin in lins for a in lin.terms)
+        if len(live) == 1 and known:
+            atom, coef = live[0]
+            start = max(self.initial_value(lin) for lin in lins) / coef
+            if start.denominator == 1:
+                self.atoms[atom].initial = int(start)
+        return peak
+
+    def _vector_util(self, scope: Scope, vector: str, metric: str) -> list[Lin]:
+        """Per item, the largest of the entries' utilizations under ``metric``
+        (docs/semantics.md#vector-dimensions)."""
+        key = (scope.name, vector, metric)
+        if key not in self._peaks:
+            per_entry = [self.util(scope, entry, metric)
+                         for entry in self.problem.vector_dims[vector]]
+            self._peaks[key] = [self._peak(list(item)) for item in zip(*per_entry)]
+        return self._peaks[key]
 
     # ---- utilizations ----
     def _class_values(self, dim: str) -> np.ndarray:
@@ -219,6 +283,8 @@ class Utilizations(IntegerForms):
 
     def util(self, scope: Scope, dim: str, metric: str) -> list[Lin]:
         """Absolute utilization per item under a definition, on the user's scale."""
+        if dim in self.problem.vector_dims:
+            return self._vector_util(scope, dim, metric)
         after, stayed, initial = self._util_atoms(scope, dim, stayed=metric not in (
             "AFTER", "INITIAL"))
         unit = Fraction(1, self.scale(dim).factor)
@@ -236,6 +302,9 @@ class Utilizations(IntegerForms):
 
     def initial_util(self, scope: Scope, dim: str) -> list[Fraction]:
         """Exact utilization per item at the start (AFTER of the initial assignment)."""
+        if dim in self.problem.vector_dims:
+            return [max(item) for item in zip(*(self.initial_util(scope, entry)
+                                                for entry in self.problem.vector_dims[dim]))]
         start = self._item_totals(scope, self.scale(dim).values, self.problem.initial)
         unit = Fraction(1, self.scale(dim).factor)
         return [int(v) * unit for v in start]
@@ -280,7 +349,14 @@ class Utilizations(IntegerForms):
         return Lin.atom(self.new_atom(expr, lo, hi, initial), Fraction(1, factor))
 
     def out_of_scope_new(self, scope: Scope, dim: str) -> Lin:
-        """Size of objects moved from inside ``scope`` to outside it (MinimizeMovement)."""
+        """Size of objects moved from inside ``scope`` to outside it (MinimizeMovement); for
+        a vector dimension the largest over its entries."""
+        if dim in self.problem.vector_dims:
+            key = (scope.name, dim, "out of scope NEW")
+            if key not in self._peaks:
+                self._peaks[key] = [self._peak([self.out_of_scope_new(scope, entry) for entry
+                                                in self.problem.vector_dims[dim]])]
+            return self._peaks[key][0]
         class_value = self._class_values(dim)
         out = len(scope.items)
         outside = np.flatnonzero(scope.container_item[self.var_cont] == OUT_OF_SCOPE)

@@ -9,6 +9,10 @@ A scenario "of the right shape" (as ``import kubernetes`` writes, or any other) 
 * node filters: avoidAssignmentsSpec on the container scope (fixed objects and
   non-accepting containers as every heuristic here honours them);
 * one-per-domain rules: groupCountSpec MAX on AFTER with ABSOLUTE limits;
+* topology spreads: topologySpreadSpec counting objects (PodTopologySpread's filter: a
+  pod goes where its group's count plus one is within maxSkew of the least count);
+* colocation: colocateGroupsSpec MAX counting objects (InterPodAffinity's filter for a
+  group that selects itself: beside the group's pods once some are placed);
 * disruption budgets: minimizeMovementSpec constraints counting a dimension without
   normalization, whose allowance caps how many such objects may move.
 
@@ -77,6 +81,13 @@ class ClusterView:
                     spec.definition == "AFTER" and not spec.relative and not spec.by_group \
                     and not spec.scope_relative:
                 self.groups.append(_Group(spec, problem.num_objects))
+            elif spec.arm == "topologySpreadSpec" and \
+                    spec.dimension == problem.count_dimension:
+                self.groups.append(_Spread(spec, problem.num_objects))
+            elif spec.arm == "colocateGroupsSpec" and not spec.minimum and \
+                    spec.dimension == problem.count_dimension and \
+                    (spec.item_weights > 0).all() and (spec.group_weights > 0).all():
+                self.groups.append(_Colocate(spec, problem.num_objects))
             elif spec.arm == "minimizeMovementSpec" and not spec.normalize:
                 self.budgets.append((problem.object_dims[spec.dimension] > 0, spec.allowance))
             if entry.policy == "DEFAULT" and spec.arm == "avoidAssignmentsSpec":
@@ -198,8 +209,9 @@ class ClusterView:
             self.place(obj, int(pending[0]))
 
 
-class _Group:
-    """A one-per-domain rule: at most ``limit`` of a group on one item of a scope."""
+class _Counts:
+    """A rule on the count of each group's objects per item of a scope; :meth:`room` says
+    whether one more object may go to a container."""
 
     def __init__(self, spec, num_objects: int):
         self.item_of = spec.scope.container_item
@@ -207,10 +219,7 @@ class _Group:
         for group, members in enumerate(spec.members):
             for obj in members:
                 self.groups_of[int(obj)].append(group)
-        n_items = len(spec.scope.items)
-        self.limit = np.full((n_items, len(spec.groups)), np.inf)
-        self.limit[spec.items] = spec.raw_constant
-        self.count = np.zeros((n_items, len(spec.groups)))
+        self.count = np.zeros((len(spec.scope.items), len(spec.members)))
 
     def count_all(self, final: np.ndarray) -> None:
         for obj, groups in enumerate(self.groups_of):
@@ -224,9 +233,66 @@ class _Group:
                 self.count[item, group] += sign
 
     def room(self, obj: int, node: int) -> bool:
+        raise NotImplementedError
+
+
+class _Group(_Counts):
+    """A one-per-domain rule: at most ``limit`` of a group on one item of a scope."""
+
+    def __init__(self, spec, num_objects: int):
+        super().__init__(spec, num_objects)
+        self.limit = np.full(self.count.shape, np.inf)
+        self.limit[spec.items] = spec.raw_constant
+
+    def room(self, obj: int, node: int) -> bool:
         item = self.item_of[node]
         return item == OUT_OF_SCOPE or all(self.count[item, group] + 1 <= self.limit[item, group]
                                            for group in self.groups_of[obj])
+
+
+class _Spread(_Counts):
+    """PodTopologySpread's filter (``podtopologyspread/filtering.go``): the group's count in
+    the item plus the pod itself, less the least count over the domains (0 with fewer
+    domains than minDomains), is at most maxSkew."""
+
+    def __init__(self, spec, num_objects: int):
+        super().__init__(spec, num_objects)
+        self.domains = spec.items
+        self.in_domains = np.zeros(len(self.count), bool)
+        self.in_domains[spec.items] = True
+        self.max_skew, self.floor_is_zero = spec.max_skew, spec.floor_is_zero
+
+    def room(self, obj: int, node: int) -> bool:
+        item = self.item_of[node]
+        if item == OUT_OF_SCOPE or not self.in_domains[item]:
+            return True
+        for group in self.groups_of[obj]:
+            floor = 0 if self.floor_is_zero else self.count[self.domains, group].min()
+            if self.count[item, group] + 1 - floor > self.max_skew:
+                return False
+        return True
+
+
+class _Colocate(_Counts):
+    """InterPodAffinity's filter for a group that selects itself
+    (``interpodaffinity/filtering.go``, ``satisfyPodAffinity``), as many domains as the
+    limit allows: a pod joins a domain where its group is, or opens one while the group
+    holds fewer than its limit (the first pod goes anywhere)."""
+
+    def __init__(self, spec, num_objects: int):
+        super().__init__(spec, num_objects)
+        self.domains = spec.items
+        self.in_domains = np.zeros(len(self.count), bool)
+        self.in_domains[spec.items] = True
+        self.limits = spec.limits
+
+    def room(self, obj: int, node: int) -> bool:
+        item = self.item_of[node]
+        if item == OUT_OF_SCOPE or not self.in_domains[item]:
+            return True
+        return all(self.count[item, group] > 0
+                   or (self.count[self.domains, group] > 0).sum() + 1 <= self.limits[group]
+                   for group in self.groups_of[obj])
 
 
 def select_host(nodes: Sequence[int], scores: Sequence[float], rng: random.Random) -> int:

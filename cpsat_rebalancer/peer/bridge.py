@@ -203,6 +203,9 @@ def to_wheel_spec(spec: dict, default_name: str) -> dict:
     ((arm, body),) = spec.items()
     if not isinstance(body, dict):
         raise InputError(arm, "expected a dict of spec fields", body)
+    if arm in REGISTRY and not REGISTRY[arm].in_rebalancer:
+        raise InputError(arm, "this project's own spec, which Rebalancer does not have: "
+                         "the wheel cannot evaluate it")
     body = _convert(body, ARM_ENUMS.get(arm, {}), arm)
     if not body.get("name"):
         body["name"] = default_name
@@ -308,7 +311,7 @@ def normalise_scenario(scenario: dict) -> _Scenario:
         **{key: copy.deepcopy(scenario.get(key, {})) for key in (
             "objectDimensions", "objectDimensionDefaults", "containerDimensions",
             "containerDimensionDefaults", "scopes", "scopeDimensions", "partitions",
-            "dynamicObjectDimensions")},
+            "dynamicObjectDimensions", "objectDimensionVectors")},
     }
     goals: list[_Goal] = []
     steps: list[tuple[str, int]] = []

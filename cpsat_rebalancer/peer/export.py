@@ -103,10 +103,12 @@ def script_lines(run: dict) -> list[str]:
         lines.append(_call("set_container_name", run["containerName"]))
     lines.append(f"assignment = {_literal(run['assignment'], 0)}")
     lines.append("solver.set_assignment(assignment)")
-    for kind, method in (("object", "add_object_dimension"),
-                         ("container", "add_container_dimension")):
+    for kind, key, method in (
+            ("object", "objectDimensions", "add_object_dimension"),
+            ("object", "objectDimensionVectors", "add_object_dimension_vector"),
+            ("container", "containerDimensions", "add_container_dimension")):
         defaults = run.get(f"{kind}DimensionDefaults", {})
-        for dim, values in run.get(f"{kind}Dimensions", {}).items():
+        for dim, values in run.get(key, {}).items():
             extra = {"default_value": defaults[dim]} if dim in defaults else {}
             lines.append(_call(method, dim, values, **extra))
     for scope, mapping in run.get("scopes", {}).items():

@@ -10,6 +10,7 @@ Request (one JSON document on stdin)::
                "assignment": {container: [object, ...]},
                "objectDimensions": {dim: {object: value}},
                "objectDimensionDefaults": {dim: value},       # optional
+               "objectDimensionVectors": {dim: {object: [value, ...]}},  # optional
                "containerDimensions": {dim: {container: value}},
                "containerDimensionDefaults": {dim: value},    # optional
                "scopes": {scope: {container: item}},
@@ -62,10 +63,12 @@ def solve_run(run: dict[str, Any]) -> dict[str, Any]:
     if run.get("containerName"):
         solver.set_container_name(run["containerName"])
     solver.set_assignment(run["assignment"])
-    for kind, add in (("object", solver.add_object_dimension),
-                      ("container", solver.add_container_dimension)):
+    for kind, key, add in (
+            ("object", "objectDimensions", solver.add_object_dimension),
+            ("object", "objectDimensionVectors", solver.add_object_dimension_vector),
+            ("container", "containerDimensions", solver.add_container_dimension)):
         defaults = run.get(f"{kind}DimensionDefaults", {})
-        for dim, values in run.get(f"{kind}Dimensions", {}).items():
+        for dim, values in run.get(key, {}).items():
             extra = {"default_value": defaults[dim]} if dim in defaults else {}
             add(dim, values, **extra)
     for scope, mapping in run.get("scopes", {}).items():

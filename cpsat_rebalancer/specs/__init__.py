@@ -19,6 +19,7 @@ from . import (  # noqa: F401  (imported for registration)
     moves_in_progress,
     non_accepting,
     to_free,
+    topology_spread,
     util_increase_cost,
 )
 from .common import REGISTRY

@@ -128,7 +128,7 @@ class BalanceSpec(Spec):
         scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
         definition = cls.enum(f, "definition", "AFTER")
         dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
-                                      metrics=(definition,))
+                                      metrics=(definition,), vector=True)
         upper = f.number("upperBound", 1.0)
         soft = f.number("softUpperBound")
         bound_type = cls.enum(f, "boundType", "RELATIVE")
@@ -144,6 +144,9 @@ class BalanceSpec(Spec):
         f.done(cls.arm)
         count_dimension = None
         if metric == "CAPACITY_PER_ITEM":
+            if dimension in problem.vector_dims:
+                raise InputError(f.at("balanceMetric"), "CAPACITY_PER_ITEM with a vector "
+                                 "dimension is not supported", dimension)
             if formula in ("IDEAL", "LEGACY"):
                 raise InputError(f.at("formula"), f"Rebalancer does not support {formula} with "
                                  "the CAPACITY_PER_ITEM metric", formula)

@@ -68,7 +68,7 @@ class CapacitySpec(Spec):
         scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
         definition = cls.enum(f, "definition", "AFTER")
         dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
-                                      metrics=tuple(METRICS[definition]))
+                                      metrics=tuple(METRICS[definition]), vector=True)
         bound = cls.enum(f, "bound", "MAX")
         limit = Limit.parse(f.raw("limit"), f.at("limit"), scope)
         items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))
@@ -76,6 +76,9 @@ class CapacitySpec(Spec):
         legacy = f.flag("useLegacyFormula")
         bound_data = f.raw("utilizationBound")
         f.done(cls.arm)
+        if bound_data is not None and dimension in problem.vector_dims:
+            raise InputError(f.at("utilizationBound"), "a utilization bound on a vector "
+                             "dimension is not supported", dimension)
         utilization_bound = None if bound_data is None else UtilizationBound.parse(
             bound_data, f.at("utilizationBound"), problem, scope, dimension, items)
         caps = scope.capacity(dimension)[items]
@@ -226,7 +229,8 @@ class CapacitySpec(Spec):
         above its limit non-accepting (constraints with a DURING metric, no zero-size objects)."""
         if not self.is_constraint or "DURING" not in METRICS[self.definition]:
             return Restrictions()
-        if np.any(problem.object_dims[self.dimension] == 0):
+        if any(np.any(problem.object_dims[entry] == 0)  # a vector: any entry (as Rebalancer)
+               for entry in problem.entries(self.dimension)):
             return Restrictions()
         ctx = EvalContext(problem, problem.initial, problem.initial)
         during = self._initial_during(ctx)

@@ -53,6 +53,8 @@ class Spec:
     # integers; scenario files take either)
     enum_fields: ClassVar[dict[str, str]] = {}
     counts_moves: ClassVar[bool] = False  # a positive weight minimizes the objects moved
+    # one of Rebalancer's own arms (False: this project's, which the wheel cannot evaluate)
+    in_rebalancer: ClassVar[bool] = True
     nonnegative: ClassVar[bool] = True  # the goal value is never below 0
     # its restrictions hold under every policy (a SOFT constraint usually only prices them)
     restricts_when_soft: ClassVar[bool] = False
@@ -176,15 +178,21 @@ def resolve_scope(problem: Problem, name: str, path: str) -> Scope:
 
 
 def resolve_dimension(problem: Problem, name: str, path: str, default: str | None = None,
-                      metrics: tuple[str, ...] = ()) -> str:
+                      metrics: tuple[str, ...] = (), *, vector: bool = False) -> str:
     """An object dimension name; ``default`` (usually the count dimension) when empty.
     ``metrics`` are the utilization definitions the spec reads: a dynamic dimension supports
     AFTER and INITIAL only (what "stayed" weighs is ambiguous when the size depends on where
-    the object is), and specs that do not list theirs do not accept it at all."""
+    the object is), and specs that do not list theirs do not accept it at all. A vector
+    dimension is accepted only where ``vector`` says the spec reads its loads through the
+    utilization definitions alone (docs/semantics.md#vector-dimensions)."""
     if not name:
         if default is None:
             raise InputError(path, "a dimension is required")
         return default
+    if name in problem.vector_dims and not vector:
+        raise InputError(path, "vector dimension: this spec (or this option of it) does not "
+                         "take one (docs/semantics.md#vector-dimensions lists those that do)",
+                         name)
     if name in problem.dynamic_dims:
         unsupported = sorted(set(metrics or ("STAYED",)) - {"AFTER", "INITIAL"})
         if unsupported:

@@ -52,7 +52,7 @@ class MaximizeAllocationSpec(Spec):
         name = spec_name(f, cls.arm)
         scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
         dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
-                                      metrics=("AFTER",))
+                                      metrics=("AFTER",), vector=True)
         items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))
         f.done(cls.arm)
         zero = [scope.items[i] for i in items if scope.capacity(dimension)[i] == 0]

@@ -38,7 +38,7 @@ class MinimizeMovementSpec(Spec):
         name = spec_name(f, cls.arm)
         scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
         dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
-                                      default=problem.count_dimension)
+                                      default=problem.count_dimension, vector=True)
         magic = f.flag("magicScaling", True)
         normalize = not f.flag("doNotNormalize")
         allowance = f.number("allowance", 0.0)

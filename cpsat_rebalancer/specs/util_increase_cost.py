@@ -48,7 +48,7 @@ class UtilIncreaseCostSpec(Spec):
         name = spec_name(f, cls.arm)
         scope = resolve_scope(problem, f.text("scope"), f.at("scope"))
         dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
-                                      metrics=("AFTER", "INITIAL"))
+                                      metrics=("AFTER", "INITIAL"), vector=True)
         lower = f.number("lowerBound", 0.0)
         squares = f.flag("squares")
         items = np.flatnonzero(parse_filter(f.raw("filter"), f.at("filter"), scope))

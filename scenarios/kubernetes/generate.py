@@ -1,10 +1,19 @@
-"""Writes ``snapshot.json`` beside this file: a small cluster as ``kubectl get
-nodes,pods,pdb -o json`` prints it (a v1 List), made by rule so it is the same every run.
+"""Writes ``snapshot.json`` and ``spread.json`` beside this file: small clusters as
+``kubectl get nodes,pods,pdb -o json`` prints them (v1 Lists), made by rule so they are
+the same every run.
 
-Six nodes in two zones (two of them GPU nodes tainted for GPU pods, one cordoned) and pods
-that use every field the importer reads: requests in several units, init containers and a
-sidecar, nodeSelector, required node affinity (In, Gt), tolerations, one-replica-per-node
-anti-affinity, and a PodDisruptionBudget. Some pods are bound, some pending.
+``snapshot.json``: six nodes in two zones (two of them GPU nodes tainted for GPU pods, one
+cordoned) and pods that use every field the importer reads but spreads and pod affinity:
+requests in several units, init containers and a sidecar, nodeSelector, required node
+affinity (In, Gt), tolerations, one-replica-per-node anti-affinity, and a
+PodDisruptionBudget. Some pods are bound, some pending.
+
+``spread.json``: six nodes in three zones (one tainted for infrastructure, one without a
+zone label) and the rules of topology: DoNotSchedule zone spreads (one with
+nodeTaintsPolicy Honor and matchLabelKeys, its zone a already one over at the start; one
+with the default policy Ignore, so the tainted zone counts with no pod and holds every
+other zone to maxSkew), required self-affinity on the zone, and a ScheduleAnyway spread
+over hosts.
 
     python scenarios/kubernetes/generate.py
 """
@@ -17,9 +26,12 @@ from pathlib import Path
 STAMP = "2026-01-01T00:00:{:02d}Z"
 
 
-def node(name: str, zone: str, cpu: str, memory: str, gpus: int = 0, gpu_model: str = "",
-         gpu_memory_gb: int = 0, cordoned: bool = False) -> dict:
-    labels = {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}
+def node(name: str, zone: str | None, cpu: str, memory: str, gpus: int = 0,
+         gpu_model: str = "", gpu_memory_gb: int = 0, cordoned: bool = False,
+         dedicated: str = "") -> dict:
+    labels = {"kubernetes.io/hostname": name}
+    if zone:
+        labels["topology.kubernetes.io/zone"] = zone
     allocatable = {"cpu": cpu, "memory": memory, "pods": "110", "ephemeral-storage": "100Gi"}
     spec: dict = {}
     if gpus:
@@ -28,6 +40,8 @@ def node(name: str, zone: str, cpu: str, memory: str, gpus: int = 0, gpu_model: 
         spec["taints"] = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
     if cordoned:
         spec["unschedulable"] = True
+    if dedicated:
+        spec["taints"] = [{"key": "dedicated", "value": dedicated, "effect": "NoSchedule"}]
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
             "spec": spec, "status": {"allocatable": allocatable, "capacity": allocatable}}
 
@@ -103,9 +117,54 @@ def snapshot() -> dict:
             "items": [*nodes, *pods, budget]}
 
 
+def zone_spread(app: str, **fields: object) -> dict:
+    return {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": app}}, **fields}
+
+
+def spread_snapshot() -> dict:
+    nodes = [node("web-a1", "a", "4", "16Gi"), node("web-a2", "a", "4", "16Gi"),
+             node("web-b1", "b", "4", "16Gi"), node("web-b2", "b", "2", "8Gi"),
+             node("infra-c1", "c", "8", "32Gi", dedicated="infra"),
+             node("edge-1", None, "4", "16Gi")]
+    pods = []
+    # zone a holds three api replicas and b one: one over at the start; the pending one
+    # may only go to b (the tainted zone c is no domain for pods that do not tolerate it)
+    for k, where in enumerate(["web-a1", "web-a2", "web-a1", "web-b1", None]):
+        api = pod(len(pods), f"api-{k}", "api", "1", "2Gi", where,
+                  topologySpreadConstraints=[zone_spread(
+                      "api", nodeTaintsPolicy="Honor", matchLabelKeys=["pod-template-hash"])])
+        api["metadata"]["labels"]["pod-template-hash"] = "5f7d9c"
+        pods.append(api)
+    # the default nodeTaintsPolicy Ignore counts zone c, where none of them can go: each
+    # zone holds at most one, and one of the three stays pending, as in Kubernetes
+    for k in range(3):
+        pods.append(pod(len(pods), f"queue-{k}", "queue", "1", "1Gi",
+                        topologySpreadConstraints=[zone_spread("queue")]))
+    for k, where in enumerate(["web-b2", None]):
+        pods.append(pod(len(pods), f"cache-{k}", "cache", "500m", "1Gi", where, affinity={
+            "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {"app": "cache"}},
+                "topologyKey": "topology.kubernetes.io/zone"}]}}))
+    for k in range(2):
+        pods.append(pod(len(pods), f"log-{k}", "log", "100m", "128Mi",
+                        tolerations=[{"operator": "Exists"}], topologySpreadConstraints=[{
+                            "maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                            "whenUnsatisfiable": "ScheduleAnyway",
+                            "labelSelector": {"matchLabels": {"app": "log"}}}]))
+    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+            "items": [*nodes, *pods]}
+
+
 def text() -> str:
     return json.dumps(snapshot(), indent=1) + "\n"
 
 
+def spread_text() -> str:
+    return json.dumps(spread_snapshot(), indent=1) + "\n"
+
+
 if __name__ == "__main__":
     Path(__file__).with_name("snapshot.json").write_text(text())
+    Path(__file__).with_name("spread.json").write_text(spread_text())
