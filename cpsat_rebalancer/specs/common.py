@@ -362,6 +362,20 @@ class GroupLimit:
         return value if value != self.global_limit else self.of_group(group)
 
 
+def group_of(problem: Problem, groups: list[np.ndarray], path: str = "") -> np.ndarray:
+    """Index of each object's group among ``groups`` (-1: in none of them), for a spec that
+    needs each object in one group at most: overlapping groups are an InputError at ``path``
+    (Rebalancer's group specs count an object in each of its groups, through ``group_utils``;
+    docs/semantics.md#partitions)."""
+    result = np.full(problem.num_objects, -1, dtype=np.int64)
+    for g, members in enumerate(groups):
+        if (result[members] >= 0).any():
+            raise InputError(path, "its groups overlap (an object in two groups); this spec "
+                             "needs each object in one group at most")
+        result[members] = g
+    return result
+
+
 def group_utils(ctx: EvalContext, scope: Scope, dim: str,
                 members: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """AFTER, INITIAL and STAYED utilization of each group (``members``: object indices per
