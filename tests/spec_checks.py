@@ -58,29 +58,43 @@ def pick_filter(rng: random.Random, items: list[str], share: float = 0.4) -> dic
     return {"itemsWhitelist": chosen} if rng.random() < 0.5 else {"itemsBlacklist": chosen}
 
 
-def add_partition(rng: random.Random, data: dict[str, Any]) -> list[str]:
-    """A partition "grp" of 1-3 non-empty groups with some objects in none; its groups."""
+def add_partition(rng: random.Random, data: dict[str, Any], overlap: bool = False) -> list[str]:
+    """A partition "grp" of 1-3 non-empty groups with some objects in none; its groups.
+    ``overlap``: 2-3 groups, and some grouped objects (always the first) join a second one."""
     objects = objects_of(data)
-    names = ["ga", "gb", "gc"][:rng.randint(1, min(3, len(objects)))]
+    names = ["ga", "gb", "gc"][:rng.randint(2 if overlap else 1, min(3, len(objects)))]
     groups: dict[str, list[str]] = {g: [] for g in names}
     for k, obj in enumerate(objects):
         if k < len(names):
             groups[names[k]].append(obj)
         elif rng.random() < 0.85:
             groups[rng.choice(names)].append(obj)
+    if overlap:
+        for k, obj in enumerate(objects):
+            home = [g for g in names if obj in groups[g]]
+            if home and (k == 0 or rng.random() < 0.3):
+                groups[rng.choice([g for g in names if g not in home])].append(obj)
     data.setdefault("partitions", {})[PARTITION] = groups
     return names
 
 
+def overlapping(data: dict[str, Any]) -> bool:
+    """Whether an object is in two groups of the partition "grp"."""
+    members = [o for objs in data.get("partitions", {}).get(PARTITION, {}).values() for o in objs]
+    return len(members) > len(set(members))
+
+
 def spec_scenario(arm: str, make: SpecMaker, seed: int, *, max_objects: int = 5,
-                  max_containers: int = 3, negative_weight: bool = False) -> dict[str, Any]:
-    """A tiny random scenario (``randomized.random_scenario``) with a partition, its goals
-    and constraints kept half of the time, and the spec ``arm`` added in every role Rebalancer
-    allows it: as a goal (weight, tuple position) and/or a constraint (policy, costs,
-    tuplePosIfBroken), each drawn; ``negative_weight``: a goal's weight may be -1."""
+                  max_containers: int = 3, negative_weight: bool = False,
+                  overlap: bool = False) -> dict[str, Any]:
+    """A tiny random scenario (``randomized.random_scenario``) with a partition (whose groups
+    overlap with ``overlap``), its goals and constraints kept half of the time, and the spec
+    ``arm`` added in every role Rebalancer allows it: as a goal (weight, tuple position)
+    and/or a constraint (policy, costs, tuplePosIfBroken), each drawn; ``negative_weight``: a
+    goal's weight may be -1."""
     data = random_scenario(seed, max_objects=max_objects, max_containers=max_containers)
     rng = random.Random(f"{arm}-{seed}")
-    add_partition(rng, data)
+    add_partition(rng, data, overlap)
     if rng.random() < 0.5:
         data["goals"], data["constraints"] = [], []
     cls = REGISTRY[arm]

@@ -26,10 +26,12 @@ OPTIONS = SolverOptions(workers=1, seed=0)
 ARM = "capacityWithGroupPresenceSpec"
 
 
-def random_presence_scenario(seed: int, max_objects: int = 5) -> dict:
+def random_presence_scenario(seed: int, max_objects: int = 5, overlap: bool = False) -> dict:
     """A tiny scenario with one CapacityWithGroupPresenceSpec, every option drawn (nested
     enums as the wheel's integers, which both sides accept), as a goal or a constraint under
-    a random policy, and sometimes a movement goal after it."""
+    a random policy, and sometimes a movement goal after it. ``overlap``: some objects are in
+    two jobs. The aggregation partition "sub" splits the objects of each set of jobs in two,
+    so that each of its groups lies inside every job of its objects (the wheel's rule)."""
     rng = random.Random(seed)
     n, m = rng.randint(2, max_objects), rng.randint(2, 3)
     objects, hosts = [f"t{o}" for o in range(n)], [f"h{c}" for c in range(m)]
@@ -42,8 +44,19 @@ def random_presence_scenario(seed: int, max_objects: int = 5) -> dict:
         if rng.random() < 0.9:
             jobs.setdefault(f"j{rng.randint(0, 2)}", []).append(o)
     jobs = jobs or {"j0": objects[:1]}
-    fine = {f"{j}_{k}": [o for i, o in enumerate(members) if i % 2 == k]
-            for j, members in jobs.items() for k in range(2 if len(members) > 1 else 1)}
+    if overlap:
+        jobs.setdefault("j3", [])
+        for k, o in enumerate(objects):
+            others = [j for j in jobs if o not in jobs[j]]
+            if k == 0 or rng.random() < 0.35:
+                jobs[rng.choice(others)].append(o)
+    same_jobs: dict[str, list[str]] = {}
+    for o in objects:
+        key = "+".join(j for j, members in jobs.items() if o in members)
+        if key:
+            same_jobs.setdefault(key, []).append(o)
+    fine = {f"{key}_{k}": [o for i, o in enumerate(members) if i % 2 == k]
+            for key, members in same_jobs.items() for k in range(2 if len(members) > 1 else 1)}
     intent = rng.choice([1, 2])
     main_scope = rng.choice(["host", "rack"])
     items = hosts if main_scope == "host" else sorted(set(racks.values()))
@@ -166,14 +179,16 @@ def test_options_equal_the_wheels_numbers() -> None:
 # ---------------------------------------------------------------- exactness
 
 
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("seed", range(50))
-def test_optimum_matches_enumeration(seed: int) -> None:
-    check_against_enumeration(random_presence_scenario(seed), seed)
+def test_optimum_matches_enumeration(seed: int, overlap: bool) -> None:
+    check_against_enumeration(random_presence_scenario(seed, overlap=overlap), seed)
 
 
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("seed", range(40))
-def test_compiled_objective_matches_the_evaluator(seed: int) -> None:
-    check_compiled_agrees(random_presence_scenario(seed, max_objects=7), seed)
+def test_compiled_objective_matches_the_evaluator(seed: int, overlap: bool) -> None:
+    check_compiled_agrees(random_presence_scenario(seed, max_objects=7, overlap=overlap), seed)
 
 
 # ---------------------------------------------------------------- parity with the wheel
@@ -181,11 +196,12 @@ def test_compiled_objective_matches_the_evaluator(seed: int) -> None:
 
 @pytest.mark.peer
 @pytest.mark.skipif(PEER is None, reason="no Python 3.12 interpreter with the rebalancer wheel")
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("seed", range(40))
-def test_values_agree_with_the_wheel(seed: int) -> None:
+def test_values_agree_with_the_wheel(seed: int, overlap: bool) -> None:
     """Goal values (the optimal solver's flavour) and constraint violations, at the start and
     after three random moves, relative 1e-9."""
-    data = random_presence_scenario(seed, max_objects=7)
+    data = random_presence_scenario(seed, max_objects=7, overlap=overlap)
     final = random_final(parse_scenario(data).problem, seed)
     problems = wheel_mismatches(data, final, positions=False)
     assert not problems, f"seed {seed}:\n" + "\n".join(problems) + f"\n{data}"

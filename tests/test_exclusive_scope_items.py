@@ -19,6 +19,7 @@ from spec_checks import (
     PEER_REASON,
     check_compiled_agrees,
     items_of,
+    overlapping,
     random_final,
     scopes_of,
     spec_scenario,
@@ -136,7 +137,7 @@ def make_spec(rng: random.Random, data: dict[str, Any], role: str) -> dict[str, 
                                       "AGGRESSIVE_PACKING"])
     if rng.random() < 0.3:
         spec["scopeItemWeights"] = {rng.choice(items): rng.choice([2, 0.5, -1])}
-    if rng.random() < 0.4:
+    if overlapping(data) or rng.random() < 0.4:
         spec["partitionName"] = PARTITION
     if rng.random() < 0.25:  # a size that depends on the host
         data["dynamicObjectDimensions"] = {"dyn": {"scope": "host", "default": 0, "values": {
@@ -150,9 +151,10 @@ def scenario(seed: int, **kwargs: Any) -> dict[str, Any]:
     return spec_scenario(ARM, make_spec, seed, **kwargs)
 
 
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("seed", range(40))
-def test_random_scenarios_match_enumeration(seed: int) -> None:
-    check_against_enumeration(scenario(seed), seed)
+def test_random_scenarios_match_enumeration(seed: int, overlap: bool) -> None:
+    check_against_enumeration(scenario(seed, overlap=overlap), seed)
 
 
 @pytest.mark.slow
@@ -161,16 +163,18 @@ def test_larger_random_scenarios_match_enumeration(seed: int) -> None:
     check_against_enumeration(scenario(seed, max_objects=7), seed)
 
 
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("seed", range(20))
-def test_compiled_objective_matches_the_evaluator(seed: int) -> None:
-    check_compiled_agrees(scenario(seed), seed)
+def test_compiled_objective_matches_the_evaluator(seed: int, overlap: bool) -> None:
+    check_compiled_agrees(scenario(seed, overlap=overlap), seed)
 
 
 @pytest.mark.peer
 @pytest.mark.skipif(PEER is None, reason=PEER_REASON)
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("seed", range(40))
-def test_random_scenarios_agree_with_the_wheel(seed: int) -> None:
-    data = scenario(seed)
+def test_random_scenarios_agree_with_the_wheel(seed: int, overlap: bool) -> None:
+    data = scenario(seed, overlap=overlap)
     final = random_final(parse_scenario(data).problem, seed)
     problems = wheel_mismatches(data, final)
     assert not problems, f"seed {seed}:\n" + "\n".join(problems) + f"\n{data}"

@@ -173,9 +173,10 @@ def scenario(seed: int, **kwargs: Any) -> dict[str, Any]:
     return spec_scenario(ARM, make_spec, seed, **kwargs)
 
 
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("seed", range(40))
-def test_random_scenarios_match_enumeration(seed: int) -> None:
-    check_against_enumeration(scenario(seed), seed)
+def test_random_scenarios_match_enumeration(seed: int, overlap: bool) -> None:
+    check_against_enumeration(scenario(seed, overlap=overlap), seed)
 
 
 @pytest.mark.slow
@@ -184,9 +185,10 @@ def test_larger_random_scenarios_match_enumeration(seed: int) -> None:
     check_against_enumeration(scenario(seed, max_objects=7), seed)
 
 
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("seed", range(20))
-def test_compiled_objective_matches_the_evaluator(seed: int) -> None:
-    check_compiled_agrees(scenario(seed), seed)
+def test_compiled_objective_matches_the_evaluator(seed: int, overlap: bool) -> None:
+    check_compiled_agrees(scenario(seed, overlap=overlap), seed)
 
 
 def local_search_term(data: dict[str, Any]) -> bool:
@@ -198,9 +200,10 @@ def local_search_term(data: dict[str, Any]) -> bool:
 
 @pytest.mark.peer
 @pytest.mark.skipif(PEER is None, reason=PEER_REASON)
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("seed", range(40))
-def test_random_scenarios_agree_with_the_wheel(seed: int) -> None:
-    data = scenario(seed)
+def test_random_scenarios_agree_with_the_wheel(seed: int, overlap: bool) -> None:
+    data = scenario(seed, overlap=overlap)
     final = random_final(parse_scenario(data).problem, seed)
     problems = wheel_mismatches(data, final, positions=not local_search_term(data))
     assert not problems, f"seed {seed}:\n" + "\n".join(problems) + f"\n{data}"

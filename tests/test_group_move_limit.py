@@ -18,6 +18,7 @@ from spec_checks import (
     PEER,
     PEER_REASON,
     check_compiled_agrees,
+    overlapping,
     random_final,
     spec_scenario,
     value_at,
@@ -187,8 +188,10 @@ def make_spec(rng: random.Random, data: dict[str, Any], role: str) -> dict[str, 
     limit: dict[str, Any] = {"globalLimit": rng.choice([0, 1, 1, 2, 0.5])}
     if rng.random() < 0.4:
         limit["type"] = rng.choice(["ABSOLUTE", "RELATIVE"])
-    if rng.random() < 0.3:
-        groups = list(data["partitions"][PARTITION])
+    groups = list(data["partitions"][PARTITION])
+    if overlapping(data):  # a limit per group, so that a shared object's moves tell
+        limit["groupLimits"] = {g: rng.choice([0, 0.5, 1, 1.5]) for g in groups}
+    elif rng.random() < 0.3:
         limit["groupLimits"] = {rng.choice(groups): rng.choice([0, 1, 3])}
     if rng.random() < 0.15:
         limit["isDefaultLimitUnbounded"] = True
@@ -215,9 +218,10 @@ def scenario(seed: int, **kwargs: Any) -> dict[str, Any]:
     return spec_scenario(ARM, make_spec, seed, **kwargs)
 
 
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("seed", range(40))
-def test_random_scenarios_match_enumeration(seed: int) -> None:
-    check_against_enumeration(scenario(seed), seed)
+def test_random_scenarios_match_enumeration(seed: int, overlap: bool) -> None:
+    check_against_enumeration(scenario(seed, overlap=overlap), seed)
 
 
 @pytest.mark.slow
@@ -226,9 +230,10 @@ def test_larger_random_scenarios_match_enumeration(seed: int) -> None:
     check_against_enumeration(scenario(seed, max_objects=7), seed)
 
 
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("seed", range(20))
-def test_compiled_objective_matches_the_evaluator(seed: int) -> None:
-    check_compiled_agrees(scenario(seed), seed)
+def test_compiled_objective_matches_the_evaluator(seed: int, overlap: bool) -> None:
+    check_compiled_agrees(scenario(seed, overlap=overlap), seed)
 
 
 def fixed_by_the_wheel(data: dict[str, Any]) -> frozenset[int]:
@@ -246,9 +251,10 @@ def fixed_by_the_wheel(data: dict[str, Any]) -> frozenset[int]:
 
 @pytest.mark.peer
 @pytest.mark.skipif(PEER is None, reason=PEER_REASON)
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("seed", range(40))
-def test_random_scenarios_agree_with_the_wheel(seed: int) -> None:
-    data = scenario(seed)
+def test_random_scenarios_agree_with_the_wheel(seed: int, overlap: bool) -> None:
+    data = scenario(seed, overlap=overlap)
     final = random_final(parse_scenario(data).problem, seed, keep=fixed_by_the_wheel(data))
     problems = wheel_mismatches(data, final)
     assert not problems, f"seed {seed}:\n" + "\n".join(problems) + f"\n{data}"

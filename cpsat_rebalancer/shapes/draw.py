@@ -30,9 +30,6 @@ CONSTRAINT_ARMS = (("capacitySpec", 5), ("toFreeSpec", 2), ("minimizeMovementSpe
                    ("disasterRecoveryCapacitySpec", 1))
 GROUP_ARMS = ("groupCountSpec", "colocateGroupsSpec", "groupDiversitySpec",
               "groupMoveLimitSpec", "capacityWithGroupPresenceSpec")
-# group specs that take each object in one group at most (specs.common.group_of)
-DISJOINT_GROUP_ARMS = ("groupDiversitySpec", "capacityWithGroupPresenceSpec",
-                       "exclusiveScopeItemsSpec", "groupMoveLimitSpec")
 POLICIES = ("DEFAULT", "HARD", "SOFT")
 BALANCE_FORMULAS = ("LINEAR", "SQUARES", "MAX", "IDEAL", "RELATIVE_UTIL_VARIANCE")
 BOUND_TYPES = ("RELATIVE", "ABSOLUTE", "RELATIVE_UTIL")

@@ -10,7 +10,6 @@ import numpy as np
 
 from ..errors import InputError
 from .draw import (
-    DISJOINT_GROUP_ARMS,
     FLAVOUR_UNITS,
     GROUP_ARMS,
     LEVELS,
@@ -248,10 +247,9 @@ class _Builder:
             size = int(self.rng.integers(2, largest + 1))
             jobs[f"job{len(jobs)}"] = [self.tasks[o] for o in order[k:k + size]]
             k += size
-        disjoint = any("_ubound" in s.options or s.arm in DISJOINT_GROUP_ARMS
-                       for s in self.shape.specs)
+        disjoint = any("_ubound" in s.options for s in self.shape.specs)
         if self.shape.overlap and not disjoint:
-            # a utilizationBound and some group specs need disjoint jobs; else some objects
+            # a utilizationBound needs disjoint jobs (as in Rebalancer); else some objects
             # join a second job
             rng = np.random.default_rng([seed_key(self.shape.seed), self.n, self.m, 1])
             names = list(jobs)

@@ -29,8 +29,7 @@ from .common import (
     GoalForm,
     GroupLimit,
     Spec,
-    group_of,
-    group_utils_by_index,
+    group_utils,
     parse_filter,
     parse_group_filter,
     register,
@@ -71,6 +70,40 @@ def nested(outer: np.ndarray, members: list[np.ndarray], path: str, what: str,
     return result
 
 
+def nested_groups(problem: Problem, main: dict[str, np.ndarray], kept: list[str],
+                  fine: dict[str, np.ndarray], path: str) -> tuple[list[str], np.ndarray]:
+    """The aggregation groups counted and, per (aggregation group, kept main group), whether
+    the first lies in the second, by Rebalancer's rule for a distinct aggregation partition:
+    every object of a kept main group is in exactly one aggregation group, and each of those
+    lies wholly inside the main group (main groups may overlap, so one aggregation group may
+    lie in several). Anything else is an InputError at ``path``, as the wheel refuses it."""
+    groups_of: list[list[str]] = [[] for _ in range(problem.num_objects)]
+    for name, members in fine.items():
+        for obj in members.tolist():
+            groups_of[obj].append(name)
+    image: dict[str, set[str]] = {}
+    for outer in kept:
+        objects = set(main[outer].tolist())
+        for obj in sorted(objects):
+            inner = groups_of[obj]
+            if len(inner) != 1:
+                what = "no group" if not inner else f"{len(inner)} groups ({', '.join(inner)})"
+                raise InputError(path, f"object {problem.objects[obj]} of group {outer} is in "
+                                 f"{what} of the aggregation partition; each must be in "
+                                 "exactly one", problem.objects[obj])
+            (name,) = inner
+            stray = sorted(set(fine[name].tolist()) - objects)
+            if stray:
+                raise InputError(path, f"group {name} is not inside group {outer} of the main "
+                                 f"partition (object {problem.objects[stray[0]]} is not in "
+                                 "it)", name)
+            image.setdefault(name, set()).add(outer)
+    counted = [name for name in fine if name in image]
+    inside = np.asarray([[outer in image[name] for outer in kept] for name in counted],
+                        dtype=bool).reshape(len(counted), len(kept))
+    return counted, inside
+
+
 @register
 @dataclass(frozen=True, eq=False)
 class CapacityWithGroupPresenceSpec(Spec):
@@ -86,8 +119,8 @@ class CapacityWithGroupPresenceSpec(Spec):
     bound: str  # MAX or MIN
     per_group: bool  # intent PER_GROUP_AND_SCOPE_ITEM
     round_up: bool
-    groups: list[np.ndarray]  # members of each aggregation group counted (in a kept group)
-    main_of_group: np.ndarray  # kept main group (index into main_groups) of each
+    groups: list[np.ndarray]  # members of each aggregation group counted (may overlap)
+    inside: np.ndarray  # per (counted group, kept main group): the first lies in the second
     main_groups: list[str]  # kept main groups, in partition order
     main_of_item: np.ndarray  # main item of each aggregation item (-1: none kept)
     presence: np.ndarray  # weight per (aggregation group, aggregation item)
@@ -112,35 +145,31 @@ class CapacityWithGroupPresenceSpec(Spec):
                                            f.at("aggregationScope")))
         partition_name = f.text("partition")
         main = resolve_partition(problem, partition_name, f.at("partition"))
-        aggregation_partition = f.raw("aggregationPartition")
-        fine = (main if aggregation_partition is None else
-                resolve_partition(problem, f.text("aggregationPartition"),
-                                  f.at("aggregationPartition")))
+        fine_name = (partition_name if f.raw("aggregationPartition") is None
+                     else f.text("aggregationPartition"))
+        fine = resolve_partition(problem, fine_name, f.at("aggregationPartition"))
         dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"))
         bound = cls.enum(f, "bound", "MAX")
         per_group = cls.enum(f, "intent", "PER_SCOPE_ITEM") == "PER_GROUP_AND_SCOPE_ITEM"
         cls.enum(f, "continuousPenaltyType", "NORMALIZED_CONTINUOUS_UTILIZATION")
         round_up = f.flag("roundUpGroupUtilOnScopeItem", True)
-        if not per_group and aggregation_partition is not None and \
-                f.text("aggregationPartition") != partition_name:
+        if not per_group and fine_name != partition_name:
             raise InputError(f.at("aggregationPartition"), "must equal partition under "
-                             "intent PER_SCOPE_ITEM", f.text("aggregationPartition"))
-        fine_names = list(fine)
+                             "intent PER_SCOPE_ITEM", fine_name)
         main_names = list(main)
         keep_main = parse_group_filter(f.raw("groupFilter"), f.at("groupFilter"), main_names)
         keep_items = parse_filter(f.raw("scopeItemFilter"), f.at("scopeItemFilter"), scope)
-        # the main group of each aggregation group, and the main item of each aggregation item
-        main_index = group_of(problem, [main[g] for g in main_names], f.at("partition"))
-        fine_members = [np.asarray(fine[g], dtype=np.int64) for g in fine_names]
-        main_of_fine = nested(main_index, fine_members, f.at("aggregationPartition"),
-                              "group", fine_names)
+        kept_main = [g for g, keep in zip(main_names, keep_main) if keep]
+        if fine_name == partition_name:  # each kept main group aggregates itself
+            fine_names = kept_main
+            inside = np.eye(len(kept_main), dtype=bool)
+        else:
+            fine_names, inside = nested_groups(problem, main, kept_main, fine,
+                                               f.at("aggregationPartition"))
+        counted = [j for j, g in enumerate(fine_names) if len(fine[g])]
         item_members = aggregation_scope.members()
         main_of_agg = nested(scope.container_item, item_members,
                              f.at("aggregationScope"), "item", aggregation_scope.items)
-        kept_main = [g for g in range(len(main_names)) if keep_main[g]]
-        renumber = {g: k for k, g in enumerate(kept_main)}
-        counted = [j for j in range(len(fine_names))
-                   if main_of_fine[j] in renumber and len(fine_members[j])]
         main_of_item = np.where((main_of_agg >= 0) & keep_items[np.maximum(main_of_agg, 0)],
                                 main_of_agg, -1)
 
@@ -150,10 +179,9 @@ class CapacityWithGroupPresenceSpec(Spec):
                                for j in counted], dtype=float).reshape(
                                    len(counted), len(aggregation_scope.items))
 
-        fine_groups = {g: fine[g] for g in fine_names}
         presence_limit = GroupLimit.parse(f.raw("groupToPresenceWeight"),
                                           f.at("groupToPresenceWeight"), aggregation_scope,
-                                          fine_groups, "ABSOLUTE")
+                                          fine, "ABSOLUTE")
         if presence_limit.kind != "ABSOLUTE":
             raise InputError(f.at("groupToPresenceWeight"), "the presence weight must be an "
                              "ABSOLUTE limit", presence_limit.kind)
@@ -162,7 +190,7 @@ class CapacityWithGroupPresenceSpec(Spec):
             raise InputError(f.at("groupToPresenceWeight"), "presence weights must be finite "
                              "and not negative")
         GroupLimit.parse(f.raw("groupToExtraAdditivePenalty"),
-                         f.at("groupToExtraAdditivePenalty"), aggregation_scope, fine_groups,
+                         f.at("groupToExtraAdditivePenalty"), aggregation_scope, fine,
                          "ABSOLUTE", 0.0)  # local search's continuous penalty only
         multipliers: dict[str, list[np.ndarray]] = {"presence": [], "utilization": []}
         common: list[np.ndarray] = []
@@ -171,7 +199,7 @@ class CapacityWithGroupPresenceSpec(Spec):
         legacy = check_list(f.raw("multiplierList") or [], f.at("multiplierList"))
 
         def multiplier(value: Any, where: str) -> np.ndarray:
-            values = table(GroupLimit.parse(value, where, aggregation_scope, fine_groups,
+            values = table(GroupLimit.parse(value, where, aggregation_scope, fine,
                                             "ABSOLUTE"))
             if (values < 0).any() or np.isinf(values).any():
                 raise InputError(where, "multipliers must be finite and not negative")
@@ -199,7 +227,7 @@ class CapacityWithGroupPresenceSpec(Spec):
         infos_at, limits = [], []
         for item in np.flatnonzero(keep_items):
             for group in (range(len(kept_main)) if per_group else [-1]):
-                limit = (capacity.resolve(int(item), main_names[kept_main[group]])
+                limit = (capacity.resolve(int(item), kept_main[group])
                          if per_group else capacity.items.get(int(item),
                                                               capacity.global_limit))
                 if math.isinf(limit):
@@ -211,10 +239,8 @@ class CapacityWithGroupPresenceSpec(Spec):
                 limits.append((float(limit), float(caps[item])
                                if capacity.kind == "RELATIVE" else 1.0))
         return cls(name, scope, aggregation_scope, dimension, bound, per_group, round_up,
-                   [fine_members[j] for j in counted],
-                   np.asarray([renumber[int(main_of_fine[j])] for j in counted],
-                              dtype=np.int64),
-                   [main_names[g] for g in kept_main], main_of_item, presence, multipliers,
+                   [np.asarray(fine[fine_names[j]], dtype=np.int64) for j in counted],
+                   inside[counted], kept_main, main_of_item, presence, multipliers,
                    infos_at, limits)
 
     def reads_initial(self) -> bool:
@@ -237,9 +263,7 @@ class CapacityWithGroupPresenceSpec(Spec):
 
     def contributions(self, ctx: EvalContext) -> np.ndarray:
         """Contribution per (aggregation group, aggregation item)."""
-        index = group_of(ctx.problem, self.groups)
-        after, _, _ = group_utils_by_index(ctx, self.aggregation_scope, self.dimension,
-                                           index, len(self.groups))
+        after, _, _ = group_utils(ctx, self.aggregation_scope, self.dimension, self.groups)
         present = (after > TOLERANCE).astype(float)
         return np.maximum(self._side(self.presence * present, "presence"),
                           self._side(after, "utilization"))
@@ -248,7 +272,7 @@ class CapacityWithGroupPresenceSpec(Spec):
         c = self.contributions(ctx)
         values = []
         for (item, group), (limit, cap) in zip(self.infos_at, self.limits):
-            rows = np.ones(len(self.groups), bool) if group < 0 else self.main_of_group == group
+            rows = np.ones(len(self.groups), bool) if group < 0 else self.inside[:, group]
             util = float(c[np.ix_(rows, self.main_of_item == item)].sum())
             values.append(util - limit * cap if self.bound == "MAX" else limit * cap - util)
         return np.asarray(values, dtype=float)
@@ -334,7 +358,7 @@ class CapacityWithGroupPresenceSpec(Spec):
         for (item, group), (limit, cap) in zip(self.infos_at, self.limits):
             util = lin_sum(c for (j, a), c in by_pair.items()
                            if self.main_of_item[a] == item
-                           and (group < 0 or self.main_of_group[j] == group))
+                           and (group < 0 or self.inside[j, group]))
             threshold = to_fraction(limit) * to_fraction(cap)
             forms.append(Info(util - threshold if self.bound == "MAX"
                               else Lin(const=threshold) - util))

@@ -363,9 +363,10 @@ class GroupLimit:
 
 
 def group_of(problem: Problem, groups: list[np.ndarray], path: str = "") -> np.ndarray:
-    """Index of each object's group among ``groups`` (-1: in none of them), for specs that
-    need each object in one group at most: overlapping groups are an InputError at ``path``
-    (the specs that read overlaps count through ``group_utils`` instead)."""
+    """Index of each object's group among ``groups`` (-1: in none of them), for a spec that
+    needs each object in one group at most: overlapping groups are an InputError at ``path``
+    (Rebalancer's group specs count an object in each of its groups, through ``group_utils``;
+    docs/semantics.md#partitions)."""
     result = np.full(problem.num_objects, -1, dtype=np.int64)
     for g, members in enumerate(groups):
         if (result[members] >= 0).any():
@@ -373,12 +374,6 @@ def group_of(problem: Problem, groups: list[np.ndarray], path: str = "") -> np.n
                              "needs each object in one group at most")
         result[members] = g
     return result
-
-
-def group_utils_by_index(ctx: EvalContext, scope: Scope, dim: str, groups: np.ndarray,
-                         count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``group_utils`` for disjoint groups given as a group index per object (-1: none)."""
-    return group_utils(ctx, scope, dim, [np.flatnonzero(groups == g) for g in range(count)])
 
 
 def group_utils(ctx: EvalContext, scope: Scope, dim: str,

@@ -28,7 +28,6 @@ from ..problem import Problem, Scope
 from .common import (
     GoalForm,
     Spec,
-    group_of,
     register,
     resolve_dimension,
     resolve_partition,
@@ -91,7 +90,7 @@ class ExclusiveScopeItemsSpec(Spec):
     dimension: str
     conflicts: list[Conflict]  # entries with at least one conflicting item
     groups: list[str]  # the partition's groups (none without a partition)
-    members: list[np.ndarray] | None  # per group (a partition was given), else None
+    members: list[np.ndarray] | None  # per group, may overlap (None: no partition)
     formula: str
     neighbours: dict[int, list[int]]  # symmetric conflicts, per item in any of them
     overlaps: dict[int, dict[int, float]]  # symmetric overlaps (the last given wins)
@@ -109,7 +108,6 @@ class ExclusiveScopeItemsSpec(Spec):
             partition = resolve_partition(problem, f.text("partitionName"),
                                           f.at("partitionName"))
             groups, members = list(partition), list(partition.values())
-            group_of(problem, members, f.at("partitionName"))  # disjoint groups only
         dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
                                       metrics=("AFTER",))
         formula = cls.enum(f, "formula", "MINIMIZE_INVALIDATED_SCOPE_ITEMS_COUNT")
@@ -160,8 +158,7 @@ class ExclusiveScopeItemsSpec(Spec):
             return np.zeros(0)
         if self.members is None:
             return np.asarray([self._broken(ctx.util(self.scope, self.dimension, "AFTER"))])
-        after = group_after(ctx, self.scope, self.dimension,
-                            group_of(ctx.problem, self.members), len(self.members))
+        after = group_after(ctx, self.scope, self.dimension, self.members)
         return np.asarray([self._broken(after[g]) for g in range(len(self.members))])
 
     def evaluate(self, ctx: EvalContext) -> float:

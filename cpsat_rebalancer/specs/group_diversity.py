@@ -30,8 +30,7 @@ from .common import (
     GoalForm,
     Limit,
     Spec,
-    group_of,
-    group_utils_by_index,
+    group_utils,
     parse_filter,
     register,
     resolve_dimension,
@@ -57,19 +56,24 @@ def presence(b: CpBuilder, u: Lin) -> Lin:
     return Lin.atom(b.new_atom(literal, 0, 1, initial))
 
 
-def group_after(ctx: EvalContext, scope: Scope, dim: str, groups: np.ndarray,
-                count: int) -> np.ndarray:
+def group_after(ctx: EvalContext, scope: Scope, dim: str,
+                members: list[np.ndarray]) -> np.ndarray:
     """AFTER utilization per (group, item of ``scope``), each object at its size where it
-    lands (``groups``: group index per object, -1 for none)."""
+    lands (``members``: object indices per group; groups may overlap, and an object then
+    counts in each of its groups, as in Rebalancer)."""
     if dim not in ctx.problem.dynamic_dims:
-        return group_utils_by_index(ctx, scope, dim, groups, count)[0]
+        return group_utils(ctx, scope, dim, members)[0]
     n = len(scope.items)
-    values = ctx.problem.values_at(dim, ctx.final)
-    items = scope.container_item[ctx.final]
-    mask = (items != OUT_OF_SCOPE) & (groups >= 0)
+    if not members:
+        return np.zeros((0, n))
+    objects = np.concatenate(members).astype(np.int64)
+    groups = np.repeat(np.arange(len(members)), [len(m) for m in members])
+    values = ctx.problem.values_at(dim, ctx.final)[objects]
+    items = scope.container_item[ctx.final[objects]]
+    mask = items != OUT_OF_SCOPE
     flat = np.bincount(groups[mask] * n + items[mask], weights=values[mask],
-                       minlength=count * n)
-    return flat.astype(float).reshape(count, n)
+                       minlength=len(members) * n)
+    return flat.astype(float).reshape(len(members), n)
 
 
 def group_after_forms(b: CpBuilder, scope: Scope, dim: str, members: np.ndarray) -> list[Lin]:
@@ -115,8 +119,7 @@ class GroupDiversitySpec(Spec):
     name: str
     scope: Scope
     dimension: str
-    members: list[np.ndarray]  # object indices per group
-    group_of: np.ndarray  # group index per object (-1: in none)
+    members: list[np.ndarray]  # object indices per group (groups may overlap)
     items: np.ndarray  # filtered items with an expression (MAX: a finite limit)
     limits: np.ndarray  # N_s per item of ``items``
     maximum: bool  # bound MAX
@@ -143,9 +146,7 @@ class GroupDiversitySpec(Spec):
                              "reports an infinite value)")
         finite = ~np.isinf(limits)  # MAX with no limit: never broken, no expression
         members = list(partition.values())
-        return cls(name, scope, dimension, members,
-                   group_of(problem, members, f.at("partition")),
-                   items[finite], limits[finite], maximum)
+        return cls(name, scope, dimension, members, items[finite], limits[finite], maximum)
 
     def reads_initial(self) -> bool:
         return False
@@ -159,7 +160,7 @@ class GroupDiversitySpec(Spec):
 
     # ---------- evaluation ----------
     def infos(self, ctx: EvalContext) -> np.ndarray:
-        after = group_after(ctx, self.scope, self.dimension, self.group_of, len(self.members))
+        after = group_after(ctx, self.scope, self.dimension, self.members)
         present = step(after[:, self.items]).sum(axis=0)
         return present - self.limits if self.maximum else self.limits - present
 

@@ -29,7 +29,6 @@ from ..problem import Problem
 from .common import (
     GroupLimit,
     Spec,
-    group_of,
     parse_filter,
     register,
     resolve_dimension,
@@ -59,7 +58,6 @@ class GroupMoveLimitSpec(Spec):
         f = Fields(data, path)
         name = spec_name(f, cls.arm)
         partition = resolve_partition(problem, f.text("partitionName"), f.at("partitionName"))
-        group_of(problem, list(partition.values()), f.at("partitionName"))  # disjoint only
         dimension = resolve_dimension(problem, f.text("dimension"), f.at("dimension"),
                                       default=problem.count_dimension,
                                       metrics=("AFTER", "INITIAL"))

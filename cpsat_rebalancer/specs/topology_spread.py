@@ -50,8 +50,7 @@ class TopologySpreadSpec(Spec):
     scope: Scope
     dimension: str
     group_names: list[str]
-    members: list[np.ndarray]  # object indices per group
-    group_of: np.ndarray  # group index per object (-1: in none)
+    members: list[np.ndarray]  # object indices per group (disjoint)
     items: np.ndarray  # the filtered items: the domains
     max_skew: float
     floor_is_zero: bool  # fewer domains than minDomains: the global minimum is 0
@@ -76,8 +75,8 @@ class TopologySpreadSpec(Spec):
         f.done(cls.arm)
         items = np.flatnonzero(mask)
         members = list(partition.values())
-        return cls(name, scope, dimension, list(partition), members,
-                   group_of(problem, members, f.at("partition")), items, float(max_skew),
+        group_of(problem, members, f.at("partition"))  # refuses overlapping groups
+        return cls(name, scope, dimension, list(partition), members, items, float(max_skew),
                    len(items) < min_domains)
 
     def reads_initial(self) -> bool:
@@ -93,7 +92,7 @@ class TopologySpreadSpec(Spec):
 
     # ---------- evaluation ----------
     def infos(self, ctx: EvalContext) -> np.ndarray:
-        after = group_after(ctx, self.scope, self.dimension, self.group_of, len(self.members))
+        after = group_after(ctx, self.scope, self.dimension, self.members)
         counts = after[:, self.items]
         if counts.shape[1] == 0:
             return np.zeros(0)
