@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -50,22 +50,24 @@ import numpy as np
 from ..api import solve_problem
 from ..compare import Entry, compare_assignment
 from ..errors import InputError
+from ..evaluate import evaluate
 from ..heuristics import Instance
-from ..result import OPTIMAL, SolveResult
+from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport, SolveResult
 from ..scenario import SolverOptions
+from ..solver_specs import ObjectivePlan
 from ..specs.common import REGISTRY
 from .engine import Decision, place
 from .inputs import (
     Tunables,
     VcdScenario,
     Vm,
-    cluster_reason,
-    datastore_reason,
-    host_candidates,
-    vm_reason,
+    allowed_places,
+    current_place,
 )
+from .placed import most_placed
 
 UNPLACED = "unplaced"
+COUNT_SHARE = 0.5  # of the time limit, at most, for proving the most VMs placed
 MEANINGS = {"placed": "VMs left unplaced",
             "yellow": "VMs on yellow clusters",
             "avoid": "VMs on avoided clusters (anti-affinity excess, VM-host should-not)",
@@ -101,9 +103,7 @@ def parse_slot(name: str) -> tuple[str, str, str | None]:
 def home(s: VcdScenario, vm: Vm) -> str:
     """The container of a VM's current placement (a host cluster's first host when the
     VM's host is not given)."""
-    cluster, datastore = vm.placement
-    hosts = s.cluster(cluster).hosts
-    return slot(cluster, vm.host or (hosts[0].name if hosts else None), datastore)
+    return slot(*current_place(s, vm))
 
 
 def _hard(spec: dict) -> dict:
@@ -185,15 +185,10 @@ def build_model(s: VcdScenario) -> dict[str, Any]:
 
     forbidden = {}
     for vm in s.acted_on:
-        if vm_reason(s, vm):
-            forbidden[vm.name] = frozenset(slot(*x) for x in slots)
-            continue
-        bad_clusters = {c.name for c in s.clusters if cluster_reason(s, vm, c)}
-        bad_stores = {d.name for d in s.datastores if datastore_reason(s, vm, d)}
-        good_hosts = {(c.name, h) for c in s.clusters for h in host_candidates(c, vm)}
-        forbidden[vm.name] = frozenset(
-            slot(c, h, d) for c, h, d in slots
-            if c in bad_clusters or d in bad_stores or (h is not None and (c, h) not in good_hosts))
+        allowed = allowed_places(s, vm)
+        pairs, stores = allowed if allowed is not None else (set(), set())
+        forbidden[vm.name] = frozenset(slot(c, h, d) for c, h, d in slots
+                                       if (c, h) not in pairs or d not in stores)
     for dim, containers in grouped("compat", forbidden):
         constraints.append(_hard(_zero_on(f"compatibility {dim}", dim, containers)))
 
@@ -322,17 +317,38 @@ def engine_assignment(s: VcdScenario, data: dict, decisions: list[Decision]
                       ) -> dict[str, list[str]]:
     """The engine's placement as an assignment of the exact model (reserved objects stay;
     a VM the engine could not place is unplaced)."""
+    return placement_assignment(s, data, {
+        d.vm: None if d.cluster is None else (d.cluster, d.datastore, d.host)
+        for d in decisions if d.outcome != "resident"})
+
+
+def placement_assignment(s: VcdScenario, data: dict,
+                         placement: dict[str, tuple[str, str, str | None] | None]
+                         ) -> dict[str, list[str]]:
+    """A placement of the VMs acted on (VM -> (cluster, datastore, host), None: unplaced)
+    as an assignment of the exact model; residents and reserved objects stay."""
     result: dict[str, list[str]] = {name: [] for name in data["assignment"]}
     for name, objects in data["assignment"].items():
         result[name] += [o for o in objects if o not in s.vm_index]
-    for d in decisions:
-        vm = s.vms[s.vm_index[d.vm]]
-        if d.outcome == "resident":
-            result[home(s, vm)].append(d.vm)
+    for vm in s.vms:
+        if vm.operation == "resident":
+            result[home(s, vm)].append(vm.name)
         else:
-            result[UNPLACED if d.cluster is None else slot(d.cluster, d.host, d.datastore)
-                   ].append(d.vm)
+            where = placement.get(vm.name)
+            result[UNPLACED if where is None else slot(where[0], where[2], where[1])
+                   ].append(vm.name)
     return result
+
+
+def assignment_placement(s: VcdScenario, assignment: dict[str, list[str]]
+                         ) -> dict[str, tuple[str, str, str | None] | None]:
+    """The placement of the VMs acted on in an assignment of the exact model."""
+    out: dict[str, tuple[str, str, str | None] | None] = {}
+    for name, objects in assignment.items():
+        for o in objects:
+            if o in s.vm_index and s.vms[s.vm_index[o]].operation != "resident":
+                out[o] = None if name == UNPLACED else parse_slot(name)
+    return out
 
 
 def placement_of(s: VcdScenario, problem, final: np.ndarray
@@ -431,11 +447,52 @@ class VcdComparison:
 
 def solve_exact(s: VcdScenario, options: SolverOptions, hint: dict | None = None
                 ) -> tuple[dict, Instance, SolveResult]:
-    """Build and solve the exact model; ``hint`` (an assignment) is where the search starts."""
+    """Build and solve the exact model; ``hint`` (an assignment) is where the search starts.
+
+    The most VMs placed (position 0) is proven first on the count model of
+    :mod:`.placed` (a share of the time limit), and its placement becomes the hint; the
+    general solver then optimizes the later positions with the VMs left unplaced held at
+    that count (a hard constraint), and its result gets position 0's report from the count
+    model (OPTIMAL when the bound is reached, else FEASIBLE with the bound)."""
     data = build_model(s)
     instance = Instance.from_dict(data)
+    start = assignment_placement(s, hint if hint is not None else data["assignment"])
+    limit = options.time_limit
+    most = None
+    if options.plan.lexicographic and s.acted_on:
+        most = most_placed(s, start, None if limit is None else COUNT_SHARE * limit,
+                           options.workers, options.seed)
+    if most is None:
+        return data, instance, _solve(instance, options, hint)
+    held = placement_assignment(s, data, most.placement)
+    unplaced = len(s.acted_on) - most.placed
+    held_data = dict(data, constraints=[*data["constraints"], _hard({"capacitySpec": {
+        "name": "VMs left unplaced: at most the count found", "scope": "", "dimension": "vm",
+        "limit": {"type": "ABSOLUTE", "isDefaultLimitUnbounded": True,
+                  "scopeItemLimits": {UNPLACED: unplaced}}}})])
+    rest = None if limit is None else max(limit - most.seconds, (1 - COUNT_SHARE) * limit / 2)
+    later = replace(options, time_limit=rest, plan=ObjectivePlan(first=1))
+    ours = _solve(Instance.from_dict(held_data), later, held)
+    if ours.status in (INFEASIBLE, NO_SOLUTION):
+        return data, instance, ours
+    final = evaluate(instance.problem, instance.model, ours.final)
+    value = final.positions.get(0, 0.0)
+    bound = float(len(s.acted_on) - most.bound)
+    first = BucketReport(
+        0, OPTIMAL if most.proven else FEASIBLE, "optimal" if most.proven else "time_limit",
+        value, value, bound, value - bound, (value - bound) / value if value else 0.0, 0.0,
+        most.seconds)
+    buckets = [first, *[b for b in ours.buckets if b.position != 0]]
+    status = OPTIMAL if all(b.status == OPTIMAL for b in buckets) else FEASIBLE
+    return data, instance, replace(
+        ours, status=status, buckets=buckets, final_evaluation=final,
+        initial_evaluation=evaluate(instance.problem, instance.model, instance.problem.initial),
+        seconds=ours.seconds + most.seconds)
+
+
+def _solve(instance: Instance, options: SolverOptions, hint: dict | None) -> SolveResult:
     start = None if hint is None else instance.problem.assignment_array(hint, "hint")
-    return data, instance, solve_problem(instance.problem, instance.model, options, hint=start)
+    return solve_problem(instance.problem, instance.model, options, hint=start)
 
 
 def compare_vcd(s: VcdScenario, options: SolverOptions) -> VcdComparison:
