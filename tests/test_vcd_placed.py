@@ -20,7 +20,7 @@ from cpsat_rebalancer.vcd.exact import (
 )
 from cpsat_rebalancer.vcd.generate import generate
 from cpsat_rebalancer.vcd.inputs import parse_vcd
-from cpsat_rebalancer.vcd.placed import count_model, most_placed, placed_bound
+from cpsat_rebalancer.vcd.placed import count_model, fewest_on, most_placed, placed_bound
 from tests.randomized import leximin_less
 
 OPTIONS = SolverOptions(time_limit=30, workers=1)
@@ -67,7 +67,12 @@ def key(evaluation, positions: list[int]) -> tuple[float, ...]:
     return tuple(out)
 
 
-@pytest.mark.parametrize("seed", range(6))
+def seeds(fast: list[int], slow: list[int]) -> list:
+    """Seeds for the default run, and more under ``-m slow``."""
+    return [*fast, *[pytest.param(seed, marks=pytest.mark.slow) for seed in slow]]
+
+
+@pytest.mark.parametrize("seed", seeds([0, 1], [2, 3, 4, 5]))
 def test_bound_and_search_against_brute_force(seed):
     s = tiny(seed)
     instance, feasible = feasible_placements(s)
@@ -102,7 +107,23 @@ def test_the_bound_cuts_below_the_cluster_totals():
     assert found.proven and found.placed == 2
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("seed", seeds([12], [13, 17, 18]))  # with a yellow cluster
+def test_fewest_on_yellow_clusters_against_brute_force(seed):
+    """Position 1 (VMs on yellow clusters) with the most VMs placed: the count model's
+    value and bound against the evaluator's brute-force optimum."""
+    s = tiny(seed)
+    _, feasible = feasible_placements(s)
+    least_unplaced = min(round(e.positions.get(0, 0.0)) for _, e in feasible)
+    fewest = min(e.positions.get(1, 0.0) for _, e in feasible
+                 if round(e.positions.get(0, 0.0)) == least_unplaced)
+    most = most_placed(s, {}, 10, workers=1)
+    yellow = {c.name for c in s.clusters if c.health == "yellow"}
+    found = fewest_on(most, yellow, 10, workers=1)
+    assert found.bound <= fewest <= found.value
+    assert found.proven and found.value == fewest
+
+
+@pytest.mark.parametrize("seed", seeds([1, 17], [0, 2, 3, 12]))
 def test_optimal_chain_equals_brute_force(seed):
     s = tiny(seed)
     instance, feasible = feasible_placements(s)

@@ -64,7 +64,7 @@ from .inputs import (
     allowed_places,
     current_place,
 )
-from .placed import most_placed
+from .placed import fewest_on, most_placed
 
 UNPLACED = "unplaced"
 COUNT_SHARE = 0.5  # of the time limit, at most, for proving the most VMs placed
@@ -450,10 +450,11 @@ def solve_exact(s: VcdScenario, options: SolverOptions, hint: dict | None = None
     """Build and solve the exact model; ``hint`` (an assignment) is where the search starts.
 
     The most VMs placed (position 0) is proven first on the count model of
-    :mod:`.placed` (a share of the time limit), and its placement becomes the hint; the
-    general solver then optimizes the later positions with the VMs left unplaced held at
-    that count (a hard constraint), and its result gets position 0's report from the count
-    model (OPTIMAL when the bound is reached, else FEASIBLE with the bound)."""
+    :mod:`.placed` (a share of the time limit), and then, when yellow clusters come at
+    position 1, the fewest VMs on them with that many placed. The general solver then
+    optimizes the later positions from that placement with each position settled there
+    held at its value (hard constraints), and its result gets those positions' reports from
+    the count model (OPTIMAL when the bound is reached, else FEASIBLE with the bound)."""
     data = build_model(s)
     instance = Instance.from_dict(data)
     start = assignment_placement(s, hint if hint is not None else data["assignment"])
@@ -464,30 +465,67 @@ def solve_exact(s: VcdScenario, options: SolverOptions, hint: dict | None = None
                            options.workers, options.seed)
     if most is None:
         return data, instance, _solve(instance, options, hint)
-    held = placement_assignment(s, data, most.placement)
-    unplaced = len(s.acted_on) - most.placed
+    decided = len(s.acted_on)
+    placement, settled = most.placement, [(0, decided - most.placed, decided - most.bound,
+                                           most.proven, most.seconds)]
     held_data = dict(data, constraints=[*data["constraints"], _hard({"capacitySpec": {
         "name": "VMs left unplaced: at most the count found", "scope": "", "dimension": "vm",
         "limit": {"type": "ABSOLUTE", "isDefaultLimitUnbounded": True,
-                  "scopeItemLimits": {UNPLACED: unplaced}}}})])
-    rest = None if limit is None else max(limit - most.seconds, (1 - COUNT_SHARE) * limit / 2)
-    later = replace(options, time_limit=rest, plan=ObjectivePlan(first=1))
+                  "scopeItemLimits": {UNPLACED: decided - most.placed}}}})])
+    yellow = {c.name for c in s.clusters if c.health == "yellow"}
+    spent = most.seconds
+    if most.proven and yellow and positions(s.tunables)["yellow"] == 1:
+        left = None if limit is None else max(0.0, COUNT_SHARE * limit - spent)
+        fewest = fewest_on(most, yellow, left, options.workers, options.seed)
+        spent += fewest.seconds
+        on_yellow = _held_yellow(s, data, yellow, fewest.value)
+        checked = evaluate(instance.problem, instance.model, instance.problem.assignment_array(
+            placement_assignment(s, data, fewest.placement), "count model placement"))
+        # the count is the evaluator's value of position 1 (a guard on the mapping)
+        if abs(checked.positions.get(1, 0.0) - fewest.value) <= 1e-9 and checked.feasible:
+            placement = fewest.placement
+            settled.append((1, fewest.value, fewest.bound, fewest.proven, fewest.seconds))
+            held_data["scopes"] = {**data["scopes"], "yellow clusters": on_yellow[0]}
+            held_data["constraints"] = [*held_data["constraints"], on_yellow[1]]
+    rest = None if limit is None else max(limit - spent, (1 - COUNT_SHARE) * limit / 2)
+    later = replace(options, time_limit=rest, plan=ObjectivePlan(first=len(settled)))
+    held = placement_assignment(s, data, placement)
     ours = _solve(Instance.from_dict(held_data), later, held)
-    if ours.status in (INFEASIBLE, NO_SOLUTION):
+    if ours.status == INFEASIBLE:
         return data, instance, ours
+    if ours.status == NO_SOLUTION:  # no time left to take the hint in: the placement stands
+        kept = instance.problem.assignment_array(held, "count model placement")
+        evaluation = evaluate(instance.problem, instance.model, kept)
+        if not evaluation.feasible:
+            return data, instance, ours
+        ours = replace(ours, final=kept, termination="time_limit", buckets=[
+            BucketReport(p, FEASIBLE, "time_limit", value, None, None, None, None, 0.0, 0.0)
+            for p, value in sorted(evaluation.positions.items()) if p >= len(settled)])
     final = evaluate(instance.problem, instance.model, ours.final)
-    value = final.positions.get(0, 0.0)
-    bound = float(len(s.acted_on) - most.bound)
-    first = BucketReport(
-        0, OPTIMAL if most.proven else FEASIBLE, "optimal" if most.proven else "time_limit",
-        value, value, bound, value - bound, (value - bound) / value if value else 0.0, 0.0,
-        most.seconds)
-    buckets = [first, *[b for b in ours.buckets if b.position != 0]]
+    reports = []
+    for position, _, bound, proven, seconds in settled:
+        value = final.positions.get(position, 0.0)
+        reports.append(BucketReport(
+            position, OPTIMAL if proven else FEASIBLE, "optimal" if proven else "time_limit",
+            value, value, float(bound), value - bound,
+            (value - bound) / value if value else 0.0, 0.0, seconds))
+    buckets = [*reports, *[b for b in ours.buckets if b.position >= len(settled)]]
     status = OPTIMAL if all(b.status == OPTIMAL for b in buckets) else FEASIBLE
     return data, instance, replace(
         ours, status=status, buckets=buckets, final_evaluation=final,
         initial_evaluation=evaluate(instance.problem, instance.model, instance.problem.initial),
-        seconds=ours.seconds + most.seconds)
+        seconds=ours.seconds + spent)
+
+
+def _held_yellow(s: VcdScenario, data: dict, yellow: set[str], count: int
+                 ) -> tuple[dict[str, str], dict]:
+    """A scope of one item holding every container on a yellow cluster, and the hard rule
+    that the VMs acted on there are at most ``count``."""
+    scope = {name: "yellow" for name in data["assignment"]
+             if name != UNPLACED and not name.endswith("/") and parse_slot(name)[0] in yellow}
+    return scope, _hard({"capacitySpec": {
+        "name": "VMs on yellow clusters: at most the count found", "scope": "yellow clusters",
+        "dimension": "acted", "limit": {"type": "ABSOLUTE", "globalLimit": count}}})
 
 
 def _solve(instance: Instance, options: SolverOptions, hint: dict | None) -> SolveResult:

@@ -406,6 +406,9 @@ class MostPlaced:
     bound: int
     lp: PlacedBound | None
     seconds: float
+    model: CountModel = field(repr=False)
+    on_bin: dict[tuple[int, int], int] = field(repr=False)  # the placement as counts
+    on_store: dict[tuple[int, str, str], int] = field(repr=False)
 
     @property
     def proven(self) -> bool:
@@ -464,16 +467,78 @@ def most_placed(s: VcdScenario, start: dict[str, tuple[str, str, str | None] | N
             placed = max(placed, count)
     if placed > hinted:
         placement = _placement(model, start_bins, start_stores)
-    return MostPlaced(placement, placed, bound, lp, time.monotonic() - started)
+    return MostPlaced(placement, placed, bound, lp, time.monotonic() - started, model,
+                      start_bins, start_stores)
+
+
+@dataclass
+class FewestOn:
+    """With the most VMs placed held, the fewest of them found on some clusters
+    (``placement``), the proven lower bound on that count, and whether it is reached."""
+
+    placement: dict[str, tuple[str, str, str | None] | None]
+    value: int
+    bound: int
+    seconds: float
+
+    @property
+    def proven(self) -> bool:
+        return self.value <= self.bound
+
+
+def restricted(model: CountModel, keep: set[int]) -> CountModel:
+    """The count model with the VMs allowed on the bins in ``keep`` only."""
+    types = []
+    for t in model.types:
+        bins = [j for j in t.bins if j in keep]
+        clusters = {model.bins[j].cluster for j in bins}
+        types.append(VmType(t.members, t.cpu, t.memory, t.storage, t.iops, bins,
+                            {c: d for c, d in t.stores.items() if c in clusters}))
+    return CountModel(model.bins, types, model.cluster_room, model.store_room, model.rules)
+
+
+def fewest_on(most: MostPlaced, clusters: set[str], seconds: float | None, workers: int = 2,
+              seed: int = 0) -> FewestOn:
+    """With ``most.placed`` VMs placed (the proven most), the fewest of them on
+    ``clusters``: at least ``placed`` minus the most VMs the other bins can take (the
+    configuration LP on them), searched by CP-SAT on the count model from ``most``'s
+    placement, within about ``seconds`` (None: until proven)."""
+    started = time.monotonic()
+    seconds = math.inf if seconds is None else seconds
+    model = most.model
+    shunned = {j for j, b in enumerate(model.bins) if b.cluster in clusters}
+    on_bin, on_store = most.on_bin, most.on_store
+    value = sum(n for (j, _), n in on_bin.items() if j in shunned)
+    contents = [defaultdict(int) for _ in model.bins]
+    for (j, k), n in on_bin.items():
+        if j not in shunned:
+            contents[j][k] = n
+    off = restricted(model, set(range(len(model.bins))) - shunned)
+    lp = placed_bound(off, 0.4 * seconds, target=most.placed - value, contents=[contents])
+    bound = max(0, most.placed - lp.bound)
+    if value > bound:
+        left = seconds - (time.monotonic() - started)
+        found = _search(model, on_bin, on_store, most.placed, max(0.1, left), workers, seed,
+                        shunned)
+        if found is not None:
+            count, cp_bound, found_bin, found_store = found
+            bound = max(bound, cp_bound)
+            if count < value:
+                value, on_bin, on_store = count, found_bin, found_store
+    placement = (most.placement if on_bin is most.on_bin
+                 else _placement(model, on_bin, on_store))
+    return FewestOn(placement, value, bound, time.monotonic() - started)
 
 
 def _search(model: CountModel, start_bins: dict[tuple[int, int], int],
             start_stores: dict[tuple[int, str, str], int], bound: int, seconds: float,
-            workers: int, seed: int
+            workers: int, seed: int, shunned: set[int] | None = None
             ) -> tuple[int, int, dict[tuple[int, int], int],
                        dict[tuple[int, str, str], int]] | None:
-    """CP-SAT on the count model, capped at ``bound`` and hinted with ``start``: (placed,
-    proven bound, counts per (bin, type), per (type, cluster, datastore))."""
+    """CP-SAT on the count model hinted with ``start``: the most VMs placed, capped at
+    ``bound``, or with ``shunned`` bins, exactly ``bound`` VMs placed and the fewest of them
+    on those bins. Returns (the value, its proven bound, counts per (bin, type), per (type,
+    cluster, datastore))."""
     bins, types = model.bins, model.types
     m = cp_model.CpModel()
     p: dict[tuple[int, int], cp_model.IntVar] = {}
@@ -546,8 +611,12 @@ def _search(model: CountModel, start_bins: dict[tuple[int, int], int],
                 m.Add(used[item] == 1)
             m.Add(sum(used.values()) <= 1)
     total = sum(p.values())
-    m.Add(total <= bound)
-    m.Maximize(total)
+    if shunned is None:
+        m.Add(total <= bound)
+        m.Maximize(total)
+    else:
+        m.Add(total == bound)
+        m.Minimize(sum(v for (j, _), v in p.items() if j in shunned))
     for key, v in p.items():
         m.AddHint(v, start_bins.get(key, 0))
     for key, v in w.items():
@@ -562,7 +631,8 @@ def _search(model: CountModel, start_bins: dict[tuple[int, int], int],
     status = solver.Solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
-    cp_bound = math.floor(solver.BestObjectiveBound() + BOUND_SLACK)
+    cp_bound = (math.floor(solver.BestObjectiveBound() + BOUND_SLACK) if shunned is None
+                else math.ceil(solver.BestObjectiveBound() - BOUND_SLACK))
     on_bin = {key: solver.Value(v) for key, v in p.items()}
     on_store = {key: solver.Value(v) for key, v in w.items()}
     return int(round(solver.ObjectiveValue())), cp_bound, on_bin, on_store
