@@ -67,7 +67,9 @@ from .inputs import (
 from .placed import fewest_on, most_placed
 
 UNPLACED = "unplaced"
-COUNT_SHARE = 0.5  # of the time limit, at most, for proving the most VMs placed
+# of the time limit: at most for proving the most VMs placed, at most (with what that left)
+# for the fewest on yellow clusters, at least for the later positions
+COUNT_SHARE, YELLOW_SHARE, LATER_SHARE = 0.4, 0.2, 0.25
 MEANINGS = {"placed": "VMs left unplaced",
             "yellow": "VMs on yellow clusters",
             "avoid": "VMs on avoided clusters (anti-affinity excess, VM-host should-not)",
@@ -475,7 +477,8 @@ def solve_exact(s: VcdScenario, options: SolverOptions, hint: dict | None = None
     yellow = {c.name for c in s.clusters if c.health == "yellow"}
     spent = most.seconds
     if most.proven and yellow and positions(s.tunables)["yellow"] == 1:
-        left = None if limit is None else max(0.0, COUNT_SHARE * limit - spent)
+        left = None if limit is None else max(YELLOW_SHARE * limit,
+                                              (COUNT_SHARE + YELLOW_SHARE) * limit - spent)
         fewest = fewest_on(most, yellow, left, options.workers, options.seed)
         spent += fewest.seconds
         on_yellow = _held_yellow(s, data, yellow, fewest.value)
@@ -487,7 +490,7 @@ def solve_exact(s: VcdScenario, options: SolverOptions, hint: dict | None = None
             settled.append((1, fewest.value, fewest.bound, fewest.proven, fewest.seconds))
             held_data["scopes"] = {**data["scopes"], "yellow clusters": on_yellow[0]}
             held_data["constraints"] = [*held_data["constraints"], on_yellow[1]]
-    rest = None if limit is None else max(limit - spent, (1 - COUNT_SHARE) * limit / 2)
+    rest = None if limit is None else max(limit - spent, LATER_SHARE * limit)
     later = replace(options, time_limit=rest, plan=ObjectivePlan(first=len(settled)))
     held = placement_assignment(s, data, placement)
     ours = _solve(Instance.from_dict(held_data), later, held)
