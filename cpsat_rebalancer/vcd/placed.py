@@ -45,7 +45,7 @@ from .inputs import VcdScenario, allowed_places, current_place
 ROOM_SLACK = 1e-6  # a room is rounded down past this, in scaled units (float noise only)
 REDUCED = 1e-7  # a content enters the LP only when its reduced value is above this
 BOUND_SLACK = 1e-6  # the Lagrangian sum is floored only past this (its float rounding)
-SEARCH_NODES = 200_000  # depth-first nodes per priced bin before its bound is taken instead
+SEARCH_NODES = 50_000  # depth-first nodes per priced bin before its bound is taken instead
 COLUMNS_SECONDS = 60.0  # the search over the LP's columns, at most
 
 
@@ -202,12 +202,13 @@ def count_model(s: VcdScenario) -> CountModel | None:
 # ---------------------------------------------------------------- the configuration LP
 
 
-def _best_content(b: Bin, items: list[tuple[int, float, int, int, int]]
-                  ) -> tuple[float, dict[int, int], float]:
+def _best_content(b: Bin, items: list[tuple[int, float, int, int, int]],
+                  deadline: float = math.inf) -> tuple[float, dict[int, int], float]:
     """The most valuable content of ``b`` among ``items`` (type, value, CPU, memory, most),
-    by depth-first search: (value, counts, an upper bound on the best value, equal to the
-    value when the search completed). Types of one size are one group whose n-th VM is
-    worth the n-th best value among them (VM sizes come from a few flavours)."""
+    by depth-first search up to its node limit or ``deadline``: (value, counts, an upper
+    bound on the best value, equal to the value when the search completed). Types of one
+    size are one group whose n-th VM is worth the n-th best value among them (VM sizes come
+    from a few flavours)."""
     by_size: dict[tuple[int, int], list[tuple[float, int, int]]] = defaultdict(list)
     for k, value, cpu, memory, most in items:
         by_size[(cpu, memory)].append((value, k, most))
@@ -262,7 +263,8 @@ def _best_content(b: Bin, items: list[tuple[int, float, int, int, int]]
         if upper <= best[0] + 1e-12:
             return
         nodes += 1
-        if nodes > SEARCH_NODES:
+        if nodes > SEARCH_NODES or (nodes % 512 == 0 and time.monotonic() > deadline):
+            nodes = SEARCH_NODES + 1  # stopped: every branch left adds its bound
             cut = max(cut, upper)
             return
         c, m, units, _ = groups[k]
@@ -378,7 +380,7 @@ def placed_bound(model: CountModel, seconds: float, target: int | None = None,
                 t = types[k]
                 if value > 1e-12 and t.cpu <= b.cpu and t.memory <= b.memory:
                     items.append((k, value, t.cpu, t.memory, len(t.members)))
-            value, content, upper = _best_content(b, items)
+            value, content, upper = _best_content(b, items, deadline)
             total += upper
             if value - mu[j] > REDUCED and add(j, content):
                 added += 1
