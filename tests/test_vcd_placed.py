@@ -139,3 +139,23 @@ def test_optimal_chain_equals_brute_force(seed):
     assert result.status == OPTIMAL
     assert leximin_less(key(result.final_evaluation, positions), key(best, positions),
                         1e-9) == 0
+
+
+def test_an_infeasible_hint_proves_nothing():
+    """Every VM hinted onto one host: the count model starts from nothing placed instead,
+    and the chain still finds the brute-force most."""
+    s = tiny(1)
+    instance, feasible = feasible_placements(s)
+    least_unplaced = min(round(e.positions.get(0, 0.0)) for _, e in feasible)
+    data = build_model(s)
+    crowded = sorted(name for name in data["assignment"] if name != UNPLACED
+                     and not name.endswith("/"))[0]
+    hint = placement_assignment(s, data, {vm.name: None for vm in s.acted_on})
+    for vm in s.acted_on:
+        hint[UNPLACED].remove(vm.name)
+        hint[crowded].append(vm.name)
+    assert not evaluate(instance.problem, instance.model,
+                        instance.problem.assignment_array(hint, "hint")).feasible
+    _, _, result = solve_exact(s, OPTIONS, hint=hint)
+    assert result.buckets[0].status == OPTIMAL
+    assert round(result.final_evaluation.positions.get(0, 0.0)) == least_unplaced

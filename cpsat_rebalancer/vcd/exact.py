@@ -459,7 +459,10 @@ def solve_exact(s: VcdScenario, options: SolverOptions, hint: dict | None = None
     the count model (OPTIMAL when the bound is reached, else FEASIBLE with the bound)."""
     data = build_model(s)
     instance = Instance.from_dict(data)
-    start = assignment_placement(s, hint if hint is not None else data["assignment"])
+    given = hint if hint is not None else data["assignment"]
+    feasible = evaluate(instance.problem, instance.model,
+                        instance.problem.assignment_array(given, "hint")).feasible
+    start = assignment_placement(s, given) if feasible else {}  # the count model's start
     limit = options.time_limit
     most = None
     if options.plan.lexicographic and s.acted_on:
