@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -50,22 +50,26 @@ import numpy as np
 from ..api import solve_problem
 from ..compare import Entry, compare_assignment
 from ..errors import InputError
+from ..evaluate import evaluate
 from ..heuristics import Instance
-from ..result import OPTIMAL, SolveResult
+from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport, SolveResult
 from ..scenario import SolverOptions
+from ..solver_specs import ObjectivePlan
 from ..specs.common import REGISTRY
 from .engine import Decision, place
 from .inputs import (
     Tunables,
     VcdScenario,
     Vm,
-    cluster_reason,
-    datastore_reason,
-    host_candidates,
-    vm_reason,
+    allowed_places,
+    current_place,
 )
+from .placed import fewest_on, most_placed
 
 UNPLACED = "unplaced"
+# of the time limit: at most for proving the most VMs placed, at most (with what that left)
+# for the fewest on yellow clusters, at least for the later positions
+COUNT_SHARE, YELLOW_SHARE, LATER_SHARE = 0.4, 0.2, 0.25
 MEANINGS = {"placed": "VMs left unplaced",
             "yellow": "VMs on yellow clusters",
             "avoid": "VMs on avoided clusters (anti-affinity excess, VM-host should-not)",
@@ -101,9 +105,7 @@ def parse_slot(name: str) -> tuple[str, str, str | None]:
 def home(s: VcdScenario, vm: Vm) -> str:
     """The container of a VM's current placement (a host cluster's first host when the
     VM's host is not given)."""
-    cluster, datastore = vm.placement
-    hosts = s.cluster(cluster).hosts
-    return slot(cluster, vm.host or (hosts[0].name if hosts else None), datastore)
+    return slot(*current_place(s, vm))
 
 
 def _hard(spec: dict) -> dict:
@@ -185,15 +187,10 @@ def build_model(s: VcdScenario) -> dict[str, Any]:
 
     forbidden = {}
     for vm in s.acted_on:
-        if vm_reason(s, vm):
-            forbidden[vm.name] = frozenset(slot(*x) for x in slots)
-            continue
-        bad_clusters = {c.name for c in s.clusters if cluster_reason(s, vm, c)}
-        bad_stores = {d.name for d in s.datastores if datastore_reason(s, vm, d)}
-        good_hosts = {(c.name, h) for c in s.clusters for h in host_candidates(c, vm)}
-        forbidden[vm.name] = frozenset(
-            slot(c, h, d) for c, h, d in slots
-            if c in bad_clusters or d in bad_stores or (h is not None and (c, h) not in good_hosts))
+        allowed = allowed_places(s, vm)
+        pairs, stores = allowed if allowed is not None else (set(), set())
+        forbidden[vm.name] = frozenset(slot(c, h, d) for c, h, d in slots
+                                       if (c, h) not in pairs or d not in stores)
     for dim, containers in grouped("compat", forbidden):
         constraints.append(_hard(_zero_on(f"compatibility {dim}", dim, containers)))
 
@@ -322,17 +319,38 @@ def engine_assignment(s: VcdScenario, data: dict, decisions: list[Decision]
                       ) -> dict[str, list[str]]:
     """The engine's placement as an assignment of the exact model (reserved objects stay;
     a VM the engine could not place is unplaced)."""
+    return placement_assignment(s, data, {
+        d.vm: None if d.cluster is None else (d.cluster, d.datastore, d.host)
+        for d in decisions if d.outcome != "resident"})
+
+
+def placement_assignment(s: VcdScenario, data: dict,
+                         placement: dict[str, tuple[str, str, str | None] | None]
+                         ) -> dict[str, list[str]]:
+    """A placement of the VMs acted on (VM -> (cluster, datastore, host), None: unplaced)
+    as an assignment of the exact model; residents and reserved objects stay."""
     result: dict[str, list[str]] = {name: [] for name in data["assignment"]}
     for name, objects in data["assignment"].items():
         result[name] += [o for o in objects if o not in s.vm_index]
-    for d in decisions:
-        vm = s.vms[s.vm_index[d.vm]]
-        if d.outcome == "resident":
-            result[home(s, vm)].append(d.vm)
+    for vm in s.vms:
+        if vm.operation == "resident":
+            result[home(s, vm)].append(vm.name)
         else:
-            result[UNPLACED if d.cluster is None else slot(d.cluster, d.host, d.datastore)
-                   ].append(d.vm)
+            where = placement.get(vm.name)
+            result[UNPLACED if where is None else slot(where[0], where[2], where[1])
+                   ].append(vm.name)
     return result
+
+
+def assignment_placement(s: VcdScenario, assignment: dict[str, list[str]]
+                         ) -> dict[str, tuple[str, str, str | None] | None]:
+    """The placement of the VMs acted on in an assignment of the exact model."""
+    out: dict[str, tuple[str, str, str | None] | None] = {}
+    for name, objects in assignment.items():
+        for o in objects:
+            if o in s.vm_index and s.vms[s.vm_index[o]].operation != "resident":
+                out[o] = None if name == UNPLACED else parse_slot(name)
+    return out
 
 
 def placement_of(s: VcdScenario, problem, final: np.ndarray
@@ -431,11 +449,94 @@ class VcdComparison:
 
 def solve_exact(s: VcdScenario, options: SolverOptions, hint: dict | None = None
                 ) -> tuple[dict, Instance, SolveResult]:
-    """Build and solve the exact model; ``hint`` (an assignment) is where the search starts."""
+    """Build and solve the exact model; ``hint`` (an assignment) is where the search starts.
+
+    The most VMs placed (position 0) is proven first on the count model of
+    :mod:`.placed` (a share of the time limit), and then, when yellow clusters come at
+    position 1, the fewest VMs on them with that many placed. The general solver then
+    optimizes the later positions from that placement with each position settled there
+    held at its value (hard constraints), and its result gets those positions' reports from
+    the count model (OPTIMAL when the bound is reached, else FEASIBLE with the bound)."""
     data = build_model(s)
     instance = Instance.from_dict(data)
+    given = hint if hint is not None else data["assignment"]
+    feasible = evaluate(instance.problem, instance.model,
+                        instance.problem.assignment_array(given, "hint")).feasible
+    start = assignment_placement(s, given) if feasible else {}  # the count model's start
+    limit = options.time_limit
+    most = None
+    if options.plan.lexicographic and s.acted_on:
+        most = most_placed(s, start, None if limit is None else COUNT_SHARE * limit,
+                           options.workers, options.seed)
+    if most is None:
+        return data, instance, _solve(instance, options, hint)
+    decided = len(s.acted_on)
+    placement, settled = most.placement, [(0, decided - most.placed, decided - most.bound,
+                                           most.proven, most.seconds)]
+    held_data = dict(data, constraints=[*data["constraints"], _hard({"capacitySpec": {
+        "name": "VMs left unplaced: at most the count found", "scope": "", "dimension": "vm",
+        "limit": {"type": "ABSOLUTE", "isDefaultLimitUnbounded": True,
+                  "scopeItemLimits": {UNPLACED: decided - most.placed}}}})])
+    yellow = {c.name for c in s.clusters if c.health == "yellow"}
+    spent = most.seconds
+    if most.proven and yellow and positions(s.tunables)["yellow"] == 1:
+        left = None if limit is None else max(YELLOW_SHARE * limit,
+                                              (COUNT_SHARE + YELLOW_SHARE) * limit - spent)
+        fewest = fewest_on(most, yellow, left, options.workers, options.seed)
+        spent += fewest.seconds
+        on_yellow = _held_yellow(s, data, yellow, fewest.value)
+        checked = evaluate(instance.problem, instance.model, instance.problem.assignment_array(
+            placement_assignment(s, data, fewest.placement), "count model placement"))
+        # the count is the evaluator's value of position 1 (a guard on the mapping)
+        if abs(checked.positions.get(1, 0.0) - fewest.value) <= 1e-9 and checked.feasible:
+            placement = fewest.placement
+            settled.append((1, fewest.value, fewest.bound, fewest.proven, fewest.seconds))
+            held_data["scopes"] = {**data["scopes"], "yellow clusters": on_yellow[0]}
+            held_data["constraints"] = [*held_data["constraints"], on_yellow[1]]
+    rest = None if limit is None else max(limit - spent, LATER_SHARE * limit)
+    later = replace(options, time_limit=rest, plan=ObjectivePlan(first=len(settled)))
+    held = placement_assignment(s, data, placement)
+    ours = _solve(Instance.from_dict(held_data), later, held)
+    if ours.status == INFEASIBLE:
+        return data, instance, ours
+    if ours.status == NO_SOLUTION:  # no time left to take the hint in: the placement stands
+        kept = instance.problem.assignment_array(held, "count model placement")
+        evaluation = evaluate(instance.problem, instance.model, kept)
+        if not evaluation.feasible:
+            return data, instance, ours
+        ours = replace(ours, final=kept, termination="time_limit", buckets=[
+            BucketReport(p, FEASIBLE, "time_limit", value, None, None, None, None, 0.0, 0.0)
+            for p, value in sorted(evaluation.positions.items()) if p >= len(settled)])
+    final = evaluate(instance.problem, instance.model, ours.final)
+    reports = []
+    for position, _, bound, proven, seconds in settled:
+        value = final.positions.get(position, 0.0)
+        reports.append(BucketReport(
+            position, OPTIMAL if proven else FEASIBLE, "optimal" if proven else "time_limit",
+            value, value, float(bound), value - bound,
+            (value - bound) / value if value else 0.0, 0.0, seconds))
+    buckets = [*reports, *[b for b in ours.buckets if b.position >= len(settled)]]
+    status = OPTIMAL if all(b.status == OPTIMAL for b in buckets) else FEASIBLE
+    return data, instance, replace(
+        ours, status=status, buckets=buckets, final_evaluation=final,
+        initial_evaluation=evaluate(instance.problem, instance.model, instance.problem.initial),
+        seconds=ours.seconds + spent)
+
+
+def _held_yellow(s: VcdScenario, data: dict, yellow: set[str], count: int
+                 ) -> tuple[dict[str, str], dict]:
+    """A scope of one item holding every container on a yellow cluster, and the hard rule
+    that the VMs acted on there are at most ``count``."""
+    scope = {name: "yellow" for name in data["assignment"]
+             if name != UNPLACED and not name.endswith("/") and parse_slot(name)[0] in yellow}
+    return scope, _hard({"capacitySpec": {
+        "name": "VMs on yellow clusters: at most the count found", "scope": "yellow clusters",
+        "dimension": "acted", "limit": {"type": "ABSOLUTE", "globalLimit": count}}})
+
+
+def _solve(instance: Instance, options: SolverOptions, hint: dict | None) -> SolveResult:
     start = None if hint is None else instance.problem.assignment_array(hint, "hint")
-    return data, instance, solve_problem(instance.problem, instance.model, options, hint=start)
+    return solve_problem(instance.problem, instance.model, options, hint=start)
 
 
 def compare_vcd(s: VcdScenario, options: SolverOptions) -> VcdComparison:

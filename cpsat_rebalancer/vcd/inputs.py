@@ -665,3 +665,24 @@ def vm_reason(scenario: VcdScenario, vm: Vm) -> str | None:
     if scenario.network_pool(vm.network) is None:
         return f"no network pool offers network '{vm.network}'"
     return None
+
+
+def allowed_places(scenario: VcdScenario, vm: Vm
+                   ) -> tuple[set[tuple[str, str | None]], set[str]] | None:
+    """Where the order-independent filters let ``vm`` go: the (cluster, host) pairs (host
+    None for a cluster not modelled host by host) and the datastores; a place is allowed
+    when both its pair and its datastore are. None: nowhere (see :func:`vm_reason`)."""
+    if vm_reason(scenario, vm):
+        return None
+    pairs = {(c.name, h) for c in scenario.clusters if not cluster_reason(scenario, vm, c)
+             for h in (host_candidates(c, vm) if c.hosts else [None])}
+    stores = {d.name for d in scenario.datastores if not datastore_reason(scenario, vm, d)}
+    return pairs, stores
+
+
+def current_place(scenario: VcdScenario, vm: Vm) -> tuple[str, str | None, str]:
+    """(cluster, host, datastore) of a placed VM: a host cluster's first host when the VM's
+    host is not given, None for a cluster not modelled host by host."""
+    cluster, datastore = vm.placement
+    hosts = scenario.cluster(cluster).hosts
+    return cluster, vm.host or (hosts[0].name if hosts else None), datastore
