@@ -107,6 +107,8 @@ class CpBuilder(Utilizations):
         var_class, var_cont, variables, uppers = [], [], [], []
         self.class_vars: list[list[int]] = []
         for k, members in enumerate(self.classes.members):
+            if k % 64 == 0:  # objects of distinct sizes are a class each: millions of counts
+                self.check_time()
             size = len(members)
             home = self.classes.home[k]
             if size == 1 and int(members[0]) in fixed:
