@@ -169,3 +169,28 @@ def test_the_count_variables_stop_when_their_pace_cannot_end_in_time() -> None:
     builder._check_pace(started, 100, 200)  # the rest take as long again: it goes on
     builder.deadline = None
     builder._check_pace(started, 100, 10**7)  # no limit: it always goes on
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_colocate_groups_polls_the_deadline_per_group(continuous: bool,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """ColocateGroups builds a presence literal per group and scope item (and with the
+    continuous penalty, a square per group and item): at 2000 x 100 with distinct sizes that
+    took 60 s past a 60 s limit. It polls the deadline once per group in each of them."""
+    from cpsat_rebalancer.cpsat.builder import CpBuilder
+
+    data = distinct_sizes(12, 4)
+    data["partitions"] = {"p": {f"g{i}": [f"t{o}" for o in range(i, 12, 3)] for i in range(3)}}
+    data["goals"] = [{"spec": {"colocateGroupsSpec": {
+        "scope": "container", "partitionName": "p",
+        "useContinuousPenaltyWithOptimal": continuous}}}]
+    scenario = parse_scenario(data)
+    builder = CpBuilder(scenario.problem)
+    polls = []
+    monkeypatch.setattr(builder, "check_time", lambda: polls.append(1))
+    scenario.model.goals[0].spec.compile_goal(builder)
+    assert len(polls) >= (6 if continuous else 3)
+    builder.deadline = time.monotonic()
+    monkeypatch.undo()
+    with pytest.raises(OutOfTime):
+        scenario.model.goals[0].spec.compile_goal(builder)
