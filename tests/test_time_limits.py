@@ -128,3 +128,69 @@ def test_compiling_a_capacity_rule_builds_its_utilizations_once(
     scenario = parse_scenario(drain_shape(400, 60))
     compile_model(scenario.problem, scenario.model)
     assert 0 < len(calls) < 10  # a few specs and definitions, against 60 hosts
+
+
+def distinct_sizes(objects: int, hosts: int) -> dict:
+    """Objects of pairwise distinct sizes (each its own class: a count per object and
+    host) under a LINEAR balance."""
+    names = [f"h{i}" for i in range(hosts)]
+    sizes = {f"t{o}": 1.0 + o / objects for o in range(objects)}
+    return {"assignment": {h: [t for o, t in enumerate(sizes) if o % hosts == i]
+                           for i, h in enumerate(names)},
+            "objectDimensions": {"cpu": sizes},
+            "containerDimensions": {"cpu": dict.fromkeys(names, 2.0 * objects / hosts)},
+            "goals": [{"spec": {"balanceSpec": {"dimension": "cpu"}}}]}
+
+
+def test_the_count_variables_stop_at_the_deadline() -> None:
+    """Objects of distinct sizes are a class each, so the counts alone are objects x
+    containers variables (5 M at 10,000 x 500, minutes to create): their build polls the
+    deadline, and a limit that ends there returns the start."""
+    from cpsat_rebalancer.cpsat.builder import CpBuilder
+
+    problem = parse_scenario(distinct_sizes(300, 20)).problem
+    assert len(CpBuilder(problem).classes.members) == 300
+    with pytest.raises(OutOfTime):
+        CpBuilder(problem, deadline=time.monotonic())
+
+
+def test_the_count_variables_stop_when_their_pace_cannot_end_in_time() -> None:
+    """At the pace of the variables built so far, a build that cannot end before the
+    deadline stops now (creating, then freeing, millions of variables would overrun the
+    limit by seconds), and one that can goes on."""
+    from cpsat_rebalancer.cpsat.builder import PACE_AFTER, CpBuilder
+
+    builder = CpBuilder(parse_scenario(distinct_sizes(30, 3)).problem)
+    now = time.monotonic()
+    builder.deadline = now + 1000.0
+    started = now - 2 * PACE_AFTER  # 100 variables in that time: the rest take 1e5 x longer
+    with pytest.raises(OutOfTime):
+        builder._check_pace(started, 100, 10**7)
+    builder._check_pace(started, 100, 200)  # the rest take as long again: it goes on
+    builder.deadline = None
+    builder._check_pace(started, 100, 10**7)  # no limit: it always goes on
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_colocate_groups_polls_the_deadline_per_group(continuous: bool,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """ColocateGroups builds a presence literal per group and scope item (and with the
+    continuous penalty, a square per group and item): at 2000 x 100 with distinct sizes that
+    took 60 s past a 60 s limit. It polls the deadline once per group in each of them."""
+    from cpsat_rebalancer.cpsat.builder import CpBuilder
+
+    data = distinct_sizes(12, 4)
+    data["partitions"] = {"p": {f"g{i}": [f"t{o}" for o in range(i, 12, 3)] for i in range(3)}}
+    data["goals"] = [{"spec": {"colocateGroupsSpec": {
+        "scope": "container", "partitionName": "p",
+        "useContinuousPenaltyWithOptimal": continuous}}}]
+    scenario = parse_scenario(data)
+    builder = CpBuilder(scenario.problem)
+    polls = []
+    monkeypatch.setattr(builder, "check_time", lambda: polls.append(1))
+    scenario.model.goals[0].spec.compile_goal(builder)
+    assert len(polls) >= (6 if continuous else 3)
+    builder.deadline = time.monotonic()
+    monkeypatch.undo()
+    with pytest.raises(OutOfTime):
+        scenario.model.goals[0].spec.compile_goal(builder)

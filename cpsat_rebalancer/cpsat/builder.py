@@ -25,6 +25,10 @@ from ..problem import Problem
 from .classes import item_groups, laminar_chain, object_classes
 from .utilization import Utilizations
 
+# seconds of building count variables after which their pace predicts the rest (sooner, the
+# interpreter's warm-up and a busy machine's pauses mislead it)
+PACE_AFTER = 0.5
+
 
 def hint_first(cp: cp_model.CpModel, values: list[int] | None) -> None:
     """Replace the hints by ``values`` for the model's first variables (None: no hint),
@@ -98,6 +102,16 @@ class CpBuilder(Utilizations):
         if self.deadline is not None and time.monotonic() >= self.deadline:
             raise OutOfTime
 
+    def _check_pace(self, started: float, built: int, total: int) -> None:
+        """OutOfTime when, at the pace of the first ``built`` of about ``total`` variables,
+        the rest cannot be created before the deadline."""
+        if self.deadline is None or built == 0:
+            return
+        now = time.monotonic()
+        if now - started >= PACE_AFTER and (now - started) * (total - built) / built > (
+                self.deadline - now):
+            raise OutOfTime
+
     # ---- variables ----
     def _build_counts(self, fixed: frozenset[int], non_accepting: frozenset[int]) -> None:
         """A count per (class, allowed container); non-accepting containers take no more of a
@@ -107,7 +121,15 @@ class CpBuilder(Utilizations):
         accepting[list(non_accepting)] = False
         var_class, var_cont, variables, uppers = [], [], [], []
         self.class_vars: list[list[int]] = []
+        # objects of distinct sizes are a class each: at 10,000 x 500 that is 5 M counts, whose
+        # creation alone takes minutes (and freeing them, seconds): the build stops at the
+        # deadline, or as soon as its pace shows it cannot end before it
+        total = len(self.classes.members) * max(int(accepting.sum()), 1)
+        started = time.monotonic()
         for k, members in enumerate(self.classes.members):
+            if k % 64 == 0:
+                self.check_time()
+                self._check_pace(started, len(variables), total)
             size = len(members)
             home = self.classes.home[k]
             if size == 1 and int(members[0]) in fixed:

@@ -185,6 +185,7 @@ class ColocateGroupsSpec(Spec):
         weights = [to_fraction(float(w)) for w in self.item_weights]
         forms = []
         for members, limit in zip(self.members, self.limits):
+            b.check_time()  # groups x items presence literals: minutes on a large model
             utils = b.group_util(self.scope, self.dimension, "AFTER", members)
             present = []
             for w, item in zip(weights, self.items):
@@ -241,6 +242,7 @@ class ColocateGroupsSpec(Spec):
         expression W_g·Y_g in a constraint)."""
         if b.bounds(switch)[1] <= 0:
             return Lin()
+        b.check_time()  # once per group, as the presence literals
         scale = b.scale(self.dimension)
         mass = Fraction(int(scale.values[self.members[g]].sum()), scale.factor)
         utils = b.group_util(self.scope, self.dimension, "AFTER", self.members[g])
