@@ -137,6 +137,9 @@ class ExclusiveScopeItemsSpec(Spec):
         return cls(name, scope, dimension, [c for c in conflicts if c.others], groups, members,
                    formula, neighbours, overlaps, weights)
 
+    def reads_groups(self) -> bool:
+        return True
+
     def reads_initial(self) -> bool:
         return False
 

@@ -147,6 +147,9 @@ class GroupDiversitySpec(Spec):
                    group_of(problem, members, f.at("partition")),
                    items[finite], limits[finite], maximum)
 
+    def reads_groups(self) -> bool:
+        return True
+
     def reads_initial(self) -> bool:
         return False
 
