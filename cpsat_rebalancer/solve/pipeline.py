@@ -92,10 +92,12 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
                                          seconds=options.time_limit, deadline=deadline,
                                          leximin=not options.plan.blended,
                                          scalar_positions=frozenset(options.plan.allowances))
-    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM, as the CLI maps it) while compiling
-        return fallback or stopped_at_start(problem, initial, started, "interrupted")
-    except OutOfTime:
-        return fallback or stopped_at_start(problem, initial, started, "time_limit")
+    except (KeyboardInterrupt, OutOfTime) as stop:  # Ctrl-C (or SIGTERM) while compiling
+        termination = "time_limit" if isinstance(stop, OutOfTime) else "interrupted"
+        if fallback is None:
+            return stopped_at_start(problem, initial, started, termination)
+        fallback.seconds = time.monotonic() - started
+        return fallback
     session = Session(builder, model, options, started, budget, progress)
     early = None
     try:

@@ -138,7 +138,12 @@ class ExclusiveScopeItemsSpec(Spec):
                    formula, neighbours, overlaps, weights)
 
     def reads_groups(self) -> bool:
-        return True
+        return self.members is not None
+
+    @property
+    def nonnegative(self) -> bool:  # type: ignore[override]
+        """AGGRESSIVE_PACKING rewards packing: its value is at most 0."""
+        return self.formula != "AGGRESSIVE_PACKING"
 
     def reads_initial(self) -> bool:
         return False
