@@ -8,11 +8,12 @@ is proven at every position and an assignment keeps the whole model's hard rules
 same values there (the terms left out at 0), that assignment is optimal: each position meets
 the relaxation's bound, which holds once the positions before it are at their optima.
 
-The lift swaps objects alike in every dimension (and named by no spec): every spec the
-relaxation kept sees the same counts and the same stays, so only the specs left out change.
-It spreads the objects that move over the partition groups and, where they land, over the
-scope items; the evaluator judges the result, so a lift that fails costs time, never
-exactness.
+The lift swaps objects alike for the specs kept (the dimensions they read; named by no
+spec): every spec the relaxation kept sees the same counts and the same stays, so only the
+specs left out change. It spreads the objects that move over the partition groups and, where
+they land, over the scope items; the evaluator judges the result, so a lift that fails costs
+time, never exactness. Where the relaxation's answer is no optimum of the whole model, the
+lift is the whole model's start and the bounds it proves stay.
 """
 
 from __future__ import annotations
