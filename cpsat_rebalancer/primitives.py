@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 TOLERANCE = 1e-10  # Rebalancer's absolute tolerance in comparisons (step, "initially broken")
 
 # sizes and capacities above this cannot be modelled exactly (CP-SAT's integers are 64-bit,
@@ -20,3 +22,14 @@ class Restrictions:
 
     fixed_objects: frozenset[int] = frozenset()
     non_accepting: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class MoveBudget:
+    """A hard rule on moves that any model of the assignment can state: of ``members``, those
+    that end outside their initial containers weigh at most ``limit`` together (member i
+    weighs ``weights[i]``), up to TOLERANCE."""
+
+    members: np.ndarray  # object indices
+    weights: np.ndarray  # per member, >= 0
+    limit: float

@@ -40,6 +40,9 @@ def hint_first(cp: cp_model.CpModel, values: list[int] | None) -> None:
 
 
 
+CLASSES_PER_TIME_CHECK = 64  # classes whose counts are built between two looks at the clock
+
+
 class TargetProbe(NamedTuple):
     """A goal held at one level of its cost. ``gate``, in the model, is true iff the goal is
     at most the level. ``reduced`` is the assignment cut down to the (container, object)
@@ -90,11 +93,18 @@ class CpBuilder(Utilizations):
         # count, so the same limit always builds the same model); None: no limit
         self.seconds = seconds
         self.deadline = deadline  # time.monotonic() at which the solve's time limit ends
+        self.compiled = False  # set once compile_model has built the model
         self.container_classes: list[np.ndarray] = []
         self.symmetry: object | None = None  # literal enforcing the container order
         self._class_rank = np.zeros(0, dtype=np.int64)  # cache of class_rank()
         self._order_dim = ""
         self._build_counts(fixed, non_accepting)
+
+    def check_build_time(self) -> None:
+        """``check_time`` while the model is being compiled (``compiled`` not yet set): the
+        pieces built after it, by the stages, have their own time checks."""
+        if not self.compiled:
+            self.check_time()
 
     def check_time(self) -> None:
         """Stop building (OutOfTime) once the solve's time limit has passed: on a large model
@@ -127,8 +137,8 @@ class CpBuilder(Utilizations):
         total = len(self.classes.members) * max(int(accepting.sum()), 1)
         started = time.monotonic()
         for k, members in enumerate(self.classes.members):
-            if k % 64 == 0:
-                self.check_time()
+            if k % CLASSES_PER_TIME_CHECK == 0:  # thousands of classes take seconds
+                self.check_build_time()
                 self._check_pace(started, len(variables), total)
             size = len(members)
             home = self.classes.home[k]

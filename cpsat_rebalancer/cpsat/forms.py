@@ -32,6 +32,9 @@ COARSE_ROUNDING = 1e-6
 WELL_SCALED = 2**20
 
 
+ATOMS_PER_TIME_CHECK = 1024  # atoms built between two looks at the clock
+
+
 @dataclass
 class Atom:
     expr: object  # CP-SAT integer expression (IntVar, LinearExpr or int)
@@ -88,8 +91,14 @@ class IntegerForms:
 
     def new_atom(self, expr: object, lo: int, hi: int, initial: int | None = None,
                  bounding: bool = False) -> int:
+        if len(self.atoms) % ATOMS_PER_TIME_CHECK == 0:  # one spec's forms can take long
+            self.check_build_time()
         self.atoms.append(Atom(expr, int(lo), int(hi), initial, bounding))
         return len(self.atoms) - 1
+
+    def check_build_time(self) -> None:
+        """Stop compiling the model past the solve's deadline (the builder has one; forms
+        alone do not)."""
 
     def minimization_only(self, lin: Lin) -> bool:
         """Whether ``lin`` involves a variable that only bounds its value from above (excess,

@@ -39,8 +39,9 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     # alone are costly); if not, a movement bucket first raises that floor over the loads
     floor = implied_floor(builder, form, session.moved_floor)
     moves_here = builder.accelerate and session.moves_at(bucket.position)
+    # (or at the form's lowest value: a start that breaks no rule of a penalty goal)
     held = (session.held_value(bucket.members, form.factor, error)
-            if session.values is not None and (floor > form.lo or moves_here) else None)
+            if session.values is not None else None)
     if (moves_here and (held is None or held > floor) and not session.interrupted
             and (budget is not None or session.deterministic)):
         # not without a time limit, where the bucket's own search proves its optimum
@@ -58,10 +59,10 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         if held is not None and held > floor and session.values is not None:
             held = configurations_floor(session, bucket, form, error, held, budget)
             floor = implied_floor(builder, form, session.moved_floor)
-    if held is not None and form.lo < floor and held <= floor:
+    if held is not None and held <= max(floor, form.lo):
         return freeze(session, bucket, form, cp_model.OPTIMAL, held,
                        float(Fraction(held) / form.factor),
-                       float(Fraction(floor) / form.factor), error)
+                       float(Fraction(max(floor, form.lo)) / form.factor), error)
     repaired, relaxed_floor = None, form.lo
     if builder.accelerate and bucket.terms:
         try:

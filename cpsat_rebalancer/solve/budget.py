@@ -46,6 +46,10 @@ class Budget:
     early_search_seconds: float = 5.0  # and at most this long
     early_search_passes: float = 0.25  # skipped unless this much of a pass of single moves
     # (every object to every container, one evaluation each) fits in its time
+    # a model with specs that read partition groups (solve.coarse)
+    # of the time limit, at most, for the coarse relaxation (what it leaves flows on to the
+    # whole model, which it makes many times larger)
+    coarse_share: float = 0.8
     # an infeasible model
     explain_seconds: float = 20.0  # at most, to name the conflicting constraints
 

@@ -188,6 +188,7 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
         # a negative weight turns an under-estimate into an over-estimate
         target.over += (over if entry.weight >= 0 else error) * abs(entry.weight)
     check_buckets(builder, buckets, owners)
+    builder.compiled = True
     return builder, dict(sorted(buckets.items()))
 
 

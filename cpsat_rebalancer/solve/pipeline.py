@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TypeVar
 
 import numpy as np
@@ -17,6 +18,7 @@ from ..problem import Problem
 from ..progress import Progress, ProgressEvent
 from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport, SolveResult
 from ..scenario import Model, SolverOptions
+from . import coarse
 from .accelerate import local_search
 from .bucket import solve_bucket
 from .budget import DEFAULT_BUDGET, Budget
@@ -62,16 +64,40 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     initial, came = settled(lambda: evaluate(problem, model, problem.initial))
     if came:  # Ctrl-C before any search: the initial assignment, as it is
         return stopped_at_start(problem, initial, started, "interrupted")
+    relaxed = coarse.relaxation(problem, model, options) if accelerate and aggregate else None
+    fallback = None  # the relaxation's answer lifted, with the bounds it proves
+    if relaxed is not None:
+        progress.phase("coarse relaxation")
+        limit = options.time_limit
+        relaxed_options = replace(options, time_limit=None if limit is None
+                                  else budget.coarse_share * limit)
+        relaxed_result = _solve(relaxed.problem, relaxed.model, relaxed_options, aggregate,
+                                hint, accelerate, budget, progress)
+        if relaxed_result.termination == "interrupted":
+            return stopped_at_start(problem, initial, started, "interrupted")
+        progress.phase("lift")
+        fallback = coarse.lifted(problem, model, relaxed_result, initial,
+                                 time.monotonic() - started)
+        if fallback is not None:
+            check_result(fallback.final_evaluation, fallback.buckets)
+            if fallback.status == OPTIMAL:
+                return fallback
+            if hint is None or local_search.better(
+                    local_search.tuple_key(fallback.final_evaluation),
+                    local_search.tuple_key(evaluate(problem, model, hint))):
+                hint = fallback.final
     try:
         progress.phase("compile")
         builder, buckets = compile_model(problem, model, aggregate, accelerate=accelerate,
                                          seconds=options.time_limit, deadline=deadline,
                                          leximin=not options.plan.blended,
                                          scalar_positions=frozenset(options.plan.allowances))
-    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM, as the CLI maps it) while compiling
-        return stopped_at_start(problem, initial, started, "interrupted")
-    except OutOfTime:
-        return stopped_at_start(problem, initial, started, "time_limit")
+    except (KeyboardInterrupt, OutOfTime) as stop:  # Ctrl-C (or SIGTERM) while compiling
+        termination = "time_limit" if isinstance(stop, OutOfTime) else "interrupted"
+        if fallback is None:
+            return stopped_at_start(problem, initial, started, termination)
+        fallback.seconds = time.monotonic() - started
+        return fallback
     session = Session(builder, model, options, started, budget, progress)
     early = None
     try:
@@ -129,6 +155,8 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
         check_result(final_eval, reports)
         for report in reports:
             settle(report, buckets[report.position])
+        if fallback is not None:
+            coarse.merge_bounds(reports, fallback.buckets)
     name_work_limits(session, reports)
     stop = "work_limit" if stop == "time_limit" and session.out_of_work() else stop
     status = overall_status(reports, stop, infeasible, not held)
@@ -141,6 +169,11 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
                                (r.termination for r in reports
                                 if r.termination in ("approximated", "work_limit")),
                                "time_limit"))
+    if (fallback is not None and held and not infeasible
+            and local_search.better(local_search.tuple_key(fallback.final_evaluation),
+                                    local_search.tuple_key(final_eval))):
+        fallback.seconds = time.monotonic() - started
+        return fallback  # the whole model's search ended behind the relaxation's lift
     return SolveResult(problem, status, termination, final, initial, final_eval, reports,
                        time.monotonic() - started, dict(builder.errors), conflict,
                        classes=len(builder.classes.members))

@@ -119,6 +119,9 @@ class CapacitySpec(Spec):
         return roles_by_item(self.scope, {int(i): (float(t), float(n)) for i, t, n in zip(
             self.items, self.thresholds, self.norm)})
 
+    def reads_groups(self) -> bool:
+        return self.utilization_bound is not None
+
     def reads_initial(self) -> bool:
         return self.definition != "AFTER"
 

@@ -243,6 +243,9 @@ class CapacityWithGroupPresenceSpec(Spec):
                    inside[counted], kept_main, main_of_item, presence, multipliers,
                    infos_at, limits)
 
+    def reads_groups(self) -> bool:
+        return True
+
     def reads_initial(self) -> bool:
         return False
 

@@ -172,6 +172,9 @@ class ColocateGroupsSpec(Spec):
                 if self.masses[g] > 0 else Lin()
                 for g, (info, w) in enumerate(zip(infos, self.group_weights))]
 
+    def reads_groups(self) -> bool:
+        return True
+
     def info_labels(self, problem: Problem) -> list[str]:
         return [f"group {group} spread" for group in self.groups]
 

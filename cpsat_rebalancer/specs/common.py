@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import InputError, did_you_mean
 from ..fields import Fields, check_number
-from ..primitives import Restrictions
+from ..primitives import MoveBudget, Restrictions
 from ..problem import OUT_OF_SCOPE, Problem, Scope
 
 if TYPE_CHECKING:
@@ -157,6 +157,19 @@ class Spec:
         """Whether the goal value is linear in the assignment (no excess, step or power), so
         that a negative weight, which maximizes it, is still modelled exactly."""
         return False
+
+    def reads_groups(self) -> bool:
+        """Whether the value depends on the partition groups objects are in (not only on
+        their dimensions): such a spec tells identical objects of different groups apart.
+        The coarse relaxation (solve/coarse.py) leaves these specs out, so every spec that
+        reads a partition must say so (tests/test_coarse.py checks the registry)."""
+        return False
+
+    def move_budgets(self, problem: Problem) -> list[MoveBudget]:
+        """Hard limits this spec (as a HARD constraint) puts on how much of a set of objects
+        may move, stated apart from its groups: the coarse relaxation keeps them when it
+        leaves the spec out. Only a spec whose rule is exactly such budgets returns any."""
+        return []
 
     def prefers_staying(self) -> bool:
         """True when this spec never gains from fewer objects staying where they were (it

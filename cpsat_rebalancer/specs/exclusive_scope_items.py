@@ -135,6 +135,14 @@ class ExclusiveScopeItemsSpec(Spec):
         return cls(name, scope, dimension, [c for c in conflicts if c.others], groups, members,
                    formula, neighbours, overlaps, weights)
 
+    def reads_groups(self) -> bool:
+        return self.members is not None
+
+    @property
+    def nonnegative(self) -> bool:  # type: ignore[override]
+        """AGGRESSIVE_PACKING rewards packing: its value is at most 0."""
+        return self.formula != "AGGRESSIVE_PACKING"
+
     def reads_initial(self) -> bool:
         return False
 

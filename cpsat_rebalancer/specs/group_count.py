@@ -173,6 +173,9 @@ class GroupCountSpec(Spec):
         """Per (item position, group): the limit of the compact form."""
         return _times(self.raw_compact, self.weights) if self.relative else self.raw_compact
 
+    def reads_groups(self) -> bool:
+        return True
+
     def prefers_staying(self) -> bool:
         """AFTER ignores staying; MAX on DURING penalizes moving out (DURING grows as STAYED
         shrinks) and MIN on STAYED rewards staying; anything else may gain from a swap."""

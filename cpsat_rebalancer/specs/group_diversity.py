@@ -148,6 +148,9 @@ class GroupDiversitySpec(Spec):
         members = list(partition.values())
         return cls(name, scope, dimension, members, items[finite], limits[finite], maximum)
 
+    def reads_groups(self) -> bool:
+        return True
+
     def reads_initial(self) -> bool:
         return False
 

@@ -24,7 +24,7 @@ from ..cpsat.forms import Info
 from ..cpsat.linear import Lin, to_fraction
 from ..errors import InputError
 from ..fields import Fields
-from ..primitives import TOLERANCE, Restrictions
+from ..primitives import TOLERANCE, MoveBudget, Restrictions
 from ..problem import Problem
 from .common import (
     GroupLimit,
@@ -117,6 +117,17 @@ class GroupMoveLimitSpec(Spec):
         fixed = [obj for objects, limit in zip(self.members, self.limits)
                  if limit <= TOLERANCE for obj in objects.tolist()]
         return Restrictions(fixed_objects=frozenset(fixed))
+
+    def reads_groups(self) -> bool:
+        return True
+
+    def move_budgets(self, problem: Problem) -> list[MoveBudget]:
+        """Each group's limit, when every move counts at the object's one size."""
+        if self.filtered or self.dynamic:
+            return []
+        values = problem.object_dims[self.dimension]
+        return [MoveBudget(members, values[members], float(limit))
+                for members, limit in zip(self.members, self.limits)]
 
     def container_roles(self, problem: Problem) -> list[Hashable] | None:
         if self.dynamic:
