@@ -23,7 +23,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from .errors import InputError, InternalError
-from .gpu_sharing import MILLI, NODE_COLUMNS, POD_COLUMNS, read_rows, trace_scenario
+from .gpu_sharing import MILLI, NODE_COLUMNS, POD_COLUMNS, read_rows, slot, trace_scenario
 from .heuristics import Instance
 from .heuristics.gpushare import GpuSharePolicy, Pod
 from .kubernetes import UNPLACED
@@ -221,7 +221,7 @@ def check_placement(nodes: list[Node], pods: list[TracePod], placement: Placemen
         node = nodes[n]
         cpu[n] += pod.cpu
         memory[n] += pod.memory
-        if pod.count and not pod.accepts(node.model):
+        if not pod.accepts(node.model):
             problems.append(f"{pod.name}: GPU model {node.model} not in {pod.spec}")
         if len(set(gpus)) != pod.count or len(gpus) != pod.count or \
                 any(not 0 <= g < node.gpus for g in gpus):
@@ -236,6 +236,37 @@ def check_placement(nodes: list[Node], pods: list[TracePod], placement: Placemen
     problems += [f"{nodes[n].name} GPU {g}: {milli} milli" for (n, g), milli in used.items()
                  if milli > MILLI]
     return problems
+
+
+def physical_assignment(nodes: list[Node], pods: list[TracePod], placement: Placement
+                        ) -> dict[str, list[str]]:
+    """The placement as an assignment of :func:`gpu_sharing.physical_gpus` of
+    :func:`scenario_of` (so the project's evaluator can judge it): a GPU pod in the slot
+    of its first GPU, the GPUs of each node renumbered so every pod's whole GPUs are
+    consecutive (GPUs of a node are alike); a pod without GPUs on the node itself."""
+    assignment: dict[str, list[str]] = {UNPLACED: []}
+    for n in nodes:
+        assignment[n.name] = []
+        assignment.update({slot(n.name, g): [] for g in range(n.gpus)})
+    renumbered: dict[int, dict[int, int]] = {}
+    held = sorted(range(len(pods)), key=lambda i: -len(placement.gpus[i]))
+    for i in held:  # whole GPUs first, each pod's in a block
+        n = int(placement.node[i])
+        if n < 0 or not placement.gpus[i]:
+            continue
+        numbers = renumbered.setdefault(n, {})
+        for g in placement.gpus[i]:
+            numbers.setdefault(g, len(numbers))
+    for i, pod in enumerate(pods):
+        n = int(placement.node[i])
+        if n < 0:
+            assignment[UNPLACED].append(pod.name)
+        elif not placement.gpus[i]:
+            assignment[nodes[n].name].append(pod.name)
+        else:
+            first = min(renumbered[n][g] for g in placement.gpus[i])
+            assignment[slot(nodes[n].name, first)].append(pod.name)
+    return assignment
 
 
 # --------------------------------------------------------------------------- offline

@@ -8,7 +8,10 @@ the ``cpu`` dimension (millicores, as the importer writes it) and GPUs the
 ``nvidia.com/gpu`` dimension (a fraction is a share of one GPU; see :mod:`.cluster`).
 Every policy filters with the simulator's GPU-share filter (enough GPUs each with the
 share left) on top of kube-scheduler's filters, scores every feasible node (no
-percentageOfNodesToScore sampling), and takes the highest score, ties at random.
+percentageOfNodesToScore sampling), and takes the highest score, ties at random. A share
+pod then takes a GPU of that node as the paper's runs configure it (``gpuSelMethod``):
+FGD the GPU its score chose, Random a random GPU with room, the others the best fit (the
+GPU with the least milli left that has room, ``allocateGpuIdBasedOnBestFit``).
 
 * ``atc-random`` (``random_score.go``): one feasible node drawn uniformly.
 * ``atc-dot-product`` (``dot_product_score.go``, Tetris): node vector (cpu left, GPU milli
@@ -344,7 +347,10 @@ class GpuSharePolicy:
                 continue
             pod = pods[obj]
             if self.name == "atc-random":
-                chosen, gpu = int(feasible[rng.randrange(len(feasible))]), None
+                chosen = int(feasible[rng.randrange(len(feasible))])
+                room = np.flatnonzero(view.gpu_left[chosen] >= pod.milli) \
+                    if pod.count == 1 and pod.milli < MILLI else []
+                gpu = int(room[rng.randrange(len(room))]) if len(room) else None
             else:
                 scores, gpus = self.scores(view, feasible, kinds, pod, frag)
                 chosen = select_host_array(feasible, scores, rng)
@@ -368,22 +374,21 @@ class GpuSharePolicy:
 
     def scores(self, view: ClusterView, nodes: np.ndarray, kinds: np.ndarray, pod: Pod,
                frag: _FgdCache | None) -> tuple[np.ndarray, np.ndarray]:
-        """Per node: the score and the GPU for a share pod (-1: the first that fits):
-        FGD's best, the fullest that fits for GpuPacking."""
+        """Per node: the score and the GPU for a share pod: FGD's choice, else the best
+        fit (the least milli left among the GPUs with room, the first of equals)."""
         gpus = view.gpu_left[nodes]
-        none = np.full(len(nodes), -1)
         if self.name == "atc-fgd":
             return frag.scores(nodes, pod)
+        best_fit = np.where(gpus >= pod.milli, gpus, 2 * MILLI).argmin(axis=1) \
+            if pod.count == 1 and pod.milli < MILLI else np.full(len(nodes), -1)
         if self.name == "atc-dot-product":
-            return dot_product_scores(self.cpu_left(view, nodes), gpus, pod), none
+            return dot_product_scores(self.cpu_left(view, nodes), gpus, pod), best_fit
         if self.name == "atc-best-fit":
-            return best_fit_scores(self.cpu_left(view, nodes), gpus, pod), none
+            return best_fit_scores(self.cpu_left(view, nodes), gpus, pod), best_fit
         if self.name == "atc-gpu-packing":
-            fullest = np.where(gpus >= pod.milli, gpus, 2 * MILLI).argmin(axis=1) \
-                if pod.count else none
-            return gpu_packing_scores(gpus, view.gpu_count[nodes], pod), fullest
+            return gpu_packing_scores(gpus, view.gpu_count[nodes], pod), best_fit
         if self.name == "atc-gpu-clustering":
-            return gpu_clustering_scores(gpus, kinds[nodes], pod), none
+            return gpu_clustering_scores(gpus, kinds[nodes], pod), best_fit
         raise ValueError(f"unknown policy {self.name}")
 
 
