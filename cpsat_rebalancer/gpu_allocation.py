@@ -8,8 +8,8 @@ heuristics). At each arrival point (:func:`arrival_points`) the GPU requests a p
 allocated are set against the most any placement of the same arrived pods can allocate:
 an upper bound from an aggregated integer relaxation (:func:`allocation_bound`) and a lower
 bound from placements checked GPU by GPU (:func:`check_placement`): the policies' own and
-an offline best-fit-decreasing packing (:func:`pack_offline`). The two meet: the maximum is
-proven; else the bound and the gap are what is known.
+offline packings (:func:`pack_offline`, :func:`fill_nodes`, :func:`fill_by_patterns`).
+Where the two meet the maximum is proven; else the bound and the gap are what is known.
 """
 
 from __future__ import annotations
@@ -377,6 +377,97 @@ def fill_nodes(nodes: list[Node], pods: list[TracePod]) -> Placement:
     return Placement(where, gpus)
 
 
+def fill_by_patterns(nodes: list[Node], pods: list[TracePod], solve_time: float = 0.5
+                     ) -> Placement:
+    """A placement of the GPU pods knowing them all, one node content at a time: for the
+    node kinds in the order of :func:`fill_nodes`, CP-SAT picks the content of one node
+    that allocates the most milli-GPUs from the pods still unplaced (exactly: cpu, memory,
+    the model, shares on single GPUs, whole GPUs wholly free; among equals the one using
+    the least cpu and memory), and that content is repeated on the kind's other nodes
+    while the pods last. ``solve_time``: CP-SAT's deterministic time per content."""
+    kinds: dict[tuple, list[int]] = {}
+    for i, pod in enumerate(pods):
+        if pod.count:
+            kinds.setdefault((pod.cpu, pod.memory, pod.count, pod.milli, pod.spec), []).append(i)
+    keys = list(kinds)
+    supply = [len(kinds[k]) for k in keys]
+    where = np.full(len(pods), -1, dtype=np.int64)
+    gpus: list[tuple[int, ...]] = [()] * len(pods)
+    by_kind: dict[tuple, list[int]] = {}
+    for n, node in enumerate(nodes):
+        if node.gpus:
+            by_kind.setdefault((node.cpu, node.memory, node.gpus, node.model), []).append(n)
+    for kind in sorted(by_kind, key=lambda t: ((t[0] + t[1]) / t[2], t)):
+        waiting = by_kind[kind]
+        while waiting:
+            content = _node_content(nodes[waiting[0]], keys, supply, solve_time)
+            if not content:
+                break
+            need = Counter(j for j, _ in content)
+            copies = min(len(waiting), *(supply[j] // c for j, c in need.items()))
+            for n in waiting[:copies]:
+                for j, taken in content:
+                    i = kinds[keys[j]][len(kinds[keys[j]]) - supply[j]]
+                    supply[j] -= 1
+                    where[i], gpus[i] = n, taken
+            waiting = waiting[copies:]
+    return Placement(where, gpus)
+
+
+def _node_content(node: Node, keys: list[tuple], supply: list[int], solve_time: float
+                  ) -> list[tuple[int, tuple[int, ...]]]:
+    """The pods (kind index, GPUs held) one node of ``node``'s kind takes to allocate the
+    most milli-GPUs (:func:`fill_by_patterns`); empty when none fits."""
+    model = cp_model.CpModel()
+    whole: dict[int, cp_model.IntVar] = {}
+    share: dict[int, list[cp_model.IntVar]] = {}
+    most_pods = 0
+    for j, (cpu, memory, count, milli, spec) in enumerate(keys):
+        if supply[j] <= 0 or count > node.gpus or cpu > node.cpu or \
+                memory > node.memory or not pod_accepts(spec, node.model):
+            continue
+        if milli == MILLI:
+            whole[j] = model.new_int_var(0, min(supply[j], node.gpus // count), "")
+            most_pods += min(supply[j], node.gpus // count)
+        else:
+            share[j] = [model.new_int_var(0, min(supply[j], MILLI // milli), "")
+                        for _ in range(node.gpus)]
+            most_pods += min(supply[j], MILLI // milli) * node.gpus
+    if not whole and not share:
+        return []
+    taken = [model.new_bool_var("") for _ in range(node.gpus)]  # wholly given, first ones
+    for g in range(node.gpus - 1):
+        model.add(taken[g] >= taken[g + 1])
+    model.add(sum(keys[j][2] * v for j, v in whole.items()) == sum(taken))
+    for g in range(node.gpus):
+        model.add(sum(keys[j][3] * v[g] for j, v in share.items()) <= MILLI * (1 - taken[g]))
+    counts = {**whole, **{j: sum(v) for j, v in share.items()}}
+    for j in share:
+        model.add(counts[j] <= supply[j])
+    model.add(sum(keys[j][0] * v for j, v in counts.items()) <= node.cpu)
+    model.add(sum(keys[j][1] * v for j, v in counts.items()) <= node.memory)
+    allocated = sum(keys[j][2] * keys[j][3] * v for j, v in counts.items())
+    # the used share of cpu and memory, in thousandths, weighs less than 1 milli-GPU
+    used = sum((MILLI * keys[j][0] // node.cpu + MILLI * keys[j][1] // node.memory) * v
+               for j, v in counts.items())
+    model.maximize(allocated * (2 * MILLI * (most_pods + 1)) - used)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_deterministic_time = solve_time
+    solver.parameters.num_workers = 1
+    if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return []
+    content: list[tuple[int, tuple[int, ...]]] = []
+    free = [g for g in range(node.gpus) if solver.value(taken[g])]
+    for j, v in whole.items():
+        for _ in range(solver.value(v)):
+            content.append((j, tuple(free[:keys[j][2]])))
+            free = free[keys[j][2]:]
+    for j, v in share.items():
+        for g in range(node.gpus):
+            content += [(j, (g,))] * solver.value(v[g])
+    return content
+
+
 def pod_accepts(spec: str, model: str) -> bool:
     return not spec or model in spec.split("|")
 
@@ -407,7 +498,8 @@ def allocation_bound(nodes: list[Node], pods: list[TracePod], time_limit: float 
     memory and milli-GPUs, and cuts valid for every single node and GPU: for a dual
     feasible function u, the pods on one node (one GPU) have u-values summing to at most
     1, so those on N_t nodes (N_t x G_t GPUs) to at most N_t (N_t x G_t). Solved with
-    CP-SAT; when it stops early its proven bound is used."""
+    CP-SAT (``time_limit`` in its deterministic time); when it stops early its proven
+    bound is used."""
     node_kinds = Counter((n.cpu, n.memory, n.gpus, n.model) for n in nodes)
     pod_kinds = Counter((p.cpu, p.memory, p.count, p.milli, p.spec) for p in pods if p.count)
     model = cp_model.CpModel()
@@ -443,7 +535,7 @@ def allocation_bound(nodes: list[Node], pods: list[TracePod], time_limit: float 
     total = sum(p[1][2] * p[1][3] * v for p, v in x.items())
     model.maximize(total)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.max_deterministic_time = time_limit
     solver.parameters.num_workers = workers
     status = solver.solve(model)
     if status == cp_model.OPTIMAL:
@@ -473,21 +565,32 @@ class Maximum:
 
 
 def maximum(nodes: list[Node], pods: list[TracePod], placements: dict[str, Placement],
-            time_limit: float = 30, workers: int = 1) -> Maximum:
+            time_limit: float = 30, workers: int = 1, pattern_time: float = 0.5) -> Maximum:
     """:class:`Maximum` of ``pods``: the best of the given placements (already restricted
     to these pods) and of the offline packings, each checked by :func:`check_placement`,
-    against :func:`allocation_bound`."""
+    against :func:`allocation_bound`; :func:`fill_by_patterns` (slower) only where those
+    leave a gap."""
+    bound = allocation_bound(nodes, pods, time_limit, workers)
     candidates = dict(placements)
     for order in ("largest", "densest"):
         candidates[f"offline-{order}"] = pack_offline(nodes, pods, order)
     candidates["offline-fill"] = fill_nodes(nodes, pods)
     best, source = -1, ""
     for name, placement in candidates.items():
-        problems = check_placement(nodes, pods, placement)
-        if problems:
-            raise InternalError(f"{name} breaks the cluster's rules: {problems[:3]}")
-        value = placement.allocated(pods)
+        value = _checked_value(nodes, pods, name, placement)
         if value > best:
             best, source = value, name
-    bound = allocation_bound(nodes, pods, time_limit, workers)
+    if best < bound.value and pattern_time > 0:
+        placement = fill_by_patterns(nodes, pods, pattern_time)
+        value = _checked_value(nodes, pods, "offline-patterns", placement)
+        if value > best:
+            best, source = value, "offline-patterns"
     return Maximum(best, bound.value, source, bound.relaxation_optimal)
+
+
+def _checked_value(nodes: list[Node], pods: list[TracePod], name: str,
+                   placement: Placement) -> int:
+    problems = check_placement(nodes, pods, placement)
+    if problems:
+        raise InternalError(f"{name} breaks the cluster's rules: {problems[:3]}")
+    return placement.allocated(pods)
