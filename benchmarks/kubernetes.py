@@ -3,6 +3,7 @@ with the most any placement of the same pods can allocate beside every policy.
 
     python benchmarks/kubernetes.py [--variants default gpushare40 ...] [--policies atc-fgd ...]
         [--points 80 90 100 ...] [--seed 42] [--ratio 1.3] [--order shuffled|trace]
+        [--ties name|random]
         [--bound-time S] [--pattern-time S] [--json OUT] [--figure PNG] [--quick]
     python benchmarks/kubernetes.py --load RUN.json ... [--figure PNG]
 
@@ -37,7 +38,7 @@ from cpsat_rebalancer.gpu_allocation import (
     simulate,
 )
 from cpsat_rebalancer.gpu_sharing import MILLI
-from cpsat_rebalancer.heuristics.gpushare import POLICIES
+from cpsat_rebalancer.heuristics.gpushare import POLICIES, TIES
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT.parent / "shared" / "data" / "traces" / "alibaba_openb_gpu2023" / "csv"
@@ -60,7 +61,7 @@ def run_variant(variant: str, args: argparse.Namespace) -> dict:
     placements, seconds = {}, {}
     for policy in args.policies:
         start = time.perf_counter()
-        placements[policy] = simulate(nodes, pods, policy, args.seed, typical)
+        placements[policy] = simulate(nodes, pods, policy, args.seed, typical, args.ties)
         seconds[policy] = time.perf_counter() - start
         print(f"  {variant}: {policy} placed {int((placements[policy].node >= 0).sum())} "
               f"of {len(pods)} pods in {seconds[policy]:.0f} s", file=sys.stderr)
@@ -78,7 +79,7 @@ def run_variant(variant: str, args: argparse.Namespace) -> dict:
                         "relaxation_optimal": best.relaxation_optimal}})
         print(f"  {variant}: {percent}% ({count} pods): maximum {_maximum(best, capacity)}",
               file=sys.stderr)
-    return {"variant": variant, "nodes": len(nodes), "capacity_milli": capacity,
+    return {"variant": variant, "ties": args.ties, "nodes": len(nodes), "capacity_milli": capacity,
             "trace_pods": len(trace), "arrived_pods": len(pods),
             "arrived_milli": sum(p.total_milli for p in pods), "seconds": seconds,
             "points": points}
@@ -160,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--ratio", type=float, default=1.3)
     parser.add_argument("--order", choices=("shuffled", "trace"), default="shuffled")
+    parser.add_argument("--ties", choices=TIES, default="name",
+                        help="equal scores: the first node by name (the paper's simulator) "
+                             "or kube-scheduler's random draw")
     parser.add_argument("--bound-time", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--pattern-time", type=float, default=0.1,

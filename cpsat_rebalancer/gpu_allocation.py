@@ -179,12 +179,12 @@ def scenario_of(nodes: list[Node], pods: list[TracePod], name: str) -> dict:
 
 
 def simulate(nodes: list[Node], pods: list[TracePod], policy: str, seed: int,
-             typical: list[tuple[Pod, int]] | None = None) -> Placement:
+             typical: list[tuple[Pod, int]] | None = None, ties: str = "name") -> Placement:
     """Run the ``atc-*`` heuristic ``policy`` on the pods in arrival order: each placed
     online, so the placement of the first n pods is where they stood when the n-th
-    arrived."""
+    arrived. ``ties``: :class:`GpuSharePolicy`'s tie-break."""
     instance = Instance.from_dict(scenario_of(nodes, pods, policy))
-    heuristic = GpuSharePolicy(policy, seed, typical)
+    heuristic = GpuSharePolicy(policy, seed, typical, ties)
     final = heuristic.assign(instance)
     problem = instance.problem
     node_index = {n.name: k for k, n in enumerate(nodes)}

@@ -16,6 +16,7 @@ from cpsat_rebalancer.heuristics.cluster import ClusterView, go_div
 from cpsat_rebalancer.heuristics.descheduler import HighNodeUtilization, LowNodeUtilization
 from cpsat_rebalancer.heuristics.gpushare import (
     POLICIES,
+    GpuSharePolicy,
     Pod,
     _Node,
     best_fit_score,
@@ -193,6 +194,18 @@ def test_a_share_takes_the_best_fitting_gpu():
     inst = Instance.from_dict(scenario)
     for policy in ("atc-dot-product", "atc-gpu-clustering", "atc-gpu-packing", "atc-best-fit"):
         assert set(placement(policy, inst).values()) == {"g"}, policy
+
+
+def test_atc_ties_go_to_the_first_node_by_name_or_at_random():
+    """Two empty alike nodes, "b" listed first: the simulator's selectHost takes "a"
+    (the smaller name) every time; kube-scheduler's draw takes either, by the seed."""
+    inst = instance(node("b", gpus=2), node("a", gpus=2), pod("p", gpus=1))
+    for policy in ("atc-dot-product", "atc-gpu-clustering", "atc-gpu-packing",
+                   "atc-best-fit", "atc-fgd"):
+        assert {placement(policy, inst, seed)["ns/p"] for seed in range(6)} == {"a"}
+        final = {GpuSharePolicy(policy, seed, ties="random").assign(inst)[0]
+                 for seed in range(12)}
+        assert {inst.problem.containers[c] for c in final} == {"a", "b"}, policy
 
 
 # --------------------------------------------------------------------------- descheduler

@@ -8,7 +8,9 @@ the ``cpu`` dimension (millicores, as the importer writes it) and GPUs the
 ``nvidia.com/gpu`` dimension (a fraction is a share of one GPU; see :mod:`.cluster`).
 Every policy filters with the simulator's GPU-share filter (enough GPUs each with the
 share left) on top of kube-scheduler's filters, scores every feasible node (no
-percentageOfNodesToScore sampling), and takes the highest score, ties at random. A share
+percentageOfNodesToScore sampling), and takes the highest score; among equals the node
+whose name comes first, as the simulator's ``selectHost`` does "for reproducibility"
+(``ties="random"``: kube-scheduler's reservoir draw from the seed instead). A share
 pod then takes a GPU of that node as the paper's runs configure it (``gpuSelMethod``):
 FGD the GPU its score chose, Random a random GPU with room, the others the best fit (the
 GPU with the least milli left that has room, ``allocateGpuIdBasedOnBestFit``).
@@ -318,10 +320,13 @@ class GpuSharePolicy:
     ``details`` gives the GPUs each placed pod holds (``held``: object -> GPU indices)."""
 
     def __init__(self, name: str, seed: int = 0,
-                 typical: Sequence[tuple[Pod, int]] | None = None):
+                 typical: Sequence[tuple[Pod, int]] | None = None, ties: str = "name"):
+        if ties not in TIES:
+            raise ValueError(f"ties: expected one of {TIES}, got {ties!r}")
         self.name = name
         self.seed = seed
         self.typical = typical
+        self.ties = ties
         self.details: dict = {}
 
     def assign(self, instance: Instance) -> np.ndarray:
@@ -338,6 +343,7 @@ class GpuSharePolicy:
         for obj in range(view.problem.num_objects):
             if pods[obj].count and not view.pending[view.final[obj]]:
                 kinds[view.final[obj], KINDS.index(pods[obj].kind)] += 1
+        name_rank = np.argsort(np.argsort(np.array(view.problem.containers, dtype=object)))
         placed = 0
         objects = view.pending_objects()
         for obj in objects:
@@ -353,7 +359,11 @@ class GpuSharePolicy:
                 gpu = int(room[rng.randrange(len(room))]) if len(room) else None
             else:
                 scores, gpus = self.scores(view, feasible, kinds, pod, frag)
-                chosen = select_host_array(feasible, scores, rng)
+                if self.ties == "name":
+                    tied = feasible[scores == scores.max()]
+                    chosen = int(tied[np.argmin(name_rank[tied])])
+                else:
+                    chosen = select_host_array(feasible, scores, rng)
                 gpu = gpus[int(np.searchsorted(feasible, chosen))]
                 gpu = None if gpu < 0 else int(gpu)
             view.place(obj, chosen, gpu)
@@ -419,6 +429,8 @@ class _FgdCache:
             seen[stale] = self.version[stale]
         return scores[nodes], gpus[nodes]
 
+
+TIES = ("name", "random")  # how equal scores are broken (see the module docstring)
 
 POLICIES = ("atc-random", "atc-dot-product", "atc-gpu-clustering", "atc-gpu-packing",
             "atc-best-fit", "atc-fgd")
