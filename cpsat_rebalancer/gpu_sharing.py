@@ -155,6 +155,11 @@ def _first_fit(pods: list[str], request: dict[str, tuple[int, int]], gpus: int
 # --------------------------------------------------------------------------- openb trace
 
 
+NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
+POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec",
+               "creation_time")
+
+
 def openb_scenario(nodes_csv: str | Path, pods_csv: str | Path,
                    limit: int | None = None) -> dict[str, Any]:
     """The Alibaba ``openb`` GPU trace (``hkust-adsl/kubernetes-scheduler-simulator``'s
@@ -162,25 +167,38 @@ def openb_scenario(nodes_csv: str | Path, pods_csv: str | Path,
     num_gpu, gpu_milli, gpu_spec, creation_time) as a node-level Kubernetes scenario: every
     pod pending, in creation order (the first ``limit`` of them), GPU model constraints
     (``gpu_spec``, models separated by ``|``) as forbidden nodes."""
-    node_rows = _rows(nodes_csv, ("sn", "cpu_milli", "memory_mib", "gpu", "model"))
-    pod_rows = _rows(pods_csv, ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli",
-                                "gpu_spec", "creation_time"))
+    node_rows = read_rows(nodes_csv, NODE_COLUMNS)
+    pod_rows = read_rows(pods_csv, POD_COLUMNS)
     pod_rows.sort(key=lambda r: int(r["creation_time"]))
     if limit is not None:
         pod_rows = pod_rows[:limit]
+    return trace_scenario(
+        node_rows, pod_rows, f"openb {Path(pods_csv).stem}",
+        f"Alibaba openb GPU trace: {len(node_rows)} nodes from {nodes_csv}, the first "
+        f"{len(pod_rows)} pods of {pods_csv} by creation time, all pending; cpu in "
+        "millicores, memory in MiB")
+
+
+def trace_scenario(node_rows: list[dict[str, str]], pod_rows: list[dict[str, str]],
+                   name: str, description: str) -> dict[str, Any]:
+    """Rows of the openb trace's node and pod files as a node-level Kubernetes scenario,
+    the pods pending in the order given (:func:`openb_scenario`)."""
     names = [r["sn"] for r in node_rows]
     pods = [r["name"] for r in pod_rows]
     gpu = {}
     avoided = []
+    banned_by_spec: dict[str, list[str]] = {}
     for r in pod_rows:
         k, milli = int(r["num_gpu"]), int(r["gpu_milli"])
         if k:
             gpu[r["name"]] = k if milli >= MILLI else milli / MILLI
         if r["gpu_spec"]:
-            models = set(r["gpu_spec"].split("|"))
-            banned = [n["sn"] for n in node_rows if n["model"] not in models]
-            if banned:
-                avoided.append({"object": r["name"], "scopeItems": banned})
+            if r["gpu_spec"] not in banned_by_spec:
+                models = set(r["gpu_spec"].split("|"))
+                banned_by_spec[r["gpu_spec"]] = [n["sn"] for n in node_rows
+                                                 if n["model"] not in models]
+            if banned_by_spec[r["gpu_spec"]]:
+                avoided.append({"object": r["name"], "scopeItems": banned_by_spec[r["gpu_spec"]]})
     dims = {"cpu": {r["name"]: int(r["cpu_milli"]) for r in pod_rows},
             "memory": {r["name"]: int(r["memory_mib"]) for r in pod_rows},
             PODS: dict.fromkeys(pods, 1), GPU: gpu}
@@ -196,10 +214,8 @@ def openb_scenario(nodes_csv: str | Path, pods_csv: str | Path,
         constraints.append({"spec": {"avoidAssignmentsSpec": {
             "name": "GPU model", "assignments": avoided}}, "policy": "HARD"})
     return {
-        "name": f"openb {Path(pods_csv).stem}",
-        "description": f"Alibaba openb GPU trace: {len(names)} nodes from {nodes_csv}, the "
-                       f"first {len(pods)} pods of {pods_csv} by creation time, all pending; "
-                       "cpu in millicores, memory in MiB",
+        "name": name,
+        "description": description,
         "objectName": "pod", "containerName": "node",
         "assignment": {UNPLACED: pods, **{n: [] for n in names}},
         "objectDimensions": {**dims, RUNNING: {}},
@@ -210,7 +226,9 @@ def openb_scenario(nodes_csv: str | Path, pods_csv: str | Path,
     }
 
 
-def _rows(path: str | Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+def read_rows(path: str | Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    """The rows of a trace CSV file, every column of ``columns`` present and integer
+    where the trace says so; an error names the file, row and column otherwise."""
     try:
         with open(path, newline="") as handle:
             rows = list(csv.DictReader(handle))

@@ -16,6 +16,7 @@ from cpsat_rebalancer.heuristics.cluster import ClusterView, go_div
 from cpsat_rebalancer.heuristics.descheduler import HighNodeUtilization, LowNodeUtilization
 from cpsat_rebalancer.heuristics.gpushare import (
     POLICIES,
+    GpuSharePolicy,
     Pod,
     _Node,
     best_fit_score,
@@ -217,6 +218,32 @@ def test_gpu_policies_keep_shares_within_one_gpu():
     for policy in POLICIES:
         run = placement(policy, inst)
         assert run == {"ns/s0": "g", "ns/s1": "g", "ns/s2": UNPLACED, "ns/s3": "g"}, policy
+
+
+def test_a_share_takes_the_best_fitting_gpu():
+    """Shares 0.5 and 0.8 on two GPUs leave 500 and 200 milli; a 0.2 share then takes the
+    GPU with 200 left (best fit, the simulator's gpuSelMethod "best"), so a last 0.5 share
+    still fits (first fit would have put the 0.2 beside the 0.5 and left it pending)."""
+    data = {"kind": "List", "items": [
+        node("g", gpus=2), *[pod(f"s{k}", gpus=1, stamp=k) for k in range(4)]]}
+    scenario = snapshot_scenario(data)
+    scenario["objectDimensions"]["nvidia.com/gpu"] = {
+        "ns/s0": 0.5, "ns/s1": 0.8, "ns/s2": 0.2, "ns/s3": 0.5}
+    inst = Instance.from_dict(scenario)
+    for policy in ("atc-dot-product", "atc-gpu-clustering", "atc-gpu-packing", "atc-best-fit"):
+        assert set(placement(policy, inst).values()) == {"g"}, policy
+
+
+def test_atc_ties_go_to_the_first_node_by_name_or_at_random():
+    """Two empty alike nodes, "b" listed first: the simulator's selectHost takes "a"
+    (the smaller name) every time; kube-scheduler's draw takes either, by the seed."""
+    inst = instance(node("b", gpus=2), node("a", gpus=2), pod("p", gpus=1))
+    for policy in ("atc-dot-product", "atc-gpu-clustering", "atc-gpu-packing",
+                   "atc-best-fit", "atc-fgd"):
+        assert {placement(policy, inst, seed)["ns/p"] for seed in range(6)} == {"a"}
+        final = {GpuSharePolicy(policy, seed, ties="random").assign(inst)[0]
+                 for seed in range(12)}
+        assert {inst.problem.containers[c] for c in final} == {"a", "b"}, policy
 
 
 # --------------------------------------------------------------------------- descheduler

@@ -121,11 +121,21 @@ class ClusterView:
 
     def _gpu_state(self) -> list[list[int]]:
         """Milli-GPUs left per physical GPU of every container; bound pods take whole free
-        GPUs and shares first-fit (a snapshot does not say which GPU a pod holds)."""
+        GPUs and shares first-fit (a snapshot does not say which GPU a pod holds). The
+        same numbers as a matrix, ``gpu_left`` (containers x most GPUs, 0 past a node's
+        last GPU), score every node at once; ``gpu_count`` is each node's GPUs."""
+        n_containers = self.problem.num_containers
         if GPU not in self.limits:
-            return [[] for _ in range(self.problem.num_containers)]
+            self.gpu_count = np.zeros(n_containers, dtype=np.int64)
+            self.gpu_left = np.zeros((n_containers, 0), dtype=np.int64)
+            return [[] for _ in range(n_containers)]
         count = np.where(np.isfinite(self.limits[GPU]), self.limits[GPU], 0)
-        gpus = [[MILLI] * int(c) if not self.pending[k] else [] for k, c in enumerate(count)]
+        self.gpu_count = np.where(self.pending, 0, count).astype(np.int64)
+        self.gpu_left = np.zeros((n_containers, int(self.gpu_count.max(initial=0))),
+                                 dtype=np.int64)
+        for k, c in enumerate(self.gpu_count):
+            self.gpu_left[k, :c] = MILLI
+        gpus = [[MILLI] * int(c) for c in self.gpu_count]
         self.gpus = gpus
         for obj in np.argsort(-self.sizes[GPU], kind="stable"):
             node = int(self.final[obj])
@@ -154,12 +164,14 @@ class ClusterView:
             milli = MILLI
         for g in taken:
             left[g] -= milli
+            self.gpu_left[node, g] -= milli
         self.held[obj] = taken
 
     def _release_gpus(self, obj: int, node: int) -> None:
         count, milli = self.gpu_request(obj)
         for g in self.held.pop(obj, []):
             self.gpus[node][g] += milli
+            self.gpu_left[node, g] += milli
 
     # ----------------------------------------------------------------- placing
 
@@ -181,6 +193,26 @@ class ClusterView:
         if any(not g.room(obj, node) for g in self.groups):
             return False
         return not per_gpu or self.gpu_fits(obj, node)
+
+    def feasible_nodes(self, obj: int, *, per_gpu: bool = False) -> np.ndarray:
+        """The nodes :meth:`fits` admits, in node order, computed for all nodes at once."""
+        ok = ~self.pending & self.allowed[obj]
+        if self.fixed[obj]:
+            ok &= np.arange(len(ok)) == self.problem.initial[obj]
+        for d, limit in self.limits.items():
+            size = self.sizes[d][obj]
+            if size > 0:
+                slack = FIT_TOLERANCE * np.maximum(1.0, np.abs(limit))
+                ok &= self.load[d] + size <= limit + slack
+        nodes = np.flatnonzero(ok)
+        if self.groups:
+            nodes = np.array([n for n in nodes if all(g.room(obj, int(n)) for g in self.groups)],
+                             dtype=np.int64)
+        if per_gpu:
+            count, milli = self.gpu_request(obj)
+            if count:
+                nodes = nodes[(self.gpu_left[nodes] >= milli).sum(axis=1) >= count]
+        return nodes
 
     def place(self, obj: int, node: int, gpu: int | None = None) -> None:
         self.remove(obj)
@@ -306,6 +338,25 @@ def select_host(nodes: Sequence[int], scores: Sequence[float], rng: random.Rando
             ties += 1
             if rng.randrange(ties) == 0:
                 chosen = node
+    return chosen
+
+
+def select_host_array(nodes: np.ndarray, scores: np.ndarray, rng: random.Random) -> int:
+    """:func:`select_host` on arrays, with the same draws from ``rng``: a draw is made at
+    every node scoring as much as the best before it (a tie with a best that a later node
+    may still beat), with the number of such nodes at that score so far."""
+    if len(nodes) == 0:
+        return -1
+    running = np.maximum.accumulate(scores)
+    hits = np.flatnonzero(scores == running)
+    chosen, best, ties = -1, None, 0
+    for k in hits:
+        if best is None or scores[k] > best:
+            best, chosen, ties = scores[k], int(nodes[k]), 1
+        else:
+            ties += 1
+            if rng.randrange(ties) == 0:
+                chosen = int(nodes[k])
     return chosen
 
 
