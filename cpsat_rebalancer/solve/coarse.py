@@ -37,6 +37,7 @@ from .compile import classes_may_span_containers, named_objects
 
 COARSE_MERGE = 2  # the relaxation runs when it has at most 1/COARSE_MERGE of the classes
 LIFT_SECONDS = 5.0  # at most, for the choice of the objects that stay within move budgets
+LIFT_WORK = 2.0  # deterministic time of that choice: what makes a run repeatable
 
 
 @dataclass(frozen=True)
@@ -300,6 +301,8 @@ def _budgeted_moves(cells: list[tuple[list[int], int]], budgets: list[MoveBudget
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = LIFT_SECONDS
+    solver.parameters.max_deterministic_time = LIFT_WORK
+    solver.parameters.catch_sigint_signal = False
     if solver.solve(cp) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     result = moving.copy()

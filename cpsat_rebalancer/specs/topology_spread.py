@@ -79,6 +79,9 @@ class TopologySpreadSpec(Spec):
         return cls(name, scope, dimension, list(partition), members, items, float(max_skew),
                    len(items) < min_domains)
 
+    def reads_groups(self) -> bool:
+        return True
+
     def reads_initial(self) -> bool:
         return False
 
