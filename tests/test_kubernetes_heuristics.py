@@ -311,6 +311,13 @@ def test_compare_runs_every_kubernetes_heuristic_on_the_bundled_snapshot():
     assert entries["atc-fgd"].evaluation.positions[0] == 1
 
 
+def test_fgd_without_gpu_pods_ties_every_node():
+    """No pod asks for a GPU: FGD has no typical pod, nothing fragments, and every node ties
+    (the first by name takes a pod, as the simulator breaks ties)."""
+    inst = instance(node("b"), node("a"), pod("p", cpu="2"), pod("q", cpu="2", stamp=1))
+    assert placement("atc-fgd", inst) == {"ns/p": "a", "ns/q": "a"}
+
+
 def test_every_kubernetes_heuristic_keeps_the_spread_snapshots_rules():
     """On the bundled spread snapshot every heuristic's answer holds every hard rule (the
     spreads and the self-affinity among them); none leaves fewer pods pending than the

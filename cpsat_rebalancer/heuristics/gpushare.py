@@ -114,7 +114,10 @@ def sigmoid(x: float) -> float:
 
 def fgd_node_score(decrease: float, weight: float) -> int:
     """``int(100 * sigmoid(decrease / 1000))`` with the decrease of the weighted fragment
-    amount divided by the total weight (the frequencies' sum)."""
+    amount divided by the total weight (the frequencies' sum). Without a typical pod (no
+    pod asks for a GPU) nothing fragments: the decrease is 0 and every node ties."""
+    if not weight:
+        return int(sigmoid(0.0) * MAX_NODE_SCORE)
     return int(sigmoid(decrease / weight / 1000) * MAX_NODE_SCORE)
 
 
