@@ -39,7 +39,6 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     # alone are costly); if not, a movement bucket first raises that floor over the loads
     floor = implied_floor(builder, form, session.moved_floor)
     moves_here = builder.accelerate and session.moves_at(bucket.position)
-    # (or at the form's lowest value: a start that breaks no rule of a penalty goal)
     held = (session.held_value(bucket.members, form.factor, error)
             if session.values is not None else None)
     if (moves_here and (held is None or held > floor) and not session.interrupted
@@ -59,7 +58,13 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         if held is not None and held > floor and session.values is not None:
             held = configurations_floor(session, bucket, form, error, held, budget)
             floor = implied_floor(builder, form, session.moved_floor)
-    if held is not None and held <= max(floor, form.lo):
+    # at the form's lowest value (a start that breaks no rule of a penalty goal) it is
+    # optimal too; but when later goals count moves and the assignment held has moved
+    # objects, the repair below may reach that value with fewer moves, and the bounds it
+    # reads serve the movement bucket
+    lowest = held is not None and held <= form.lo and (
+        not session.moves_later(bucket.position) or session.moves() == 0)
+    if held is not None and ((form.lo < floor and held <= floor) or lowest):
         return freeze(session, bucket, form, cp_model.OPTIMAL, held,
                        float(Fraction(held) / form.factor),
                        float(Fraction(max(floor, form.lo)) / form.factor), error)
