@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from terminal import ctrl_c_as_in_a_terminal
 
 from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.evaluate import evaluate
@@ -48,7 +49,8 @@ def assert_answer(status: str, termination: str, final: list[int]) -> None:
 @pytest.mark.parametrize("after", [0.2, 3.0])
 def test_ctrl_c_returns_the_best_answer_promptly(after: float) -> None:
     child = subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True,
+                             preexec_fn=ctrl_c_as_in_a_terminal)
     assert child.stdout.readline().strip() == "ready"
     time.sleep(after)
     started = time.monotonic()
@@ -68,7 +70,7 @@ class Watched:
     def __init__(self, *args: str):
         self.child = subprocess.Popen([sys.executable, "-m", "cpsat_rebalancer.cli", *args],
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True)
+                                      text=True, preexec_fn=ctrl_c_as_in_a_terminal)
         self.lines: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.stderr: list[str] = []
         self.readers = [threading.Thread(target=self._read, args=(stream, keep), daemon=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from terminal import ctrl_c_as_in_a_terminal
 
 from cpsat_rebalancer import InputError, InternalError, ProblemSolver, parse_scenario
 from cpsat_rebalancer.generators import balance_instance
@@ -99,12 +100,6 @@ def test_a_wrong_compilation_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
         ps.solve()
 
 
-def _ctrl_c_as_in_a_terminal() -> None:
-    """A shell without job control starts background jobs with SIGINT ignored, and the
-    child would inherit that (so the suite run as `... &` hung here): restore the default."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_sigint_stops_the_search_and_reports_the_best_so_far(tmp_path: Path) -> None:
     scenario = tmp_path / "big.json"
     scenario.write_text(json.dumps(balance_instance(5000, 200, "SQUARES", seed=2)))
@@ -112,7 +107,7 @@ def test_sigint_stops_the_search_and_reports_the_best_so_far(tmp_path: Path) -> 
     process = subprocess.Popen([sys.executable, "-m", "cpsat_rebalancer.cli", "solve",
                                 str(scenario), "--json", str(out)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=_ctrl_c_as_in_a_terminal)
+                               preexec_fn=ctrl_c_as_in_a_terminal)
     time.sleep(8)
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
