@@ -12,6 +12,7 @@ from cpsat_rebalancer.evaluate import evaluate
 from cpsat_rebalancer.heuristics import Instance
 from cpsat_rebalancer.result import OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.vcd.count_model import count_model
 from cpsat_rebalancer.vcd.exact import (
     UNPLACED,
     build_model,
@@ -20,7 +21,7 @@ from cpsat_rebalancer.vcd.exact import (
 )
 from cpsat_rebalancer.vcd.generate import generate
 from cpsat_rebalancer.vcd.inputs import parse_vcd
-from cpsat_rebalancer.vcd.placed import count_model, fewest_on, most_placed, placed_bound
+from cpsat_rebalancer.vcd.placed import fewest_on, most_placed, placed_bound
 from tests.randomized import leximin_less
 
 OPTIONS = SolverOptions(time_limit=30, workers=1)
