@@ -194,3 +194,33 @@ def test_colocate_groups_polls_the_deadline_per_group(continuous: bool,
     monkeypatch.undo()
     with pytest.raises(OutOfTime):
         scenario.model.goals[0].spec.compile_goal(builder)
+
+
+def test_the_build_holds_back_the_models_fixed_costs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Handing a model to CP-SAT (paid before a solve's own limit starts) and freeing it take
+    time in proportion to its variables (seconds at millions): the build stops while what
+    it has built can still be handed over and freed before the deadline."""
+    from cpsat_rebalancer.cpsat import builder as kit
+
+    builder = kit.CpBuilder(parse_scenario(distinct_sizes(30, 3)).problem)
+    builder.deadline = time.monotonic() + 1000.0
+    builder.check_time()  # 90 variables cost next to nothing
+    monkeypatch.setattr(kit, "HANDOVER_SECONDS_PER_VARIABLE", 20.0)
+    assert builder.fixed_costs() > 1000.0
+    with pytest.raises(OutOfTime):
+        builder.check_time()
+
+
+def test_a_solve_holds_back_the_models_fixed_costs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the model's fixed costs leave no time for a search within the limit, the solve
+    returns the start as stopped by the time limit, instead of searching past it."""
+    from cpsat_rebalancer.cpsat import builder as kit
+
+    scenario = parse_scenario(distinct_sizes(30, 3))
+    solved = solve_scenario(scenario, SolverOptions(30.0, 1, 0))
+    assert solved.termination == "optimal"  # a search in time finds better than the start
+    assert (solved.final != scenario.problem.initial).any()
+    monkeypatch.setattr(kit, "HANDOVER_SECONDS_PER_VARIABLE", 1.0)
+    held = solve_scenario(scenario, SolverOptions(30.0, 1, 0))
+    assert held.termination == "time_limit"
+    assert (held.final == scenario.problem.initial).all()

@@ -28,6 +28,11 @@ from .utilization import Utilizations
 # seconds of building count variables after which their pace predicts the rest (sooner, the
 # interpreter's warm-up and a busy machine's pauses mislead it)
 PACE_AFTER = 0.5
+# seconds per CP-SAT variable, with room for a busy machine (calibrated in
+# benchmarks/RESULTS.md, "a model's fixed costs"): handing the model to CP-SAT for one solve
+# (paid before its own time limit starts), and freeing it
+HANDOVER_SECONDS_PER_VARIABLE = 5e-6
+TEARDOWN_SECONDS_PER_VARIABLE = 2.5e-6
 
 
 def hint_first(cp: cp_model.CpModel, values: list[int] | None) -> None:
@@ -107,19 +112,30 @@ class CpBuilder(Utilizations):
             self.check_time()
 
     def check_time(self) -> None:
-        """Stop building (OutOfTime) once the solve's time limit has passed: on a large model
-        the pieces of one goal alone can take longer than a short limit."""
-        if self.deadline is not None and time.monotonic() >= self.deadline:
+        """Stop building (OutOfTime) once the solve's time limit has passed, less the fixed
+        costs of what is built: on a large model the pieces of one goal alone can take longer
+        than a short limit."""
+        if self.deadline is not None and (
+                time.monotonic() + self.fixed_costs() >= self.deadline):
             raise OutOfTime
+
+    def fixed_costs(self) -> float:
+        """About what handing the model built so far to CP-SAT once and freeing it take
+        (seconds at millions of variables): a time limit holds those too."""
+        return ((HANDOVER_SECONDS_PER_VARIABLE + TEARDOWN_SECONDS_PER_VARIABLE)
+                * len(self.cp.proto.variables))
 
     def _check_pace(self, started: float, built: int, total: int) -> None:
         """OutOfTime when, at the pace of the first ``built`` of about ``total`` variables,
-        the rest cannot be created before the deadline."""
+        the rest cannot be created before the deadline, the fixed costs of all of them
+        included."""
         if self.deadline is None or built == 0:
             return
         now = time.monotonic()
-        if now - started >= PACE_AFTER and (now - started) * (total - built) / built > (
-                self.deadline - now):
+        if now - started >= PACE_AFTER and (
+                (now - started) * (total - built) / built
+                + (HANDOVER_SECONDS_PER_VARIABLE + TEARDOWN_SECONDS_PER_VARIABLE) * total
+                > self.deadline - now):
             raise OutOfTime
 
     # ---- variables ----

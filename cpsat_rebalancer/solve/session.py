@@ -131,6 +131,9 @@ class Session:
         self.reserve = 0.0 if options.time_limit is None or options.deterministic_time \
             is not None or not builder.accelerate else min(
                 budget.local_search_share * options.time_limit, budget.local_search_seconds)
+        # handing the model to CP-SAT for the last solve, and freeing it once the solve
+        # returns: the time limit holds them too
+        self.fixed_costs = 0.0 if options.time_limit is None else builder.fixed_costs()
         self.started = time.monotonic() if started is None else started
         self.progress = progress or Progress(None, options.time_limit, self.started)
         self.values: list[int] | None = None  # last solution, one value per CP-SAT variable
@@ -176,13 +179,15 @@ class Session:
             return 0.0
         if self.options.time_limit is None:
             return None
-        return self.options.time_limit - self.reserve - (time.monotonic() - self.started)
+        return (self.options.time_limit - self.reserve - self.fixed_costs
+                - (time.monotonic() - self.started))
 
     def deadline(self) -> float | None:
-        """When the time limit ends, the reserve included (None: no limit)."""
+        """When the time limit ends, the reserve included, the fixed costs not (None: no
+        limit)."""
         if self.options.time_limit is None:
             return None
-        return self.started + self.options.time_limit
+        return self.started + self.options.time_limit - self.fixed_costs
 
     def wall_limit(self, *shares: float | None) -> float | None:
         """The wall-clock limit of a step: the time left, and the given shares of it unless
