@@ -93,3 +93,46 @@ def test_the_answer_is_never_worse_than_a_local_search_from_the_start(
     assert not better(target, tuple_key(result.final_evaluation))
     assert better(tuple_key(result.final_evaluation),
                   tuple_key(evaluate(problem, scenario.model, problem.initial)))
+
+
+def improving_swap_exists(scenario, final: np.ndarray) -> bool:
+    key = tuple_key(evaluate(scenario.problem, scenario.model, final))
+    n = scenario.problem.num_objects
+    for a in range(n):
+        for b in range(a + 1, n):
+            if final[a] != final[b]:
+                swapped = final.copy()
+                swapped[a], swapped[b] = final[b], final[a]
+                evaluation = evaluate(scenario.problem, scenario.model, swapped)
+                if evaluation.feasible and better(tuple_key(evaluation), key):
+                    return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_stop_tries_every_swap_once(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With few objects a round of swaps is every pair once: where the descent stops from
+    the optimum, it has evaluated each single move and each swap at most once (random
+    draws repeated pairs for 2000 evaluations), and no swap helps where it ends."""
+    from cpsat_rebalancer.solve.accelerate import local_search
+
+    scenario = parse_scenario(random_scenario(seed))
+    feasible = brute_force(scenario)
+    if not feasible:
+        return
+    best = min(feasible, key=lambda pair: tuple_key(pair[1]))[0]
+    calls = []
+
+    def counted(*args):
+        calls.append(1)
+        return evaluate(*args)
+
+    monkeypatch.setattr(local_search, "evaluate", counted)
+    problem = scenario.problem
+    assert descend(problem, scenario.model, best, time.monotonic() + 30, seed) is None
+    n, m = problem.num_objects, problem.num_containers
+    assert len(calls) <= 1 + n * (m - 1) + n * (n - 1) // 2
+    monkeypatch.undo()
+    found = descend(problem, scenario.model, problem.initial, time.monotonic() + 30, seed)
+    if found is not None:
+        assert not improving_swap_exists(scenario, found[0])

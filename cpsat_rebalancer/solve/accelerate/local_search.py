@@ -9,6 +9,7 @@ it, from the chain's answer, and keeps the answer when it finds nothing better.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from ...evaluate import Evaluation, evaluate
 from ...problem import Problem
 from ...scenario import Model
 
-SWAPS_PER_ROUND = 2000  # random swaps tried once no single move helps, before giving up
+SWAPS_PER_ROUND = 2000  # swaps tried once no single move helps, before giving up
 
 
 def tuple_key(evaluation: Evaluation) -> list[tuple[float, ...]]:
@@ -37,6 +38,17 @@ def better(a: list[tuple[float, ...]], b: list[tuple[float, ...]]) -> bool:
             if abs(u - v) > 1e-12 * max(1.0, abs(u), abs(v)):
                 return u < v
     return False
+
+
+def _swap_pairs(n: int, rng: random.Random) -> list[tuple[int, int]]:
+    """The swaps of one round: every pair of the ``n`` objects once, in random order, where
+    there are at most SWAPS_PER_ROUND pairs (trying one twice finds nothing new); else that
+    many pairs drawn at random."""
+    if n * (n - 1) // 2 <= SWAPS_PER_ROUND:
+        pairs = list(itertools.combinations(range(n), 2))
+        rng.shuffle(pairs)
+        return pairs
+    return [(rng.randrange(n), rng.randrange(n)) for _ in range(SWAPS_PER_ROUND)]
 
 
 def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
@@ -83,10 +95,9 @@ def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
                         improved = True
                         break
                     x[o] = home
-            for _ in range(0 if improved else SWAPS_PER_ROUND):
+            for a, b in ([] if improved else _swap_pairs(n, rng)):
                 if time.monotonic() >= deadline:
                     break
-                a, b = rng.randrange(n), rng.randrange(n)
                 if x[a] == x[b]:
                     continue
                 x[a], x[b] = x[b], x[a]
