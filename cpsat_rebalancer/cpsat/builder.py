@@ -35,6 +35,11 @@ HANDOVER_SECONDS_PER_VARIABLE = 5e-6
 TEARDOWN_SECONDS_PER_VARIABLE = 2.5e-6
 
 
+def fixed_costs_of(variables: int) -> float:
+    """Seconds to hand a model of ``variables`` CP-SAT variables to CP-SAT once and free it."""
+    return (HANDOVER_SECONDS_PER_VARIABLE + TEARDOWN_SECONDS_PER_VARIABLE) * variables
+
+
 def hint_first(cp: cp_model.CpModel, values: list[int] | None) -> None:
     """Replace the hints by ``values`` for the model's first variables (None: no hint),
     written into the proto in bulk: ``add_hint`` per variable is slow on large models."""
@@ -122,8 +127,7 @@ class CpBuilder(Utilizations):
     def fixed_costs(self) -> float:
         """About what handing the model built so far to CP-SAT once and freeing it take
         (seconds at millions of variables): a time limit holds those too."""
-        return ((HANDOVER_SECONDS_PER_VARIABLE + TEARDOWN_SECONDS_PER_VARIABLE)
-                * len(self.cp.proto.variables))
+        return fixed_costs_of(len(self.cp.proto.variables))
 
     def _check_pace(self, started: float, built: int, total: int) -> None:
         """OutOfTime when, at the pace of the first ``built`` of about ``total`` variables,
@@ -134,8 +138,7 @@ class CpBuilder(Utilizations):
         now = time.monotonic()
         if now - started >= PACE_AFTER and (
                 (now - started) * (total - built) / built
-                + (HANDOVER_SECONDS_PER_VARIABLE + TEARDOWN_SECONDS_PER_VARIABLE) * total
-                > self.deadline - now):
+                + fixed_costs_of(total) > self.deadline - now):
             raise OutOfTime
 
     # ---- variables ----
