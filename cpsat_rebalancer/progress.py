@@ -224,7 +224,9 @@ class Progress:
             try:
                 event = self._queue.get(timeout=wait)
             except queue.Empty:
-                event = self.snapshot("heartbeat")
+                event = self._heartbeat()
+                if event is None:  # an event came meanwhile: it goes first
+                    continue
             if event is None:
                 return
             last = time.monotonic()
@@ -236,6 +238,12 @@ class Progress:
             except Exception:  # a display's error must not end the solve
                 LOGGER.exception("the progress callback raised; it is not called again")
                 self.callback = None
+
+    def _heartbeat(self) -> ProgressEvent | None:
+        """The state repeated, unless an event was queued since the wait ended: events are
+        queued under the lock, so one taken meanwhile would arrive after a later heartbeat."""
+        with self._lock:
+            return self.snapshot("heartbeat") if self._queue.empty() else None
 
     # ---- events ----
     def elapsed(self) -> float:

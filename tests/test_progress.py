@@ -18,7 +18,7 @@ import pytest
 from cpsat_rebalancer import ProblemSolver, parse_scenario, solve_scenario
 from cpsat_rebalancer.cli.progress import StatusLine
 from cpsat_rebalancer.generators import balance_instance, scale_instance
-from cpsat_rebalancer.progress import ProgressEvent
+from cpsat_rebalancer.progress import Progress, ProgressEvent
 from cpsat_rebalancer.scenario import SolverOptions
 
 # IDEAL at 2000x100: compiling, leximin steps (relaxations, repairs), then the movement
@@ -210,3 +210,17 @@ def test_a_terminal_sees_the_line_redrawn_at_least_every_two_seconds(tmp_path: P
     spacing = [b - a for a, b in zip(draws, draws[1:])]
     assert max(spacing) < 2.0, spacing
     assert b"\r[solve] bucket 1: " in shown and b"/ 6 s\x1b[K" in shown
+
+
+def test_heartbeats_never_overtake_an_event_reported_meanwhile() -> None:
+    """Heartbeats due at every instant while the solve reports phase after phase: the
+    events still arrive in the order of their times."""
+    events: list[ProgressEvent] = []
+    progress = Progress(events.append, limit=None, heartbeat=1e-6)
+    with progress.running():
+        for step in range(20000):
+            progress.phase(f"step {step}")
+    elapsed = [e.elapsed for e in events]
+    assert elapsed == sorted(elapsed)
+    assert [e.phase for e in events if e.kind == "phase"] == [f"step {s}" for s in range(20000)]
+    assert any(e.kind == "heartbeat" for e in events)
