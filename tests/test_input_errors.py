@@ -157,14 +157,27 @@ def test_sizes_up_to_the_limit_still_solve() -> None:
     (lambda d: d["goals"].insert(0, {"spec": {"utilIncreaseCostSpec": {
         "dimension": "memory", "squares": True, "lowerBound": 1e308}}}),
      "goals[0].spec.utilIncreaseCostSpec"),
-    (lambda d: d["constraints"][0]["spec"]["capacitySpec"].update(limit={"globalLimit": 1e30}),
-     "constraints[0].spec.capacitySpec"),
+    # a soft limit's excess spans the limit (a hard one only compares: see below)
+    (lambda d: d["constraints"][0]["spec"]["capacitySpec"].update(limit={"globalLimit": 1e30})
+     or d["constraints"][0].update(policy="SOFT"), "constraints[0].spec.capacitySpec"),
 ])
 def test_numbers_too_large_for_the_model_name_the_spec(mutate, path: str) -> None:
     data = seed()
     mutate(data)
     error = error_of(data)
     assert error.path == path and "too large to model" in error.problem
+
+
+def test_a_hard_limit_far_above_every_load_holds_exactly() -> None:
+    """A rule only compares: a limit of 1e30 is modelled exactly (it never binds), and the
+    optimum is the one without the constraint."""
+    data = seed()
+    data["constraints"][0]["spec"]["capacitySpec"]["limit"] = {"globalLimit": 1e30}
+    limited = solve_data(data)
+    data["constraints"] = []
+    free = solve_data(data)
+    assert limited.status == free.status == "OPTIMAL"
+    assert limited.objective == free.objective
 
 
 # ---- 4. the binding: what a call recorded is validated at solve() ------------------------

@@ -23,6 +23,7 @@ from ortools.sat.python import cp_model
 from ..errors import OutOfTime
 from ..problem import Problem
 from .classes import item_groups, laminar_chain, object_classes
+from .forms import DomainCountingModel
 from .utilization import Utilizations
 
 # seconds of building count variables after which their pace predicts the rest (sooner, the
@@ -81,7 +82,7 @@ class CpBuilder(Utilizations):
         # the symmetry breaking's default key); only theirs have class values
         self.class_dims = (None if dims is None else
                            problem.scalar_dimensions(dims) | {problem.count_dimension})
-        self.cp = cp_model.CpModel()
+        self.cp = DomainCountingModel()
         chain = laminar_chain(problem) if aggregate else None
         self.scope_chain = chain or []  # custom scopes, finest first, for decoding
         self.classes = object_classes(problem, set(named or ()) | set(fixed),

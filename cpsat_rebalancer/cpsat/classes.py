@@ -13,6 +13,7 @@ import numpy as np
 from ..problem import OUT_OF_SCOPE, Problem, Scope
 
 DIGITS_TRIED = 9  # decimal digits tried to make a dimension integral
+FLOAT_NOISE = 4 * 2.0**-52  # relative noise of a decimal value times a power of ten
 
 
 @dataclass
@@ -104,10 +105,11 @@ def integral_scale(values: np.ndarray) -> tuple[int, float]:
         scaled = values * scale
         if top * scale > 2**50:
             break
-        # integral up to floating-point noise (0.1 * 10 = 1.0000000000000002), not more, and
-        # no value that is not 0 taken for 0 (1e-8 beside 3 needs the scale 10^8)
+        # integral up to floating-point noise (0.1 * 10 = 1.0000000000000002: a few units of
+        # the last place), not more (4e8 with six decimals is not integral at 10^3), and no
+        # value that is not 0 taken for 0 (1e-8 beside 3 needs the scale 10^8)
         rounded = np.round(scaled)
-        if np.all((np.abs(scaled - rounded) <= 1e-7 + 1e-12 * np.abs(scaled))
+        if np.all((np.abs(scaled - rounded) <= 1e-7 + FLOAT_NOISE * np.abs(scaled))
                   & ((rounded != 0) | (values == 0))):
             return scale, 0.0
     digits = max(0, min(DIGITS_TRIED, int(math.floor(math.log10(2**50 / max(top, 1e-300))))))

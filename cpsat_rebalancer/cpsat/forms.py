@@ -17,6 +17,7 @@ from ..primitives import TOLERANCE
 from .linear import Lin
 
 INT_LIMIT = 2**60  # keep every integerized expression's magnitude below this
+TOLERANCE_FRACTION = Fraction(TOLERANCE)  # Rebalancer's comparison tolerance, exactly
 # an exact factor above this (the denominators of coefficients near 1e-300) gives way to a
 # power of ten, as too large a magnitude does: factors must convert to floats
 MAX_FACTOR = 10**200
@@ -27,12 +28,31 @@ MAX_FACTOR = 10**200
 VARIABLE_LIMIT = 2**50
 # unless that rounding is off by more than this part of the form's magnitude
 COARSE_ROUNDING = 1e-6
+# CP-SAT refuses a model whose variables' domain magnitudes sum to 2^63 or more (it takes
+# linear combinations in 128 bits); the model's variables keep to this much of it
+DOMAIN_ROOM = 2**62
+# a new variable's domain takes at most this part of the room left (see variable_limit)
+ROOM_SHARE = 64
 # an excess whose slope exceeds this many of its units per unit of its load is written in
 # steps of the load (IntegerForms._excess_in_steps): GLOP fails on rows 10^9 apart
 WELL_SCALED = 2**20
 
 
 ATOMS_PER_TIME_CHECK = 1024  # atoms built between two looks at the clock
+
+
+class DomainCountingModel(cp_model.CpModel):
+    """A CpModel that sums its integer variables' domain magnitudes as CP-SAT's validation
+    does (max of |lo|, |hi| and hi - lo), so that domains can be sized to fit."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.domain_sum = 0
+
+    def new_int_var(self, lb: int, ub: int, name: str) -> cp_model.IntVar:
+        lb, ub = int(lb), int(ub)
+        self.domain_sum += max(abs(lb), abs(ub), ub - lb)
+        return super().new_int_var(lb, ub, name)
 
 
 @dataclass
@@ -124,6 +144,14 @@ class IntegerForms:
             total += c * initial
         return total
 
+    def variable_limit(self, count: int = 1, limit: int = VARIABLE_LIMIT) -> int:
+        """The magnitude up to which each of ``count`` new variables may be exact: ``limit``,
+        unless the room left for domains (DOMAIN_ROOM) is short. Each takes at most
+        1/ROOM_SHARE of the room left, so it never runs out: with many large variables,
+        the later ones are rounded more coarsely (their error stated) instead."""
+        room = DOMAIN_ROOM - getattr(self.cp, "domain_sum", 0)
+        return max(1, min(limit, room // (ROOM_SHARE * count)))
+
     def magnitude(self, lin: Lin) -> Fraction:
         """The largest magnitude ``lin`` or any partial sum of it can reach: integerized, it
         must stay below :data:`INT_LIMIT` even at the coarsest scale."""
@@ -209,36 +237,71 @@ class IntegerForms:
                 start = earlier.get(what, 0.0)
                 noted[what] = start + (value - start) * factor
 
+    def rule_form(self, lin: Lin, tolerance: Fraction = TOLERANCE_FRACTION
+                  ) -> tuple[Integerized, int]:
+        """``lin`` <= ``tolerance`` as ``form.expr <= limit`` over integers. A rule reads
+        only the sign, so the coefficients are divided by their greatest common divisor (as
+        fractions) and the constant is floored: exact whenever those integers fit in 64 bits
+        (coefficients of one magnitude over loads near 1e17, which a power-of-ten scale
+        rounds by percents). Else the rounded form, lenient by its error (see ``require``).
+        ``limit`` is kept within [form.lo - 1, form.hi], where it means the same."""
+        live = [(a, c) for a, c in lin.terms.items()
+                if c != 0 and not self.atoms[a].lo == self.atoms[a].hi == 0]
+        form = None
+        if live:
+            g = Fraction(math.gcd(*(c.numerator for _, c in live)),
+                         math.lcm(*(c.denominator for _, c in live)))
+            coefs = [int(c / g) for _, c in live]
+            ranges = [(self.atoms[a].lo, self.atoms[a].hi) for a, _ in live]
+            if sum(abs(n) * max(abs(lo), abs(hi)) for n, (lo, hi) in zip(coefs, ranges)) \
+                    < INT_LIMIT:
+                expr = cp_model.LinearExpr.weighted_sum([self.atoms[a].expr for a, _ in live],
+                                                        coefs)
+                lo = sum(min(n * lo, n * hi) for n, (lo, hi) in zip(coefs, ranges))
+                hi = sum(max(n * lo, n * hi) for n, (lo, hi) in zip(coefs, ranges))
+                form = Integerized(expr, 1 / g, lo, hi)
+                limit = math.floor((tolerance - lin.const) / g)
+        if form is None:
+            form = self.integerize(lin)
+            limit = math.ceil(form.error * form.factor) + math.floor(form.factor * tolerance)
+        return form, min(max(limit, form.lo - 1), form.hi)
+
     # ---- building blocks specs compile to ----
     def gate(self, lin: Lin) -> object:
-        """Literal true exactly when ``lin`` > 0 (lin integer-valued once integerized)."""
+        """Literal true exactly when ``lin`` > 0."""
         key = (tuple(sorted(lin.terms.items())), lin.const)
         if key not in self._gates:
-            form = self.integerize(lin)
+            form, limit = self.rule_form(lin, Fraction(0))
             literal = self.cp.new_bool_var("gate")
-            self.cp.add(form.expr >= 1).only_enforce_if(literal)
-            self.cp.add(form.expr <= 0).only_enforce_if(literal.Not())
+            self.cp.add(form.expr >= limit + 1).only_enforce_if(literal)
+            self.cp.add(form.expr <= limit).only_enforce_if(literal.Not())
             self._gates[key] = literal
         return self._gates[key]
 
     def positive_part(self, lin: Lin, gate: Lin | None = None, what: str = "") -> Lin:
         """max(0, lin) as a form (a new integer variable), zero unless ``gate`` > 0."""
-        form = self.integerize(lin, VARIABLE_LIMIT)
+        form = self.integerize(lin, self.variable_limit())
+        ratio = None
         if form.error > COARSE_ROUNDING * float(self.magnitude(lin)):
             # the small domain rounds a fine coefficient of a large sum away (decimal sizes
-            # near 1e13): exact in 64 bits, whatever the domain, rather than a rule that
-            # vanishes
-            form = self.integerize(lin)
-        self.note_error(what or "rounding", form.error)
+            # near 1e13): z keeps its scale, and its rule keeps lin exactly if it can (see
+            # _ratio_rule), else a finer scale as far as the room for domains allows
+            ratio = self._ratio_rule(lin, form.factor)
+            if ratio is None:
+                form = self.integerize(lin, self.variable_limit(limit=INT_LIMIT))
+        self.note_error(what or "rounding", form.error if ratio is None else 1 / form.factor)
+        if ratio is not None:  # z = ceil(K·lin), less than one of its units above it
+            p, rhs, hi = ratio
+            form = Integerized(rhs, form.factor, 0, hi)  # z's range; the rule below
         if form.hi <= 0:
             return Lin()
-        if form.lo >= 0 and gate is None:
+        if form.lo >= 0 and gate is None and ratio is None:
             return lin
-        kink = self._kink(lin, form.factor) if gate is None else None
+        kink = self._kink(lin, form.factor) if gate is None and ratio is None else None
         if kink is not None and kink[0] > WELL_SCALED:
             return self._excess_in_steps(*kink, form.factor)
         z = self.cp.new_int_var(0, form.hi, "pos")
-        constraint = self.cp.add(z >= form.expr)
+        constraint = self.cp.add((z if ratio is None else ratio[0] * z) >= form.expr)
         if gate is not None:
             constraint.only_enforce_if(self.gate(gate))
         elif kink is not None and self.accelerate:
@@ -249,6 +312,23 @@ class IntegerForms:
             if b % a:
                 self.cp.add(z >= (a * (f + 1) + b) * (u - f))
         return Lin.atom(self.new_atom(z, 0, form.hi, bounding=True), 1 / form.factor)
+
+    def _ratio_rule(self, lin: Lin, factor: Fraction) -> tuple[int, object, int] | None:
+        """z >= ``factor``·lin for an integer z, exactly, as P·z >= Q·E + C over the rule
+        form E = lin/g - c/g (see rule_form) with factor·g = Q/P: (P, Q·E + C, z's largest
+        value) when those integers fit in 64 bits (a load's own unit at a power of ten, as
+        a ToFree's excess), else None."""
+        fine, _ = self.rule_form(lin, Fraction(0))
+        if fine.error:
+            return None
+        ratio = factor / fine.factor
+        q, p = ratio.numerator, ratio.denominator
+        const = math.ceil(q * lin.const * fine.factor)
+        hi = -(-(q * fine.hi + const) // p)
+        if (q * max(abs(fine.lo), abs(fine.hi)) + abs(const) >= INT_LIMIT
+                or p * max(hi, 0) >= INT_LIMIT):
+            return None
+        return p, q * fine.expr + const, max(hi, 0)
 
     def _kink(self, lin: Lin, factor: Fraction) -> tuple[int, int, object, int, int] | None:
         """A one-atom form K·lin = a·U + b (K = ``factor``, rounded as ``_scaled`` rounds it)
@@ -289,14 +369,14 @@ class IntegerForms:
 
     def step(self, lin: Lin, gate: Lin | None = None) -> Lin:
         """1 when lin > 0 (and gate > 0), else 0: Rebalancer's step(e)."""
-        form = self.integerize(lin)
-        if form.hi <= 0:
+        form, limit = self.rule_form(lin)
+        if form.hi <= limit:
             return Lin()
         s = self.cp.new_bool_var("step")
-        constraint = self.cp.add(form.expr <= self.tolerance_units(form)).only_enforce_if(s.Not())
+        constraint = self.cp.add(form.expr <= limit).only_enforce_if(s.Not())
         if gate is not None:
             constraint.only_enforce_if([s.Not(), self.gate(gate)])
-        if form.lo > self.tolerance_units(form) and gate is None:
+        if form.lo > limit and gate is None:
             self.cp.add(s == 1)
         return Lin.atom(self.new_atom(s, 0, 1, bounding=True))
 
@@ -320,17 +400,18 @@ class IntegerForms:
         return self.atoms[atom].expr
 
     def require(self, lin: Lin, rhs: Fraction = Fraction(0), gate: Lin | None = None) -> None:
-        """Hard rule lin <= rhs (only when gate > 0, if a gate is given)."""
-        form = self.integerize(lin - rhs)
-        slack = math.ceil(form.error * form.factor) + self.tolerance_units(form)
-        if form.lo <= slack and form.hi <= slack:
+        """Hard rule lin <= rhs (only when gate > 0, if a gate is given), up to Rebalancer's
+        tolerance. A rule that could only be modelled rounded is lenient by the rounding,
+        so that no assignment that keeps it is cut off."""
+        form, limit = self.rule_form(lin - rhs)
+        if form.hi <= limit:
             return
         literals = [self.gate(gate)] if gate is not None else []
         if self.guard is not None:
             literals.append(self.guard)
-        elif gate is None and not form.error and not self.tolerance_units(form):
-            self._tighten(lin - rhs)
-        constraint = self.cp.add(form.expr <= slack)
+        elif gate is None and not form.error:
+            self._tighten(lin - rhs - TOLERANCE_FRACTION)
+        constraint = self.cp.add(form.expr <= limit)
         if literals:
             constraint.only_enforce_if(literals)
 
@@ -363,7 +444,7 @@ class IntegerForms:
         live = [a for a, c in lin.terms.items() if c != 0]
         if len(live) <= 1:
             return lin
-        form = self.integerize(lin, VARIABLE_LIMIT)
+        form = self.integerize(lin, self.variable_limit())
         self.note_error("rounding", form.error)
         v = self.cp.new_int_var(form.lo, form.hi, "aux")
         self.cp.add(v == form.expr)
@@ -387,7 +468,7 @@ class IntegerForms:
         """A form equal to the max of ``lins`` (not only bounding it), for thresholds."""
         if all(lin.is_constant for lin in lins):
             return Lin(const=max(lin.const for lin in lins))
-        forms = self.integerize_all(lins, VARIABLE_LIMIT)
+        forms = self.integerize_all(lins, self.variable_limit(len(lins) + 1))
         lo, hi = max(f.lo for f in forms), max(f.hi for f in forms)
         t = self.cp.new_int_var(lo, hi, "exact_max")
         self.cp.add_max_equality(t, [self.variable(f.expr, f.lo, f.hi, "max_term")
@@ -400,7 +481,7 @@ class IntegerForms:
         """A form at least every one of ``lins`` (equal to their max under minimization)."""
         if len(lins) == 1:
             return lins[0]
-        forms = self.integerize_all(lins, VARIABLE_LIMIT)
+        forms = self.integerize_all(lins, self.variable_limit(len(lins) + 1))
         lo, hi = max(f.lo for f in forms), max(f.hi for f in forms)
         t = self.cp.new_int_var(lo, hi, "max")
         for f in forms:

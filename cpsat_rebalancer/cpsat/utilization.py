@@ -13,7 +13,7 @@ from ortools.sat.python import cp_model
 from ..errors import InputError, InternalError
 from ..problem import OUT_OF_SCOPE, Problem, Scope
 from .classes import DimensionScale, ObjectClasses, integral_scale, item_groups
-from .forms import INT_LIMIT, IntegerForms
+from .forms import DOMAIN_ROOM, INT_LIMIT, IntegerForms
 from .linear import Lin
 
 
@@ -78,6 +78,15 @@ class Utilizations(IntegerForms):
             if error:
                 self.note_error(f"dimension {dim} rounding (per object)", error)
         return self._scales[dim]
+
+    def _load_limit(self) -> int:
+        """The largest total (integer units) whose loads are variables: a variable per item
+        of every scope and dimension, each spanning the total, take at most half the room
+        for domains (DOMAIN_ROOM). Larger loads stay linear expressions, which cost none."""
+        problem = self.problem
+        items = sum(len(scope.items) for scope in problem.scopes.values())
+        dims = len(problem.object_dims) + len(problem.dynamic_dims)
+        return DOMAIN_ROOM // (2 * max(1, items * dims))
 
     def _vector_of(self) -> dict[str, str]:
         """The vector dimension each entry dimension belongs to."""
@@ -214,14 +223,21 @@ class Utilizations(IntegerForms):
             order = np.argsort(item_of_var, kind="stable")
             bounds = np.searchsorted(item_of_var[order], np.arange(n_items + 1))
             total = self.scale(dim).most
+            # a variable per load (not just an expression): presolve then derives its
+            # bounds from every rule built on it, which load_caps() reads back; unless the
+            # loads would take too much of the room for domains (see _load_limit)
+            as_variables = total <= self._load_limit()
+            if not as_variables:  # the accelerators read loads as variables
+                self.accelerate = False
             after = []
             for i in range(n_items):
                 chosen = order[bounds[i]:bounds[i + 1]]
                 chosen = chosen[coef[chosen] != 0]
-                # a variable per load (not just an expression): presolve then derives its
-                # bounds from every rule built on it, which load_caps() reads back
-                load = self.cp.new_int_var(0, total, f"load_{scope.name}{i}_{dim}")
-                self.cp.add(load == self._weighted(chosen, coef))
+                load = self._weighted(chosen, coef)
+                if as_variables:
+                    variable = self.cp.new_int_var(0, total, f"load_{scope.name}{i}_{dim}")
+                    self.cp.add(variable == load)
+                    load = variable
                 after.append(self.new_atom(load, 0, total, int(initial_util[i])))
             reference_util = self._item_totals(scope, ints, self.problem.reference)
             self._utils[key] = (after, None, reference_util)
@@ -387,13 +403,16 @@ class Utilizations(IntegerForms):
     def container_loads(self) -> dict[str, list[object]]:
         """The AFTER load variable of every container, per dimension built so far."""
         name = self.problem.container_scope.name
-        return {dim: [self.atoms[a].expr for a in built[0]]
-                for (scope, dim), built in self._utils.items() if scope == name}
+        return {dim: loads for (scope, dim) in self._utils if scope == name
+                for loads in [self.scope_loads(self.problem.container_scope, dim)] if loads}
 
     def scope_loads(self, scope: Scope, dim: str) -> list[object] | None:
         """The AFTER load variable per item of ``scope`` if a spec built them, else None."""
         built = self._utils.get((scope.name, dim))
-        return None if built is None else [self.atoms[a].expr for a in built[0]]
+        if built is None:
+            return None
+        loads = [self.atoms[a].expr for a in built[0]]
+        return loads if all(isinstance(v, cp_model.IntVar) for v in loads) else None
 
     def built_stays(self, scope: Scope) -> dict[tuple[int, int], tuple[object, int]] | None:
         """The stay counts of ``scope`` if a spec has built them (see stay_counts)."""

@@ -255,6 +255,10 @@ class Session:
                 raise InputError("cpsatParameters", "rejected by CP-SAT on this model: "
                                  + solver.response_proto.solution_info,
                                  self.options.cpsat_parameters)
+            if getattr(cp, "domain_sum", 0) >= 2**63 - 1:  # sizes past what rounding can fit
+                raise InputError("", "numbers too large to model in CP-SAT's 64-bit "
+                                 "integers: the model's variables span more than 2^63 in all",
+                                 float(cp.domain_sum))
             raise InternalError(f"CP-SAT rejected the model: {reason}")
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.values = list(solver.response_proto.solution)

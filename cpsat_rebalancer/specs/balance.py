@@ -17,6 +17,7 @@ import numpy as np
 
 from ..context import EvalContext, positive
 from ..cpsat.builder import CpBuilder
+from ..cpsat.forms import INT_LIMIT
 from ..cpsat.linear import Lin, lin_sum, to_fraction
 from ..cpsat.pwl import convex_pwl, lower_table
 from ..errors import InputError
@@ -416,9 +417,10 @@ class BalanceSpec(Spec):
         """Σ v² − (Σ v)²/n with v = (u − B)⁺, through integer products: exact when the
         excesses fit in 20 bits, else on v divided by D (error stated), so that the squares
         stay small enough to be weighed precisely in a 64-bit objective."""
-        forms = b.integerize_all([u - bound for u in rel])
-        factor = forms[0].factor
         n = len(rel)
+        # two variables per item span the excess (its positive part and the form itself)
+        forms = b.integerize_all([u - bound for u in rel], b.variable_limit(2 * n, INT_LIMIT))
+        factor = forms[0].factor
         top = max(max(f.hi for f in forms), 0)
         widest = min(2**20, (2**31) // n)  # (Σ w)² within 64 bits, squares within 2^40
         divisor = max(1, -(-top // widest))

@@ -1,0 +1,163 @@
+"""Rules and excesses over loads of huge integer range (decimal sizes near 1e8 with six
+decimals: loads near 1e17 units) with fine coefficients (a capacity normalized by the mean
+capacity): a rule holds exactly where the evaluator says it does, an excess is counted a
+unit above its exact value at most, and however many of them a model has, CP-SAT accepts
+it (its variables' domains must sum within 2^63)."""
+
+from __future__ import annotations
+
+import math
+import random
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from ortools.sat.python import cp_model
+
+from cpsat_rebalancer import evaluate, parse_scenario, solve_scenario
+from cpsat_rebalancer.cpsat.builder import CpBuilder
+from cpsat_rebalancer.cpsat.linear import Lin
+from cpsat_rebalancer.generators import random_scenario
+from cpsat_rebalancer.primitives import TOLERANCE
+from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.compile import compile_model
+
+LOAD = 10**17  # a load's largest value, in integer units
+
+
+def builder() -> CpBuilder:
+    return CpBuilder(parse_scenario(random_scenario(0, max_objects=2)).problem)
+
+
+def fine_coefficient(rng: random.Random) -> Fraction:
+    """1/(mean capacity) as the data gives it: a float's exact value, times a unit."""
+    return Fraction(1, 10**6) / Fraction(rng.uniform(5e8, 3e9))
+
+
+def feasible_at(b: CpBuilder, var: cp_model.IntVar, value: int) -> bool:
+    fixed = b.cp.clone()
+    fixed.add(fixed.get_int_var_from_proto_index(var.Index()) == value)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    return solver.solve(fixed) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_rule_holds_exactly_up_to_rebalancers_tolerance(seed: int) -> None:
+    """c·(u - s) + d <= 0 with s fixed: CP-SAT allows u exactly up to the last integer where
+    the evaluator's comparison (excess <= 1e-10) holds."""
+    rng = random.Random(seed)
+    b = builder()
+    c = fine_coefficient(rng)
+    stayed = rng.randint(0, LOAD // 100)
+    u = b.cp.new_int_var(0, LOAD, "u")
+    s = b.cp.new_int_var(stayed, stayed, "s")
+    threshold = Fraction(rng.randint(LOAD // 10, LOAD // 2)) + Fraction(rng.random())
+    const = -c * threshold  # the rule: c·(u - s) <= c·threshold, up to the tolerance
+    lin = Lin.atom(b.new_atom(u, 0, LOAD), c) - Lin.atom(b.new_atom(s, stayed, stayed), c) \
+        + const
+    b.require(lin)
+    last = math.floor((Fraction(TOLERANCE) - const) / c) + stayed  # the last u that holds
+    assert c * (last - stayed) + const <= Fraction(TOLERANCE) < c * (last + 1 - stayed) + const
+    assert feasible_at(b, u, last)
+    assert not feasible_at(b, u, last + 1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_step_and_a_gate_read_the_sign_exactly(seed: int) -> None:
+    rng = random.Random(seed)
+    b = builder()
+    c = fine_coefficient(rng)
+    u = b.cp.new_int_var(0, LOAD, "u")
+    threshold = Fraction(rng.randint(LOAD // 10, LOAD // 2)) + Fraction(rng.random())
+    lin = Lin.atom(b.new_atom(u, 0, LOAD), c) - c * threshold
+    step = b.literal(b.step(lin))
+    gate = b.gate(lin)
+    last_off = math.floor(threshold + Fraction(TOLERANCE) / c)  # step(lin) is 0 up to here
+    last_closed = math.floor(threshold)  # lin > 0 from the next integer on
+    assert last_off > last_closed
+    # (u, literal, value it cannot take there): a step may be 1 anywhere (it is minimized)
+    for value, literal, barred in [(last_off + 1, step, 0), (last_closed, gate, 1),
+                                   (last_closed + 1, gate, 0)]:
+        fixed = b.cp.clone()
+        fixed.add(fixed.get_int_var_from_proto_index(u.Index()) == value)
+        fixed.add(fixed.get_int_var_from_proto_index(literal.Index()) == barred)
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        assert solver.solve(fixed) == cp_model.INFEASIBLE, (value, barred)
+    fixed = b.cp.clone()
+    fixed.add(fixed.get_int_var_from_proto_index(u.Index()) == last_off)
+    fixed.add(fixed.get_int_var_from_proto_index(step.Index()) == 0)
+    assert cp_model.CpSolver().solve(fixed) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_excess_of_a_loads_own_unit_is_exact_to_one_step(seed: int) -> None:
+    """max(0, u/10^6 - t) over u up to 1e17 (a ToFree's load): the least value CP-SAT
+    allows lies at most one of its steps above the exact one, and no further than the
+    error the builder states."""
+    rng = random.Random(seed)
+    b = builder()
+    u = b.cp.new_int_var(0, LOAD, "u")
+    t = Fraction(rng.uniform(1e9, 1e10))
+    excess = b.positive_part(Lin.atom(b.new_atom(u, 0, LOAD), Fraction(1, 10**6)) - t,
+                             what="excess")
+    form = b.integerize(excess)
+    b.cp.minimize(form.expr)
+    for value in [0, int(t * 10**6) - 1, int(t * 10**6) + 1, rng.randint(0, LOAD), LOAD]:
+        fixed = b.cp.clone()
+        fixed.add(fixed.get_int_var_from_proto_index(u.Index()) == value)
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        assert solver.solve(fixed) == cp_model.OPTIMAL
+        least = Fraction(round(solver.objective_value)) / form.factor
+        exact = max(Fraction(0), Fraction(value, 10**6) - t)
+        assert exact <= least <= exact + Fraction(b.errors["excess"]) + Fraction(1, 10**12)
+    assert b.errors["excess"] <= 1e-3
+
+
+def test_many_fine_excesses_fit_cp_sats_domains() -> None:
+    """Hundreds of excesses that each want a scale near 2^60: the model stays valid, and
+    what could not be exact is stated."""
+    rng = random.Random(1)
+    b = builder()
+    for k in range(300):
+        u = b.cp.new_int_var(0, LOAD // 4, f"u{k}")
+        c = fine_coefficient(rng) * 1000
+        b.positive_part(Lin.atom(b.new_atom(u, 0, LOAD // 4), c) - c * LOAD // 8, what="x")
+    assert b.cp.validate() == ""
+    assert b.errors["x"] > 0
+
+
+def huge_scenario(containers: int = 100, objects: int = 200) -> dict:
+    rng = np.random.default_rng(5)
+    sizes = np.round(rng.uniform(1e8, 9e8, objects), 6)
+    hosts = [f"h{i}" for i in range(containers)]
+    assignment: dict[str, list[str]] = {h: [] for h in hosts}
+    for o in range(objects):
+        assignment[hosts[o % (containers // 2)]].append(f"t{o}")  # half the hosts, in turn
+    return {
+        "objectName": "task", "containerName": "host",
+        "assignment": assignment,
+        "objectDimensions": {"cpu": {f"t{o}": float(s) for o, s in enumerate(sizes)}},
+        "containerDimensions": {"cpu": {h: 6e9 for h in hosts}},
+        "goals": [{"spec": {"balanceSpec": {"dimension": "cpu", "formula": "LINEAR"}}},
+                  {"spec": {"minimizeMovementSpec": {}}, "tuplePos": 1}],
+        "constraints": [{"spec": {"capacitySpec": {
+            "dimension": "cpu", "definition": "DOUBLE_DURING",
+            "limit": {"type": "RELATIVE", "globalLimit": 0.8}}}, "policy": "HARD"}],
+    }
+
+
+def test_loads_past_the_room_for_domains_are_expressions_and_the_answer_keeps_the_rules(
+) -> None:
+    """100 loads of 1e17 units would overflow CP-SAT's domain sum as variables: they are
+    written as expressions, the model is valid, and the answer keeps the hard capacity."""
+    scenario = parse_scenario(huge_scenario())
+    builder_, _ = compile_model(scenario.problem, scenario.model)
+    assert builder_.scale("cpu").most * 100 > 2**63
+    assert builder_.cp.domain_sum < 2**63 and builder_.cp.validate() == ""
+    assert "cpu" not in builder_.container_loads() and not builder_.accelerate
+    result = solve_scenario(scenario, SolverOptions(time_limit=5, workers=1))
+    assert result.status in ("OPTIMAL", "FEASIBLE")
+    assert evaluate(scenario.problem, scenario.model, result.final).feasible
