@@ -351,17 +351,17 @@ class CapacityWithGroupPresenceSpec(Spec):
         return Lin.atom(b.new_atom(t, lo, hi, start), 1 / forms[0].factor)
 
     def _info_forms(self, b: CpBuilder) -> list[Info]:
-        by_pair: dict[tuple[int, int], Lin] = {}
+        by_item: dict[int, list[tuple[int, Lin]]] = {}  # main item: (group, contribution)
         for j, members in enumerate(self.groups):
             utils = b.group_util(self.aggregation_scope, self.dimension, "AFTER", members)
             for a in np.flatnonzero(self.main_of_item >= 0):
                 if not utils[a].is_constant:
-                    by_pair[(j, int(a))] = self._contribution(b, utils[a], j, int(a))
+                    by_item.setdefault(int(self.main_of_item[a]), []).append(
+                        (j, self._contribution(b, utils[a], j, int(a))))
         forms = []
         for (item, group), (limit, cap) in zip(self.infos_at, self.limits):
-            util = lin_sum(c for (j, a), c in by_pair.items()
-                           if self.main_of_item[a] == item
-                           and (group < 0 or self.inside[j, group]))
+            util = lin_sum(c for j, c in by_item.get(int(item), ())
+                           if group < 0 or self.inside[j, group])
             threshold = to_fraction(limit) * to_fraction(cap)
             forms.append(Info(util - threshold if self.bound == "MAX"
                               else Lin(const=threshold) - util))
