@@ -16,6 +16,8 @@ from ortools.sat.python import cp_model
 
 from cpsat_rebalancer import evaluate, parse_scenario, solve_scenario
 from cpsat_rebalancer.cpsat.builder import CpBuilder
+from cpsat_rebalancer.cpsat.classes import integral_scale
+from cpsat_rebalancer.cpsat.forms import INT_LIMIT
 from cpsat_rebalancer.cpsat.linear import Lin
 from cpsat_rebalancer.generators import random_scenario
 from cpsat_rebalancer.primitives import TOLERANCE
@@ -160,4 +162,24 @@ def test_loads_past_the_room_for_domains_are_expressions_and_the_answer_keeps_th
     assert "cpu" not in builder_.container_loads() and not builder_.accelerate
     result = solve_scenario(scenario, SolverOptions(time_limit=5, workers=1))
     assert result.status in ("OPTIMAL", "FEASIBLE")
+    assert evaluate(scenario.problem, scenario.model, result.final).feasible
+
+
+def test_a_dimension_past_64_bits_at_its_exact_scale_is_rounded_with_the_error_stated(
+) -> None:
+    """3000 sizes near 1e8 with every decimal a double holds: at the scale that keeps them
+    exact (10^7) their total passes what CP-SAT's sums allow, so the scale is the finest
+    within it and the rounding is stated, and the scenario solves."""
+    rng = np.random.default_rng(3)
+    values = rng.uniform(1e7, 1e8, 3000)
+    scale, error = integral_scale(values, float(values.sum()), INT_LIMIT // 4)
+    assert values.sum() * scale <= INT_LIMIT // 4 < values.sum() * scale * 10
+    assert error == pytest.approx(np.max(np.abs(values * scale - np.round(values * scale)))
+                                  / scale) and error > 0
+    data = huge_scenario(containers=10, objects=3000)
+    data["objectDimensions"]["cpu"] = {f"t{o}": float(v) for o, v in enumerate(values)}
+    data["containerDimensions"]["cpu"] = {f"h{i}": 6e10 for i in range(10)}
+    scenario = parse_scenario(data)
+    result = solve_scenario(scenario, SolverOptions(time_limit=5, workers=1))
+    assert result.approximation["dimension cpu rounding (per object)"] == error
     assert evaluate(scenario.problem, scenario.model, result.final).feasible

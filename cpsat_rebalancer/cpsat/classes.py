@@ -97,13 +97,17 @@ def laminar_chain(problem: Problem) -> list[Scope] | None:
     return custom
 
 
-def integral_scale(values: np.ndarray) -> tuple[int, float]:
-    """Smallest power of ten making ``values`` integral, and the rounding error per object."""
+def integral_scale(values: np.ndarray, total: float = 0.0, total_limit: float = math.inf
+                   ) -> tuple[int, float]:
+    """Smallest power of ten making ``values`` integral, and the rounding error per object;
+    none past 2^50 per value, nor past ``total_limit`` for ``total`` (the largest sum of
+    them the caller forms): beyond, the finest within both, rounded."""
     top = float(np.max(np.abs(values))) if len(values) else 0.0
+    finest = min(2**50 / max(top, 1e-300), total_limit / total if total > 0 else math.inf)
     for digits in range(DIGITS_TRIED + 1):
         scale = 10**digits
         scaled = values * scale
-        if top * scale > 2**50:
+        if scale > finest:
             break
         # integral up to floating-point noise (0.1 * 10 = 1.0000000000000002: a few units of
         # the last place), not more (4e8 with six decimals is not integral at 10^3), and no
@@ -112,7 +116,7 @@ def integral_scale(values: np.ndarray) -> tuple[int, float]:
         if np.all((np.abs(scaled - rounded) <= 1e-7 + FLOAT_NOISE * np.abs(scaled))
                   & ((rounded != 0) | (values == 0))):
             return scale, 0.0
-    digits = max(0, min(DIGITS_TRIED, int(math.floor(math.log10(2**50 / max(top, 1e-300))))))
+    digits = max(0, min(DIGITS_TRIED, int(math.floor(math.log10(finest)))))
     scale = 10**digits
     error = float(np.max(np.abs(values * scale - np.round(values * scale)))) / scale
     return scale, error

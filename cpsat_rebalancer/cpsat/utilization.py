@@ -45,7 +45,8 @@ class Utilizations(IntegerForms):
             problem = self.problem
             dynamic = problem.dynamic_dims.get(dim)
             values = problem.object_dims[dim] if dynamic is None else dynamic.by_item
-            factor, error = integral_scale(values.ravel())
+            total = float(values.sum() if dynamic is None else values.max(axis=1).sum())
+            factor, error = integral_scale(values.ravel(), total, INT_LIMIT // 4)
             scaled = np.round(values * factor)
             lost = np.argwhere((values != 0) & (scaled == 0))
             if len(lost):  # a size taken for 0 changes every step at 0: refused, not rounded
@@ -99,7 +100,8 @@ class Utilizations(IntegerForms):
         problem = self.problem
         entries = problem.vector_dims[vector]
         values = np.column_stack([problem.object_dims[e] for e in entries])
-        factor, error = integral_scale(values.ravel())
+        factor, error = integral_scale(values.ravel(), float(values.sum(axis=0).max(initial=0)),
+                                       INT_LIMIT // 4)
         scaled = np.round(values * factor)
         lost = np.argwhere((values != 0) & (scaled == 0))
         if len(lost):
