@@ -289,19 +289,19 @@ class IntegerForms:
             ratio = self._ratio_rule(lin, form.factor)
             if ratio is None:
                 form = self.integerize(lin, self.variable_limit(limit=INT_LIMIT))
+        # the rule multiplier·z >= rhs, z in [0, top]; with a ratio rule, z = ceil(K·lin)
+        # lies less than one of its units above K·lin
+        multiplier, rhs, top = (1, form.expr, form.hi) if ratio is None else ratio
         self.note_error(what or "rounding", form.error if ratio is None else 1 / form.factor)
-        if ratio is not None:  # z = ceil(K·lin), less than one of its units above it
-            p, rhs, hi = ratio
-            form = Integerized(rhs, form.factor, 0, hi)  # z's range; the rule below
-        if form.hi <= 0:
+        if top <= 0:
             return Lin()
         if form.lo >= 0 and gate is None and ratio is None:
             return lin
         kink = self._kink(lin, form.factor) if gate is None and ratio is None else None
         if kink is not None and kink[0] > WELL_SCALED:
             return self._excess_in_steps(*kink, form.factor)
-        z = self.cp.new_int_var(0, form.hi, "pos")
-        constraint = self.cp.add((z if ratio is None else ratio[0] * z) >= form.expr)
+        z = self.cp.new_int_var(0, top, "pos")
+        constraint = self.cp.add(multiplier * z >= rhs)
         if gate is not None:
             constraint.only_enforce_if(self.gate(gate))
         elif kink is not None and self.accelerate:
@@ -311,7 +311,7 @@ class IntegerForms:
             a, b, u, f, _ = kink
             if b % a:
                 self.cp.add(z >= (a * (f + 1) + b) * (u - f))
-        return Lin.atom(self.new_atom(z, 0, form.hi, bounding=True), 1 / form.factor)
+        return Lin.atom(self.new_atom(z, 0, top, bounding=True), 1 / form.factor)
 
     def _ratio_rule(self, lin: Lin, factor: Fraction) -> tuple[int, object, int] | None:
         """z >= ``factor``·lin for an integer z, exactly, as P·z >= Q·E + C over the rule
