@@ -151,11 +151,17 @@ def huge_scenario(containers: int = 100, objects: int = 200) -> dict:
     }
 
 
+@pytest.mark.parametrize("definition", ["DOUBLE_DURING", "AFTER"])
 def test_loads_past_the_room_for_domains_are_expressions_and_the_answer_keeps_the_rules(
-) -> None:
+        definition: str) -> None:
     """100 loads of 1e17 units would overflow CP-SAT's domain sum as variables: they are
-    written as expressions, the model is valid, and the answer keeps the hard capacity."""
-    scenario = parse_scenario(huge_scenario())
+    written as expressions, the model is valid, and the answer keeps the hard capacity.
+    A hard AFTER capacity bounds a load alone; CP-SAT still sees the expression's whole
+    span, which the forms built on it (the moved data's objective) must be sized by."""
+    data = huge_scenario()
+    data["constraints"][0]["spec"]["capacitySpec"]["definition"] = definition
+    data["goals"][1]["spec"]["minimizeMovementSpec"]["dimension"] = "cpu"
+    scenario = parse_scenario(data)
     builder_, _ = compile_model(scenario.problem, scenario.model)
     assert builder_.scale("cpu").most * 100 > 2**63
     assert builder_.cp.domain_sum < 2**63 and builder_.cp.validate() == ""

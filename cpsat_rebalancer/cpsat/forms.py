@@ -417,9 +417,11 @@ class IntegerForms:
 
     def _tighten(self, lin: Lin) -> None:
         """An exact, unconditional hard rule c·atom + d <= 0 on one atom bounds that atom, so
-        that everything built on it later (piecewise-linear ranges, domains) is tighter."""
+        that everything built on it later (piecewise-linear ranges, domains) is tighter. Only
+        a variable: CP-SAT checks sums for 64-bit overflow on the domains it is given, so an
+        expression's bounds must stay the span its variables give it."""
         live = [(a, c) for a, c in lin.terms.items() if c != 0]
-        if len(live) != 1:
+        if len(live) != 1 or not isinstance(self.atoms[live[0][0]].expr, cp_model.IntVar):
             return
         coef, atom = live[0][1], self.atoms[live[0][0]]
         limit = -lin.const / coef
@@ -427,16 +429,14 @@ class IntegerForms:
             atom.hi = max(atom.lo, min(atom.hi, math.floor(limit)))
         else:
             atom.lo = min(atom.hi, max(atom.lo, math.ceil(limit)))
-        if isinstance(atom.expr, cp_model.IntVar):
-            # the variable's own domain too: CP-SAT checks sums for 64-bit overflow on the
-            # domains it is given, and forms built on the atom are sized by its bounds
-            domain = self.cp.proto.variables[atom.expr.index].domain
-            if len(domain) == 2 and (domain[0] < atom.lo or domain[1] > atom.hi):
-                lo, hi = max(domain[0], atom.lo), min(domain[1], atom.hi)
-                # an empty range (the rule contradicts a fixed variable) is left to the rule
-                # itself, which makes the model infeasible; an empty domain is invalid
-                if lo <= hi:
-                    domain[0], domain[1] = lo, hi
+        # the variable's own domain too: forms built on the atom are sized by its bounds
+        domain = self.cp.proto.variables[atom.expr.index].domain
+        if len(domain) == 2 and (domain[0] < atom.lo or domain[1] > atom.hi):
+            lo, hi = max(domain[0], atom.lo), min(domain[1], atom.hi)
+            # an empty range (the rule contradicts a fixed variable) is left to the rule
+            # itself, which makes the model infeasible; an empty domain is invalid
+            if lo <= hi:
+                domain[0], domain[1] = lo, hi
 
     def as_atom(self, lin: Lin) -> Lin:
         """The same form over a single atom (a new variable when it spans several), so that a
