@@ -189,3 +189,25 @@ def test_a_dimension_past_64_bits_at_its_exact_scale_is_rounded_with_the_error_s
     result = solve_scenario(scenario, SolverOptions(time_limit=5, workers=1))
     assert result.approximation["dimension cpu rounding (per object)"] == error
     assert evaluate(scenario.problem, scenario.model, result.final).feasible
+
+
+def test_a_retired_variable_leaves_its_rules_at_the_value_it_was_frozen_at() -> None:
+    """A leximin level, once solved, is the constant it was frozen at: its rules mean the
+    same (here x + 3 <= level, enforced or not by a literal) and its domain's room is
+    given back."""
+    b = builder()
+    x = b.cp.new_int_var(0, 10, "x")
+    on = b.cp.new_bool_var("on")
+    before = b.cp.domain_sum
+    level = b.cp.new_int_var(0, 2**59, "level")
+    rules = [b.cp.add(x + 3 <= level), b.cp.add(2 * x - 1 <= level).only_enforce_if(on)]
+    b.cp.retire(level, rules, 7)
+    assert b.cp.domain_sum == before
+    for value, lit in [(4, 1), (5, 0), (4, 0), (5, 1), (3, 1)]:
+        fixed = b.cp.clone()
+        fixed.add(fixed.get_int_var_from_proto_index(x.Index()) == value)
+        fixed.add(fixed.get_int_var_from_proto_index(on.Index()) == lit)
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        feasible = solver.solve(fixed) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+        assert feasible == (value + 3 <= 7 and (not lit or 2 * value - 1 <= 7)), (value, lit)

@@ -220,6 +220,7 @@ def test_heartbeats_never_overtake_an_event_reported_meanwhile() -> None:
     with progress.running():
         for step in range(20000):
             progress.phase(f"step {step}")
+        time.sleep(0.05)  # idle: heartbeats follow (between the phases, only when none waits)
     elapsed = [e.elapsed for e in events]
     assert elapsed == sorted(elapsed)
     assert [e.phase for e in events if e.kind == "phase"] == [f"step {s}" for s in range(20000)]

@@ -54,6 +54,28 @@ class DomainCountingModel(cp_model.CpModel):
         self.domain_sum += max(abs(lb), abs(ub), ub - lb)
         return super().new_int_var(lb, ub, name)
 
+    def retire(self, var: cp_model.IntVar, constraints: list[cp_model.Constraint],
+               value: int) -> None:
+        """``var`` frozen at ``value`` in the linear ``constraints`` (the only ones it is in)
+        and taken out of the model, its domain {0}: its room for domains is given back (a
+        leximin adds a large variable per level, each frozen once solved)."""
+        for constraint in constraints:
+            linear = constraint.proto.linear
+            terms = list(zip(linear.vars, linear.coeffs))
+            shift = sum(c for v, c in terms if v == var.index) * value
+            bounds = [b if abs(b) == 2**63 - 1 or b == -2**63 else b - shift
+                      for b in linear.domain]
+            for field, kept in ((linear.vars, [v for v, _ in terms if v != var.index]),
+                                (linear.coeffs, [c for v, c in terms if v != var.index]),
+                                (linear.domain, bounds)):
+                field.clear()
+                field.extend(kept)
+        domain = self.proto.variables[var.index].domain
+        lo, hi = list(domain)[0], list(domain)[-1]  # (the field reads no negative index)
+        self.domain_sum -= max(abs(lo), abs(hi), hi - lo)
+        domain.clear()
+        domain.extend([0, 0])
+
 
 @dataclass
 class Atom:

@@ -29,14 +29,16 @@ def solve_leximin(session: Session, bucket: Bucket, budget: float | None) -> Buc
     lo = min(f.lo for f in forms)
     hi = max(f.hi for f in forms)
     deadline = None if budget is None else time.monotonic() + budget
+    # the part of the time left a level may take: less when a polish follows the levels (an
+    # accelerator: off when the loads are not variables)
+    level_fraction = session.budget.level_share if bucket.scalar and builder.accelerate else 1.0
     proven = 0  # leading entries of the sorted vector proven (leximin-optimal)
     above: list[object] | None = None  # per item, true when it may lie above the next value
     ceiling = hi
     value = bound = None  # the first entry not proven: its value held and its bound
     complete = False
     while True:
-        share = None if deadline is None else (deadline - time.monotonic()) * (
-            session.budget.level_share if bucket.scalar else 1.0)
+        share = None if deadline is None else (deadline - time.monotonic()) * level_fraction
         if share is not None and share <= 0.05:
             break
         session.progress.phase(f"leximin: the largest value left (entry {proven + 1} of {n})")
@@ -50,8 +52,7 @@ def solve_leximin(session: Session, bucket: Bucket, budget: float | None) -> Buc
         if status != cp_model.OPTIMAL:
             break
         proven += 1
-        share = None if deadline is None else (deadline - time.monotonic()) * (
-            session.budget.level_share if bucket.scalar else 1.0)
+        share = None if deadline is None else (deadline - time.monotonic()) * level_fraction
         if share is not None and share <= 0.05:
             break
         session.progress.phase("leximin: the fewest items at that value")
@@ -95,10 +96,11 @@ def leximin_value(session: Session, forms: list[Integerized], above: list[object
     level = builder.cp.new_int_var(lo, max(lo, ceiling), "leximin_value")
     session.progress.show(level, forms[0].factor, lo)
     floor = lo
+    bounded = []
     for index, f in enumerate(forms):
-        bounded = builder.cp.add(f.expr <= level)
+        bounded.append(builder.cp.add(f.expr <= level))
         if above is not None:
-            bounded.only_enforce_if(~above[index])
+            bounded[-1].only_enforce_if(~above[index])
     if builder.accelerate:
         # a MAX balance of the items not above: the load relaxation's bound, and the held
         # assignment repaired to the limits that bound implies, often prove it at once
@@ -108,17 +110,26 @@ def leximin_value(session: Session, forms: list[Integerized], above: list[object
             lambda at: held_repair(session, forms, above, len(forms), ceiling + 1, level,
                                     (level, at)))
         if repaired is not None and repaired <= floor:
-            builder.cp.add(level <= repaired)
+            freeze_level(session, level, bounded, repaired)
             return repaired, cp_model.OPTIMAL, float(Fraction(repaired) / form.factor)
     status, solver = session.solve(level, share)
     found, _, bound = bucket_values(status, solver, level, forms[0].factor)
     if found is None:
         return None, status, None
-    builder.cp.add(level <= found)
+    freeze_level(session, level, bounded, found)
     if found <= floor:  # at the relaxation's bound: proven, whatever the search's own says
         return found, cp_model.OPTIMAL, float(Fraction(found) / forms[0].factor)
     floor_value = float(Fraction(floor) / forms[0].factor)
     return found, status, floor_value if bound is None else max(bound, floor_value)
+
+
+def freeze_level(session: Session, level: cp_model.IntVar,
+                 bounded: list[cp_model.Constraint], value: int) -> None:
+    """Items held at ``value`` or under: the level's rules read the constant, and the level
+    variable leaves the model (see DomainCountingModel.retire), its solution value with it."""
+    session.builder.cp.retire(level, bounded, value)
+    if session.values is not None:
+        session.values[level.index] = 0
 
 
 def leximin_count(session: Session, forms: list[Integerized], level: int, at_least: int,
