@@ -290,7 +290,8 @@ class IntegerForms:
 
     # ---- building blocks specs compile to ----
     def gate(self, lin: Lin) -> object:
-        """Literal true exactly when ``lin`` > 0."""
+        """Literal true exactly when ``lin`` > 0 (up to the rounding of a form that could
+        not be exact, see rule_form)."""
         key = (tuple(sorted(lin.terms.items())), lin.const)
         if key not in self._gates:
             form, limit = self.rule_form(lin, Fraction(0))
@@ -385,8 +386,8 @@ class IntegerForms:
 
     @staticmethod
     def tolerance_units(form: Integerized) -> int:
-        """Rebalancer's 1e-10 comparison tolerance in the integer units of ``form``: a rule
-        e <= 0 holds, and step(e) is 0, up to e = 1e-10 (zero unless the units are finer)."""
+        """Rebalancer's 1e-10 comparison tolerance in the integer units of ``form`` (zero
+        unless the units are finer); rules and steps take it exactly in rule_form."""
         return math.floor(form.factor * TOLERANCE)
 
     def step(self, lin: Lin, gate: Lin | None = None) -> Lin:

@@ -403,13 +403,15 @@ class Utilizations(IntegerForms):
         return [self.atoms[a].expr for a in after]
 
     def container_loads(self) -> dict[str, list[object]]:
-        """The AFTER load variable of every container, per dimension built so far."""
+        """The AFTER load variable of every container, per dimension built so far (not the
+        dimensions whose loads are expressions, see _load_limit)."""
         name = self.problem.container_scope.name
         return {dim: loads for (scope, dim) in self._utils if scope == name
                 for loads in [self.scope_loads(self.problem.container_scope, dim)] if loads}
 
     def scope_loads(self, scope: Scope, dim: str) -> list[object] | None:
-        """The AFTER load variable per item of ``scope`` if a spec built them, else None."""
+        """The AFTER load variable per item of ``scope`` if a spec built them as variables,
+        else None."""
         built = self._utils.get((scope.name, dim))
         if built is None:
             return None
