@@ -22,6 +22,7 @@ from cpsat_rebalancer.cpsat.linear import Lin
 from cpsat_rebalancer.generators import random_scenario
 from cpsat_rebalancer.primitives import TOLERANCE
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.shapes import random_shape_scenario
 from cpsat_rebalancer.solve.compile import compile_model
 
 LOAD = 10**17  # a load's largest value, in integer units
@@ -211,3 +212,16 @@ def test_a_retired_variable_leaves_its_rules_at_the_value_it_was_frozen_at() -> 
         solver.parameters.num_workers = 1
         feasible = solver.solve(fixed) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
         assert feasible == (value + 3 <= 7 and (not lit or 2 * value - 1 <= 7)), (value, lit)
+
+
+def test_a_leximin_over_rounded_forms_states_its_error() -> None:
+    """An IDEAL bound on rack loads of full-precision decimals (robustness seed 28): its
+    leximin forms are rounded, the bucket carries that error, and a leximin proven on them
+    is reported approximated, not OPTIMAL (local search found a better order on the exact
+    values while OPTIMAL was claimed)."""
+    scenario = parse_scenario(random_shape_scenario(100, 10, 28))
+    builder_, buckets = compile_model(scenario.problem, scenario.model)
+    assert buckets[0].leximin and buckets[0].error > 0
+    result = solve_scenario(scenario, SolverOptions(time_limit=3, workers=1))
+    report = next(b for b in result.buckets if b.position == 0)
+    assert report.status != "OPTIMAL" and report.approximation_error >= buckets[0].error

@@ -167,10 +167,12 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
         target = bucket(entry.position)
         target.admit(entry.weight, entry.spec.nonnegative)
         if entry.position in leximin_positions:
+            before = noted()
             with where(f"{entry.path}.spec.{entry.spec.arm}"):
                 target.leximin = entry.spec.compile_leximin(builder)
                 if accelerate and guards is None:
                     target.scalar.append(entry.spec)
+            target.error += since(before)[0]  # forms rounded: the order is not exact
             continue
         before, probes = noted(), len(builder.target_probes)
         with where(f"{entry.path}.spec.{entry.spec.arm}"):

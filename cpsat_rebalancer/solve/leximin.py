@@ -75,10 +75,15 @@ def solve_leximin(session: Session, bucket: Bucket, budget: float | None) -> Buc
         descend_leximin(session, bucket, deadline)
         if bucket.scalar:
             polish_leximin(session, bucket, deadline - time.monotonic())
-    worst = OPTIMAL if complete else (FEASIBLE if session.values is not None else NO_SOLUTION)
+    # leximin order proven on forms that were rounded is not proven on the exact values
+    error = bucket.error + sum(f.error for f in forms)
+    exact = complete and not error
+    worst = OPTIMAL if exact else (FEASIBLE if session.values is not None else NO_SOLUTION)
     report = bucket_report(bucket.position, cp_model.OPTIMAL if complete else cp_model.FEASIBLE,
-                     None, None, bucket.error)
+                     None, None, error)
     report.status = worst
+    if complete and not exact:
+        report.termination = "approximated"
     report.leximin_levels = proven
     report.leximin_items = n
     report.leximin_level_value = value
