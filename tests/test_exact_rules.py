@@ -37,12 +37,18 @@ def fine_coefficient(rng: random.Random) -> Fraction:
     return Fraction(1, 10**6) / Fraction(rng.uniform(5e8, 3e9))
 
 
-def feasible_at(b: CpBuilder, var: cp_model.IntVar, value: int) -> bool:
+def solve_at(b: CpBuilder, values: dict[cp_model.IntVar, int]) -> tuple[int, cp_model.CpSolver]:
+    """The builder's model with ``values`` fixed: CP-SAT's status, and the solver."""
     fixed = b.cp.clone()
-    fixed.add(fixed.get_int_var_from_proto_index(var.Index()) == value)
+    for var, value in values.items():
+        fixed.add(fixed.get_int_var_from_proto_index(var.Index()) == value)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
-    return solver.solve(fixed) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    return solver.solve(fixed), solver
+
+
+def feasible_at_all(b: CpBuilder, values: dict[cp_model.IntVar, int]) -> bool:
+    return solve_at(b, values)[0] in (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -62,8 +68,8 @@ def test_a_rule_holds_exactly_up_to_rebalancers_tolerance(seed: int) -> None:
     b.require(lin)
     last = math.floor((Fraction(TOLERANCE) - const) / c) + stayed  # the last u that holds
     assert c * (last - stayed) + const <= Fraction(TOLERANCE) < c * (last + 1 - stayed) + const
-    assert feasible_at(b, u, last)
-    assert not feasible_at(b, u, last + 1)
+    assert feasible_at_all(b, {u: last})
+    assert not feasible_at_all(b, {u: last + 1})
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -82,16 +88,8 @@ def test_a_step_and_a_gate_read_the_sign_exactly(seed: int) -> None:
     # (u, literal, value it cannot take there): a step may be 1 anywhere (it is minimized)
     for value, literal, barred in [(last_off + 1, step, 0), (last_closed, gate, 1),
                                    (last_closed + 1, gate, 0)]:
-        fixed = b.cp.clone()
-        fixed.add(fixed.get_int_var_from_proto_index(u.Index()) == value)
-        fixed.add(fixed.get_int_var_from_proto_index(literal.Index()) == barred)
-        solver = cp_model.CpSolver()
-        solver.parameters.num_workers = 1
-        assert solver.solve(fixed) == cp_model.INFEASIBLE, (value, barred)
-    fixed = b.cp.clone()
-    fixed.add(fixed.get_int_var_from_proto_index(u.Index()) == last_off)
-    fixed.add(fixed.get_int_var_from_proto_index(step.Index()) == 0)
-    assert cp_model.CpSolver().solve(fixed) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+        assert solve_at(b, {u: value, literal: barred})[0] == cp_model.INFEASIBLE, value
+    assert feasible_at_all(b, {u: last_off, step: 0})
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -108,11 +106,8 @@ def test_an_excess_of_a_loads_own_unit_is_exact_to_one_step(seed: int) -> None:
     form = b.integerize(excess)
     b.cp.minimize(form.expr)
     for value in [0, int(t * 10**6) - 1, int(t * 10**6) + 1, rng.randint(0, LOAD), LOAD]:
-        fixed = b.cp.clone()
-        fixed.add(fixed.get_int_var_from_proto_index(u.Index()) == value)
-        solver = cp_model.CpSolver()
-        solver.parameters.num_workers = 1
-        assert solver.solve(fixed) == cp_model.OPTIMAL
+        status, solver = solve_at(b, {u: value})
+        assert status == cp_model.OPTIMAL
         least = Fraction(round(solver.objective_value)) / form.factor
         exact = max(Fraction(0), Fraction(value, 10**6) - t)
         assert exact <= least <= exact + Fraction(b.errors["excess"]) + Fraction(1, 10**12)
@@ -205,13 +200,8 @@ def test_a_retired_variable_leaves_its_rules_at_the_value_it_was_frozen_at() -> 
     b.cp.retire(level, rules, 7)
     assert b.cp.domain_sum == before
     for value, lit in [(4, 1), (5, 0), (4, 0), (5, 1), (3, 1)]:
-        fixed = b.cp.clone()
-        fixed.add(fixed.get_int_var_from_proto_index(x.Index()) == value)
-        fixed.add(fixed.get_int_var_from_proto_index(on.Index()) == lit)
-        solver = cp_model.CpSolver()
-        solver.parameters.num_workers = 1
-        feasible = solver.solve(fixed) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
-        assert feasible == (value + 3 <= 7 and (not lit or 2 * value - 1 <= 7)), (value, lit)
+        assert feasible_at_all(b, {x: value, on: lit}) == (
+            value + 3 <= 7 and (not lit or 2 * value - 1 <= 7)), (value, lit)
 
 
 def test_a_leximin_over_rounded_forms_states_its_error() -> None:
