@@ -28,8 +28,9 @@ MAX_FACTOR = 10**200
 VARIABLE_LIMIT = 2**50
 # unless that rounding is off by more than this part of the form's magnitude
 COARSE_ROUNDING = 1e-6
-# CP-SAT refuses a model whose variables' domain magnitudes sum to 2^63 or more (it takes
-# linear combinations in 128 bits); the model's variables keep to this much of it
+# CP-SAT refuses a model whose variables' domain magnitudes sum to this or more (it takes
+# linear combinations in 128 bits); the model's variables keep to DOMAIN_ROOM of it
+INT64_MAX = 2**63 - 1
 DOMAIN_ROOM = 2**62
 # a new variable's domain takes at most this part of the room left (see variable_limit)
 ROOM_SHARE = 64
@@ -63,7 +64,7 @@ class DomainCountingModel(cp_model.CpModel):
             linear = constraint.proto.linear
             terms = list(zip(linear.vars, linear.coeffs))
             shift = sum(c for v, c in terms if v == var.index) * value
-            bounds = [b if abs(b) == 2**63 - 1 or b == -2**63 else b - shift
+            bounds = [b if b in (-INT64_MAX - 1, INT64_MAX) else b - shift  # infinite
                       for b in linear.domain]
             for field, kept in ((linear.vars, [v for v, _ in terms if v != var.index]),
                                 (linear.coeffs, [c for v, c in terms if v != var.index]),
@@ -118,7 +119,7 @@ class IntegerForms:
     """The atoms (integer CP-SAT expressions with known bounds) that forms are written over,
     and the forms built on them. Needs ``cp``, ``accelerate`` and ``guard`` from its owner."""
 
-    cp: cp_model.CpModel
+    cp: DomainCountingModel
     accelerate: bool
     guard: object | None
 
@@ -171,7 +172,7 @@ class IntegerForms:
         unless the room left for domains (DOMAIN_ROOM) is short. Each takes at most
         1/ROOM_SHARE of the room left, so it never runs out: with many large variables,
         the later ones are rounded more coarsely (their error stated) instead."""
-        room = DOMAIN_ROOM - getattr(self.cp, "domain_sum", 0)
+        room = DOMAIN_ROOM - self.cp.domain_sum
         return max(1, min(limit, room // (ROOM_SHARE * count)))
 
     def magnitude(self, lin: Lin) -> Fraction:

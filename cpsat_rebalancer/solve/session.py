@@ -14,6 +14,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..cpsat.builder import CpBuilder, hint_first
+from ..cpsat.forms import INT64_MAX
 from ..cpsat_parameters import apply_cpsat_parameters
 from ..errors import InputError, InternalError
 from ..evaluate import evaluate
@@ -255,7 +256,7 @@ class Session:
                 raise InputError("cpsatParameters", "rejected by CP-SAT on this model: "
                                  + solver.response_proto.solution_info,
                                  self.options.cpsat_parameters)
-            if getattr(cp, "domain_sum", 0) >= 2**63 - 1:  # sizes past what rounding can fit
+            if cp.domain_sum >= INT64_MAX:  # sizes past what rounding can fit
                 raise InputError("", "numbers too large to model in CP-SAT's 64-bit "
                                  "integers: the model's variables span more than 2^63 in all",
                                  float(cp.domain_sum))
