@@ -243,13 +243,10 @@ class Session:
         self.hint()
         solver = self._solver(budget, work)
         reporter = self._reporter(solver, objective, probing)
+        started = time.monotonic()
         status = self.run_all([(solver, cp)], [reporter])[0]
         if status == cp_model.INFEASIBLE and self.values is not None and not probing:
-            # Impossible: the previous solution satisfies every constraint of this solve. It
-            # happens with CP-SAT's presolve (probing) on large coefficients; solve again
-            # without it.
-            solver.parameters.cp_model_presolve = False
-            status = self.run_all([(solver, cp)], [reporter])[0]
+            status = self._doubted(solver, cp, reporter, started)
         if status == cp_model.MODEL_INVALID:
             reason = cp.validate()
             if not reason and self.options.cpsat_parameters:
@@ -264,6 +261,26 @@ class Session:
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.values = list(solver.response_proto.solution)
         return status, solver
+
+    def _doubted(self, solver: cp_model.CpSolver, cp: cp_model.CpModel,
+                 reporter: SolutionReporter | None, started: float) -> int:
+        """A solve's INFEASIBLE where the held solution satisfies every constraint of it:
+        impossible, yet CP-SAT says so on some models with large coefficients (in its
+        presolve, and in its search under some seeds). Solve again, in what is left of the
+        solve's time, under the next seed and then without presolve; if CP-SAT still says
+        INFEASIBLE, UNKNOWN: no solution found, never a proof of infeasibility."""
+        params = solver.parameters
+        limit, seed = params.max_time_in_seconds, params.random_seed
+        for next_seed, presolve in ((seed + 1, params.cp_model_presolve), (seed, False)):
+            left = limit - (time.monotonic() - started)
+            if left <= 0 or self.interrupted:
+                break
+            params.random_seed, params.cp_model_presolve = next_seed, presolve
+            params.max_time_in_seconds = left
+            status = self.run_all([(solver, cp)], [reporter])[0]
+            if status != cp_model.INFEASIBLE:
+                return status
+        return cp_model.UNKNOWN
 
     def _reporter(self, solver: cp_model.CpSolver, objective: object | None,
                   probing: bool) -> SolutionReporter | None:

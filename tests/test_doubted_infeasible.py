@@ -1,0 +1,77 @@
+"""A solve that CP-SAT calls INFEASIBLE while the session holds a solution of every
+constraint in it is a fault of CP-SAT's (seen on models with coefficients near 1e10), never
+a proof: the session tries again, then reports no solution found."""
+
+from __future__ import annotations
+
+import pytest
+from ortools.sat.python import cp_model
+
+from cpsat_rebalancer.generators import balance_instance
+from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
+from cpsat_rebalancer.solve import session as session_module
+from cpsat_rebalancer.solve.compile import compile_model
+from cpsat_rebalancer.solve.moves import moved_objects
+from cpsat_rebalancer.solve.session import Session
+
+
+def held_session() -> tuple[Session, object]:
+    """A session holding an optimal solution of its model, and the objective it solved."""
+    scenario = parse_scenario(balance_instance(24, 8, seed=4))
+    builder, _ = compile_model(scenario.problem, scenario.model)
+    session = Session(builder, scenario.model, SolverOptions(workers=1, seed=3))
+    moved = moved_objects(builder)
+    status, _ = session.solve(moved)
+    assert status == cp_model.OPTIMAL and session.values is not None
+    return session, moved
+
+
+def faulty_runs(monkeypatch: pytest.MonkeyPatch, faults: int) -> list[tuple[int, bool]]:
+    """CP-SAT's solves made to answer INFEASIBLE the first ``faults`` times, then as they do;
+    returns the (seed, presolve) of every solve made."""
+    calls: list[tuple[int, bool]] = []
+    real = session_module.run_solvers
+
+    def run(solves, reporters=None):  # noqa: ANN001, ANN202
+        params = solves[0][0].parameters
+        calls.append((params.random_seed, params.cp_model_presolve))
+        statuses, interrupted = real(solves, reporters)
+        if len(calls) <= faults:
+            return [cp_model.INFEASIBLE] * len(solves), interrupted
+        return statuses, interrupted
+
+    monkeypatch.setattr(session_module, "run_solvers", run)
+    return calls
+
+
+def test_a_false_infeasible_is_solved_again_under_the_next_seed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    session, moved = held_session()
+    calls = faulty_runs(monkeypatch, 1)
+    status, solver = session.solve(moved)
+    assert status == cp_model.OPTIMAL
+    assert calls == [(3, True), (4, True)]
+    assert session.values == list(solver.response_proto.solution)
+
+
+def test_a_false_infeasible_that_persists_is_no_solution_found(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    session, moved = held_session()
+    held = list(session.values)
+    calls = faulty_runs(monkeypatch, 3)
+    status, _ = session.solve(moved)
+    assert status == cp_model.UNKNOWN
+    assert calls == [(3, True), (4, True), (3, False)]
+    assert session.values == held  # the held solution stands
+
+
+def test_an_infeasible_model_without_a_held_solution_is_reported_infeasible() -> None:
+    data = balance_instance(24, 8, seed=4)
+    data["constraints"] = [{"spec": {"capacitySpec": {
+        "name": "cpu_tenth", "scope": "host", "dimension": "cpu",
+        "limit": {"type": "RELATIVE", "globalLimit": 0.1}}}, "policy": "HARD"}]
+    scenario = parse_scenario(data)
+    builder, _ = compile_model(scenario.problem, scenario.model)
+    session = Session(builder, scenario.model, SolverOptions(workers=1, seed=3))
+    status, _ = session.solve(moved_objects(builder))
+    assert status == cp_model.INFEASIBLE
