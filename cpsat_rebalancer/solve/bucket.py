@@ -212,8 +212,10 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
                                            time.monotonic() + left, session)
             if better < incumbent:
                 incumbent, objective = better, float(Fraction(better) / form.factor)
-        # the rest of the pure share (the first search may not even finish presolving)
-        left = shares.pure_share * budget - (time.monotonic() - t0)
+        # the rest of the pure share (the first search may not even finish presolving); all
+        # of the bucket's while nothing is found, as the blended search needs an incumbent
+        left = ((shares.pure_share if incumbent is not None else 1.0) * budget
+                - (time.monotonic() - t0))
         if left <= 0.05:
             break
         if incumbent is not None:

@@ -266,9 +266,11 @@ def solve_buckets(session: Session, buckets: dict[int, Bucket]
                                         None, bucket.error, 0.0))
             continue
         # under a time limit, a bucket gets an equal share of what is left, so a hard first
-        # bucket cannot starve the later ones; time it does not use flows on. Not in a
+        # bucket cannot starve the later ones; time it does not use flows on. Until some
+        # assignment keeps the hard rules, all of it: the later buckets need one. Not in a
         # deterministic run, whose steps depend on no clock (see Session.wall_limit)
         share = (None if remaining is None or session.deterministic
+                 else remaining if session.values is None
                  else remaining / (len(buckets) - index))
         solve = solve_leximin if bucket.leximin else solve_bucket
         session.progress.start_bucket(position, "leximin" if bucket.leximin else "objective")

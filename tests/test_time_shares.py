@@ -1,0 +1,87 @@
+"""How the chain shares a time limit: until some assignment keeps the hard rules, the search
+for one may take all the time left (the later buckets need one), never stop early with time
+unused."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from ortools.sat.python import cp_model
+
+from cpsat_rebalancer import parse_scenario
+from cpsat_rebalancer.cpsat.linear import lin_sum
+from cpsat_rebalancer.generators import balance_instance
+from cpsat_rebalancer.result import FEASIBLE, NO_SOLUTION, BucketReport
+from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve import bucket as bucket_module
+from cpsat_rebalancer.solve import pipeline
+from cpsat_rebalancer.solve.compile import compile_model
+from cpsat_rebalancer.solve.positions import Bucket
+from cpsat_rebalancer.solve.session import Session
+
+LIMIT = 30.0
+
+
+def three_positions() -> tuple[Session, dict[int, Bucket]]:
+    """Balance at 0, moves at 1, a second balance at 2, under a 30 s limit."""
+    data = balance_instance(30, 6, seed=2)
+    data["goals"] = [data["goals"][0], {"boundary": True}, data["goals"][-1],
+                     {"boundary": True},
+                     {"spec": {"balanceSpec": {"name": "mem", "scope": "host",
+                                               "dimension": "mem"}}}]
+    scenario = parse_scenario(data)
+    builder, buckets = compile_model(scenario.problem, scenario.model)
+    assert len(buckets) == 3
+    return Session(builder, scenario.model, SolverOptions(time_limit=LIMIT, workers=1)), buckets
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_a_bucket_takes_all_the_time_left_until_an_assignment_is_held(
+        held: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    session, buckets = three_positions()
+    if held:
+        assert session.start_from()  # the initial assignment keeps the hard rules
+    shares: list[float] = []
+
+    def recorded(session: Session, bucket: Bucket, share: float) -> BucketReport:
+        shares.append(share)
+        status = FEASIBLE if session.values is not None else NO_SOLUTION
+        return BucketReport(bucket.position, status, "time_limit", 0.0, None, None, None,
+                            None, 0.0, 0.0)
+
+    monkeypatch.setattr(pipeline, "solve_bucket", recorded)
+    pipeline.solve_buckets(session, buckets)
+    left = session.remaining()
+    if held:
+        assert len(shares) == 3
+        assert left / 3 < shares[0] < (left + 1.0) / 3
+    else:  # no assignment: the chain stops after the first bucket, which had everything
+        assert len(shares) == 1
+        assert left < shares[0] <= LIMIT
+
+
+def test_a_search_that_finds_nothing_goes_on_for_the_whole_share(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no incumbent there is nothing to blend with moves: the pure search's second
+    round takes the rest of the bucket's share, not only the pure share of it."""
+    session, buckets = three_positions()
+    form = session.builder.integerize(lin_sum(buckets[0].terms), objective=True)
+    budgets: list[float] = []
+    real_solve = session.solve
+
+    def nothing_found(objective: object, budget: float | None = None, work=None,  # noqa: ANN001
+                      probing: bool = False) -> tuple[int, cp_model.CpSolver]:
+        budgets.append(budget)
+        _, solver = real_solve(objective, 0.01)
+        return cp_model.UNKNOWN, solver
+
+    monkeypatch.setattr(session, "solve", nothing_found)
+    share = 10.0
+    started = time.monotonic()
+    status, _, incumbent, _, _ = bucket_module.pure_then_blended(
+        session, form, share, started, None, [])
+    assert status == cp_model.UNKNOWN and incumbent is None
+    assert len(budgets) == 3  # the first search, then two rounds of the rest
+    spent = time.monotonic() - started
+    assert budgets[1] > share - spent > session.budget.pure_share * share
