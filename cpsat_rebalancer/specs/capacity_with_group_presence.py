@@ -10,6 +10,7 @@ not normalized. The value is the optimal solver's: no local-search continuous pe
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -273,12 +274,24 @@ class CapacityWithGroupPresenceSpec(Spec):
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
         c = self.contributions(ctx)
-        values = []
-        for (item, group), (limit, cap) in zip(self.infos_at, self.limits):
-            rows = np.ones(len(self.groups), bool) if group < 0 else self.inside[:, group]
-            util = float(c[np.ix_(rows, self.main_of_item == item)].sum())
-            values.append(util - limit * cap if self.bound == "MAX" else limit * cap - util)
-        return np.asarray(values, dtype=float)
+        # contributions summed per main item, then per kept main group (and over all groups)
+        kept = self.main_of_item >= 0
+        per_item = np.zeros((c.shape[0], len(self.scope.items)))
+        np.add.at(per_item.T, self.main_of_item[kept], c[:, kept].T)
+        per_group = self.inside.T.astype(float) @ per_item
+        everything = per_item.sum(axis=0)
+        at, limit = self._info_arrays
+        util = np.where(at[:, 1] < 0, everything[at[:, 0]],
+                        per_group[np.maximum(at[:, 1], 0), at[:, 0]] if len(per_group)
+                        else 0.0)
+        return util - limit if self.bound == "MAX" else limit - util
+
+    @functools.cached_property
+    def _info_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``infos_at`` as an array (main item, main group) and each info's limit x
+        capacity: built once, as an evaluation reads them all (a local search, many times)."""
+        return (np.asarray(self.infos_at, dtype=np.int64).reshape(-1, 2),
+                np.asarray([limit * cap for limit, cap in self.limits], dtype=float))
 
     def evaluate(self, ctx: EvalContext) -> float:
         return float(positive(self.infos(ctx)).sum())

@@ -9,6 +9,7 @@ capacities sum to 0)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -92,7 +93,9 @@ class DisasterRecoveryCapacitySpec(Spec):
     def info_labels(self, problem: Problem) -> list[str]:
         return list(self.scope.items)
 
+    @functools.cached_property
     def _norm(self) -> Fraction:
+        """n / Σ capacity, exactly (1 with no capacity): a constant, read by every evaluation."""
         caps = [to_fraction(float(c)) for c in self.scope.capacity(self.dimension)]
         total = sum(caps, Fraction(0))
         return Fraction(1) if total == 0 else Fraction(len(caps)) / total
@@ -119,7 +122,7 @@ class DisasterRecoveryCapacitySpec(Spec):
                     failing = item[r] in group
             worst = np.maximum(worst, excess)
         caps = self.scope.capacity(self.dimension)
-        return float(self._norm()) * (primary + worst - caps)
+        return float(self._norm) * (primary + worst - caps)
 
     def evaluate(self, ctx: EvalContext) -> float:
         return float(positive(self.infos(ctx)).sum())
@@ -185,7 +188,7 @@ class DisasterRecoveryCapacitySpec(Spec):
             for i in range(n):
                 excess[i].append(per_item[i])
         caps = scope.capacity(self.dimension)
-        norm = self._norm()
+        norm = self._norm
         return [Info((primary[i] + self._exact_max(b, excess[i])
                       - to_fraction(float(caps[i]))) * norm) for i in range(n)]
 
