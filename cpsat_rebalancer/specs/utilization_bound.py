@@ -136,19 +136,20 @@ class UtilizationBound:
         """The bounded utilization of every filtered item under ``metric``."""
         where = self.aggregation or scope
         after, initial, stayed = group_utils(ctx, where, dim, self.members)
-        by_group = list(_metric(after, initial, stayed, metric))
+        by_group = np.asarray(_metric(after, initial, stayed, metric), dtype=float)
+        # u[p, g]: group g's utilization of filtered item p (summed over its image)
+        if self.aggregation is None:
+            u = by_group[:, items].T
+        else:
+            u = np.stack([by_group[:, image].sum(axis=1) for image in self.image]) \
+                if len(items) else np.zeros((0, len(self.members)))
+        limits = self.limits
+        bounded = (np.minimum(u, limits) if self.upper
+                   else np.maximum(u, step(u) * limits))
+        kept = ~np.isnan(limits)
+        change = np.where(kept, bounded - np.where(self.bound_all[:, None], 0.0, u), 0.0)
         totals = ctx.util(scope, dim, metric)
-        result = np.zeros(len(items))
-        for p, item in enumerate(items.tolist()):
-            total = 0.0 if self.bound_all[p] else totals[item]
-            for g, u in enumerate(self._per_item(by_group, p, item, 0.0)):
-                limit = self.limits[p, g]
-                if math.isnan(limit):
-                    continue
-                bounded = min(u, limit) if self.upper else max(u, float(step(u)) * limit)
-                total += bounded - (0.0 if self.bound_all[p] else u)
-            result[p] = total
-        return result
+        return np.where(self.bound_all, 0.0, totals[items]) + change.sum(axis=1)
 
     # ---------- compilation ----------
     def forms(self, b: CpBuilder, scope: Scope, dim: str, metric: str,
