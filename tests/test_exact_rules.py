@@ -215,3 +215,28 @@ def test_a_leximin_over_rounded_forms_states_its_error() -> None:
     result = solve_scenario(scenario, SolverOptions(time_limit=3, workers=1))
     report = next(b for b in result.buckets if b.position == 0)
     assert report.status != "OPTIMAL" and report.approximation_error >= buckets[0].error
+
+
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_rule_on_a_bounded_sum_of_wide_parts_holds_exactly(seed: int) -> None:
+    """100 parts (a host's arrivals, in hundredths), each of which alone may reach the
+    whole total of 2^55 units: the sum of their ranges passes 2^60, where a rule on the
+    plain sum could only be rounded, by more than the total itself. Summed in chunks within
+    the total, a rule on it holds exactly: the sum at the limit keeps it, a unit more does
+    not."""
+    rng = random.Random(seed)
+    b = builder()
+    top = 2**55
+    xs = [b.cp.new_int_var(0, top, f"x{k}") for k in range(100)]
+    b.cp.add(sum(xs) <= top)  # what makes the total a bound of the sum
+    parts = [Lin.atom(b.new_atom(x, 0, top), Fraction(1, 100)) for x in xs]
+    moved = b.bounded_sum(parts, Fraction(top, 100))
+    assert len(moved.terms) == 1
+    limit = rng.randrange(top // 4, top // 2)
+    b.require(moved - Fraction(limit, 100))
+    for excess, holds in ((0, True), (1, False)):
+        shares = sorted(rng.randrange(limit + excess + 1) for _ in range(99))
+        values = [hi - lo for lo, hi in zip([0, *shares], [*shares, limit + excess])]
+        assert feasible_at_all(b, dict(zip(xs, values))) is holds

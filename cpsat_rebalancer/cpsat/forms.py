@@ -14,7 +14,7 @@ from ortools.sat.python import cp_model
 
 from ..errors import InputError
 from ..primitives import TOLERANCE
-from .linear import Lin
+from .linear import Lin, lin_sum
 
 INT_LIMIT = 2**60  # keep every integerized expression's magnitude below this
 TOLERANCE_FRACTION = Fraction(TOLERANCE)  # Rebalancer's comparison tolerance, exactly
@@ -476,6 +476,56 @@ class IntegerForms:
         if all(self.atoms[a].initial is not None for a in live):
             initial = round(self.initial_value(lin) * form.factor)
         return Lin.atom(self.new_atom(v, form.lo, form.hi, initial), 1 / form.factor)
+
+    def bounded_sum(self, parts: list[Lin], total: Fraction) -> Lin:
+        """The sum of ``parts``, each never negative and never above ``total`` together, as
+        one atom of range [0, total], summed in chunks of whole parts whose rules fit in 64
+        bits: what moved is a sum over every container's arrivals, each of which alone may
+        reach the whole total, so the sum of their ranges can pass CP-SAT's overflow check
+        while its value never can. The plain sum where it fits, or where no two parts fit
+        together."""
+        whole = lin_sum(parts)
+        live = [c for p in parts for c in p.terms.values() if c != 0]
+        if not live or any(p.const for p in parts):  # the bound is on the variable parts
+            return whole
+        g = Fraction(math.gcd(*(c.numerator for c in live)),
+                     math.lcm(*(c.denominator for c in live)))
+        top = math.floor(total / g)
+
+        def integer(part: Lin) -> tuple[list[object], list[int], int]:
+            terms = [(self.atoms[a].expr, int(c / g), max(abs(self.atoms[a].lo),
+                                                         abs(self.atoms[a].hi)))
+                     for a, c in part.terms.items() if c != 0]
+            return ([e for e, _, _ in terms], [n for _, n, _ in terms],
+                    sum(abs(n) * m for _, n, m in terms))
+
+        chunks = [integer(p) for p in parts]
+        if sum(span for _, _, span in chunks) < INT_LIMIT or top >= INT_LIMIT:
+            return whole
+        while len(chunks) > 1:
+            merged: list[tuple[list[object], list[int], int]] = []
+            for exprs, coefs, span in chunks:
+                if merged and merged[-1][2] + span + top < INT_LIMIT:
+                    last = merged[-1]
+                    merged[-1] = (last[0] + exprs, last[1] + coefs, last[2] + span)
+                else:
+                    merged.append((exprs, coefs, span))
+            if len(merged) == len(chunks):
+                return whole  # no two parts fit together: left to rule_form's rounding
+            chunks = []
+            for exprs, coefs, _ in merged:
+                v = self.cp.new_int_var(0, top, "partial_sum")
+                self.cp.add(v == cp_model.LinearExpr.weighted_sum(exprs, coefs))
+                chunks.append(([v], [1], top))
+        initial = None
+        if all(self.atoms[a].initial is not None for p in parts for a in p.terms):
+            initial = int(self.initial_value(whole) / g)
+        exprs, coefs, _ = chunks[0]
+        if coefs != [1]:  # a single part: its sum as a variable of its own
+            v = self.cp.new_int_var(0, top, "partial_sum")
+            self.cp.add(v == cp_model.LinearExpr.weighted_sum(exprs, coefs))
+            exprs = [v]
+        return Lin.atom(self.new_atom(exprs[0], 0, top, initial), g)
 
     def variable(self, expr: object, lo: int, hi: int, name: str) -> object:
         """``expr`` as one CP-SAT variable (a new one equal to it when it is a sum): the

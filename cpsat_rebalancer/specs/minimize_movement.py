@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from ..context import EvalContext
@@ -73,6 +74,13 @@ class MinimizeMovementSpec(Spec):
         return [self.evaluate(ctx)]
 
     def _form(self, b: CpBuilder) -> Lin:
+        moved = self._moved(b)
+        if self.allowance != 0 and not self.normalize:
+            return b.positive_part(moved - to_fraction(self.allowance), what=self.name)
+        return moved
+
+    def _moved(self, b: CpBuilder) -> Lin:
+        """What moved, as the spec counts it: normalized per item capacity, or in all."""
         new = b.util(self.scope, self.dimension, "NEW")
         outside = b.out_of_scope_new(self.scope, self.dimension)
         if self.normalize:
@@ -80,13 +88,19 @@ class MinimizeMovementSpec(Spec):
             caps = self.scope.capacity(self.dimension)
             total = lin_sum(n / to_fraction(float(c)) for n, c in zip(new, caps)) + outside
             return total * weight / len(caps)
-        total = lin_sum(new) + outside
-        if self.allowance != 0:
-            return b.positive_part(total - to_fraction(self.allowance), what=self.name)
-        return total
+        if self.dimension in b.problem.vector_dims:
+            return lin_sum(new) + outside
+        # every object counts once at most: what moved never exceeds all sizes together
+        scale = b.scale(self.dimension)
+        return b.bounded_sum([*new, outside], Fraction(scale.most) / scale.factor)
 
     def compile_goal(self, b: CpBuilder) -> GoalForm:
         return GoalForm(self._form(b))
 
     def compile_infos(self, b: CpBuilder) -> list[Info]:
-        return [Info(self._form(b))]
+        # the rule itself, not its positive part: a hard rule then reads it exactly, where a
+        # positive part over loads near 1e16 units may have no integer form left
+        moved = self._moved(b)
+        if self.allowance != 0 and not self.normalize:
+            return [Info(moved - to_fraction(self.allowance))]
+        return [Info(moved)]
