@@ -499,6 +499,11 @@ class IntegerForms:
             return ([e for e, _, _ in terms], [n for _, n, _ in terms],
                     sum(abs(n) * m for _, n, m in terms))
 
+        def summed(exprs: list[object], coefs: list[int]) -> cp_model.IntVar:
+            v = self.cp.new_int_var(0, top, "partial_sum")
+            self.cp.add(v == cp_model.LinearExpr.weighted_sum(exprs, coefs))
+            return v
+
         chunks = [integer(p) for p in parts]
         if sum(span for _, _, span in chunks) < INT_LIMIT or top >= INT_LIMIT:
             return whole
@@ -512,20 +517,13 @@ class IntegerForms:
                     merged.append((exprs, coefs, span))
             if len(merged) == len(chunks):
                 return whole  # no two parts fit together: left to rule_form's rounding
-            chunks = []
-            for exprs, coefs, _ in merged:
-                v = self.cp.new_int_var(0, top, "partial_sum")
-                self.cp.add(v == cp_model.LinearExpr.weighted_sum(exprs, coefs))
-                chunks.append(([v], [1], top))
+            chunks = [([summed(exprs, coefs)], [1], top) for exprs, coefs, _ in merged]
         initial = None
         if all(self.atoms[a].initial is not None for p in parts for a in p.terms):
             initial = int(self.initial_value(whole) / g)
         exprs, coefs, _ = chunks[0]
-        if coefs != [1]:  # a single part: its sum as a variable of its own
-            v = self.cp.new_int_var(0, top, "partial_sum")
-            self.cp.add(v == cp_model.LinearExpr.weighted_sum(exprs, coefs))
-            exprs = [v]
-        return Lin.atom(self.new_atom(exprs[0], 0, top, initial), g)
+        total_var = exprs[0] if coefs == [1] else summed(exprs, coefs)  # a single part
+        return Lin.atom(self.new_atom(total_var, 0, top, initial), g)
 
     def variable(self, expr: object, lo: int, hi: int, name: str) -> object:
         """``expr`` as one CP-SAT variable (a new one equal to it when it is a sum): the

@@ -73,11 +73,19 @@ class MinimizeMovementSpec(Spec):
     def infos(self, ctx: EvalContext):
         return [self.evaluate(ctx)]
 
-    def _form(self, b: CpBuilder) -> Lin:
+    @property
+    def _allowed(self) -> bool:
+        """Whether moves up to the allowance are free (never when normalized)."""
+        return self.allowance != 0 and not self.normalize
+
+    def _rule(self, b: CpBuilder) -> Lin:
+        """What moved beyond the allowance (negative when within it), or all that moved."""
         moved = self._moved(b)
-        if self.allowance != 0 and not self.normalize:
-            return b.positive_part(moved - to_fraction(self.allowance), what=self.name)
-        return moved
+        return moved - to_fraction(self.allowance) if self._allowed else moved
+
+    def _form(self, b: CpBuilder) -> Lin:
+        rule = self._rule(b)
+        return b.positive_part(rule, what=self.name) if self._allowed else rule
 
     def _moved(self, b: CpBuilder) -> Lin:
         """What moved, as the spec counts it: normalized per item capacity, or in all."""
@@ -100,7 +108,4 @@ class MinimizeMovementSpec(Spec):
     def compile_infos(self, b: CpBuilder) -> list[Info]:
         # the rule itself, not its positive part: a hard rule then reads it exactly, where a
         # positive part over loads near 1e16 units may have no integer form left
-        moved = self._moved(b)
-        if self.allowance != 0 and not self.normalize:
-            return [Info(moved - to_fraction(self.allowance))]
-        return [Info(moved)]
+        return [Info(self._rule(b))]
