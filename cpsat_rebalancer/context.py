@@ -94,3 +94,88 @@ def step(x: np.ndarray | float) -> np.ndarray:
 
 def positive(x: np.ndarray | float) -> np.ndarray:
     return np.maximum(np.asarray(x, dtype=float), 0.0)
+
+
+class MoveBatch(EvalContext):
+    """K assignments at once, each the ``base`` one with a few objects moved: candidate k
+    moves ``objects[k, j]`` to ``targets[k, j]`` for every j (-1: no object), and every
+    utilization is an array (K, items). A local search prices all the destinations of an
+    object in one evaluation this way. Only static dimensions: a dynamic one's values
+    change with where the object lands."""
+
+    def __init__(self, base: EvalContext, objects: np.ndarray, targets: np.ndarray):
+        self.problem = base.problem
+        self.initial = base.initial
+        self.reference = base.reference
+        self.current = base.final
+        self.objects = np.asarray(objects, dtype=np.int64).reshape(len(objects), -1)
+        self.targets = np.asarray(targets, dtype=np.int64).reshape(self.objects.shape)
+        self.size = len(self.objects)
+        self._parent = base
+        self._base = {}
+        self._final: np.ndarray | None = None
+
+    @property
+    def at_initial(self) -> EvalContext:
+        return self._parent.at_initial
+
+    @property
+    def final(self) -> np.ndarray:
+        """The K assignments (K, objects), built when a spec reads them."""
+        if self._final is None:
+            final = np.repeat(self.current[None, :], self.size, axis=0)
+            rows = np.arange(self.size)
+            for j in range(self.objects.shape[1]):
+                moved = self.objects[:, j] >= 0
+                final[rows[moved], self.objects[moved, j]] = self.targets[moved, j]
+            self._final = final
+        return self._final
+
+    def _shifts(self, scope: Scope, dim: str):
+        """Per candidate and moved object: its value, and its scope item before, after and
+        in the reference assignment (OUT_OF_SCOPE for no object)."""
+        objects = np.maximum(self.objects, 0)
+        moved = self.objects >= 0
+        values = np.where(moved, self.problem.values_at(dim, self.current)[objects], 0.0)
+        item = scope.container_item
+        source = np.where(moved, item[self.current[objects]], OUT_OF_SCOPE)
+        target = np.where(moved, item[np.maximum(self.targets, 0)], OUT_OF_SCOPE)
+        home = np.where(moved, item[self.reference[objects]], OUT_OF_SCOPE)
+        return values, source, target, home
+
+    def _after_initial_stayed(self, scope: Scope, dim: str):
+        key = (scope.name, dim)
+        if key not in self._base:
+            after, initial, stayed = self._parent._after_initial_stayed(scope, dim)
+            values, source, target, home = self._shifts(scope, dim)
+            n = len(scope.items)
+            rows = np.repeat(np.arange(self.size)[:, None], values.shape[1], axis=1)
+
+            def shifted(base: np.ndarray, leaving: np.ndarray, arriving: np.ndarray):
+                batch = np.repeat(base[None, :], self.size, axis=0)
+                flat = batch.reshape(-1)
+                out = leaving != OUT_OF_SCOPE
+                np.add.at(flat, rows[out] * n + leaving[out], -values[out])
+                into = arriving != OUT_OF_SCOPE
+                np.add.at(flat, rows[into] * n + arriving[into], values[into])
+                return batch
+
+            after_batch = shifted(after, source, target)
+            # an object counts as stayed where its item is its reference item
+            stayed_batch = shifted(stayed, np.where(source == home, source, OUT_OF_SCOPE),
+                                   np.where(target == home, target, OUT_OF_SCOPE))
+            self._base[key] = (after_batch, initial, stayed_batch)
+        return self._base[key]
+
+    def out_of_scope_new(self, scope: Scope, dim: str) -> np.ndarray:
+        entries = self.problem.vector_dims.get(dim)
+        if entries is not None:
+            return np.max([self.out_of_scope_new(scope, entry) for entry in entries], axis=0)
+        base = self._parent.out_of_scope_new(scope, dim)
+        objects = np.maximum(self.objects, 0)
+        moved = self.objects >= 0
+        values = np.where(moved, self.problem.values_at(dim, self.reference)[objects], 0.0)
+        _, source, target, home = self._shifts(scope, dim)
+        was = (source == OUT_OF_SCOPE) & (home != OUT_OF_SCOPE) & moved
+        now = (target == OUT_OF_SCOPE) & (home != OUT_OF_SCOPE) & moved
+        return base + (values * (now.astype(float) - was.astype(float))).sum(axis=1)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .context import EvalContext, positive, step
+from .context import EvalContext, MoveBatch, positive, step
 from .primitives import TOLERANCE
 from .problem import Problem
 from .scenario import ConstraintEntry, Model
@@ -86,14 +86,22 @@ def split_policy(entry: ConstraintEntry, initial_infos: np.ndarray) -> PolicySpl
 
 
 def soft_term(entry: ConstraintEntry, infos: np.ndarray, soft: np.ndarray,
-              penalties: np.ndarray | None = None) -> float:
-    e = infos[soft]
-    term = entry.invalid_cost * positive(e).sum()
+              penalties: np.ndarray | None = None) -> np.ndarray:
+    """The soft term of a constraint (per candidate, infos last, under a MoveBatch)."""
+    e = infos[..., soft]
+    term = entry.invalid_cost * positive(e).sum(axis=-1)
     if penalties is not None:  # P_k of each broken expression, weighted like its excess
-        term += entry.invalid_cost * (step(e) * penalties[soft]).sum()
+        term = term + entry.invalid_cost * (step(e) * penalties[..., soft]).sum(axis=-1)
     if entry.invalid_state != 0:
-        term += entry.invalid_state * step(e).sum()
-    return float(term)
+        term = term + entry.invalid_state * step(e).sum(axis=-1)
+    return term
+
+
+def hard_excess(infos: np.ndarray, split: PolicySplit) -> np.ndarray:
+    """How far the hard infos are broken beyond their rule (per candidate): each excess
+    within the tolerance counts as kept."""
+    excess = positive(infos[..., split.hard] - split.hard_rhs[split.hard])
+    return np.where(excess > TOLERANCE, excess, 0.0).sum(axis=-1)
 
 
 def check_restrictions(problem: Problem, model: Model, final: np.ndarray) -> list[str]:
@@ -130,20 +138,65 @@ def evaluate(problem: Problem, model: Model, final: np.ndarray) -> Evaluation:
     for entry in model.constraints:
         infos = np.asarray(entry.spec.infos(ctx), dtype=float)
         split = split_policy(entry, np.asarray(entry.spec.infos(ctx0), dtype=float))
-        soft = (soft_term(entry, infos, split.soft, entry.spec.penalties(ctx))
+        soft = (float(soft_term(entry, infos, split.soft, entry.spec.penalties(ctx)))
                 if split.has_soft_term else 0.0)
-        excess = positive(infos[split.hard] - split.hard_rhs[split.hard])
-        hard_excess = float(excess[excess > TOLERANCE].sum())
         constraints.append(ConstraintValue(
             entry.spec.name, entry.spec.arm, entry.policy, entry.position,
-            float(positive(infos).sum()), soft, split.has_soft_term, hard_excess))
+            float(positive(infos).sum()), soft, split.has_soft_term,
+            float(hard_excess(infos, split))))
         if split.has_soft_term:
             positions[entry.position] = positions.get(entry.position, 0.0) + soft
             soft_positions.add(entry.position)
     leximin = {}
     for position, goal_index in model.leximin_positions(soft_positions).items():
-        key = model.goals[goal_index].spec.leximin_key(ctx)
-        leximin[position] = tuple(sorted(key, reverse=True))
+        key = model.goals[goal_index].spec.leximin_values(ctx)
+        leximin[position] = tuple(sorted(key.tolist(), reverse=True))
     return Evaluation(goals, constraints, dict(sorted(positions.items())), leximin,
                       check_restrictions(problem, model, final))
 
+
+
+def batchable(problem: Problem, model: Model) -> bool:
+    """Whether ``evaluate_moves`` can price moves of this model: every spec takes a
+    MoveBatch, and no dimension's values depend on where an object lands."""
+    return not problem.dynamic_dims and all(
+        entry.spec.batched for entry in [*model.goals, *model.constraints])
+
+
+def evaluate_moves(problem: Problem, model: Model, batch: MoveBatch,
+                   splits: list[PolicySplit]) -> tuple[np.ndarray, np.ndarray]:
+    """The evaluator's tuple of every candidate of ``batch`` (rows: positions in order, a
+    leximin position as its sorted vector, as the local search orders tuples) and whether each keeps
+    the hard constraints (``splits``: each constraint's policy split, from
+    ``policy_splits``). Restrictions (pinned objects, closed containers) are the caller's
+    to respect: candidates are assumed to keep them."""
+    k = batch.size
+    positions: dict[int, np.ndarray] = {}
+
+    def add(position: int, value: np.ndarray) -> None:
+        positions[position] = positions.get(position, 0.0) + np.broadcast_to(value, (k,))
+
+    for entry in model.goals:
+        value = np.asarray(entry.spec.evaluate(batch), dtype=float)
+        add(entry.position, value * entry.weight if entry.weight != 1 else value)
+    broken = np.zeros(k)
+    soft_positions = set()
+    for entry, split in zip(model.constraints, splits):
+        infos = np.asarray(entry.spec.infos(batch), dtype=float)
+        if split.has_soft_term:
+            add(entry.position, soft_term(entry, infos, split.soft, entry.spec.penalties(batch)))
+            soft_positions.add(entry.position)
+        broken = broken + np.broadcast_to(hard_excess(infos, split), (k,))
+    leximin = {position: -np.sort(-model.goals[goal].spec.leximin_values(batch), axis=-1)
+               for position, goal in model.leximin_positions(soft_positions).items()}
+    columns = [leximin[p] if p in leximin else positions.get(p, np.zeros(k))[:, None]
+               for p in sorted(set(positions) | set(leximin))]
+    keys = np.concatenate(columns, axis=1) if columns else np.zeros((k, 0))
+    return keys, broken <= TOLERANCE
+
+
+def policy_splits(problem: Problem, model: Model) -> list[PolicySplit]:
+    """Each constraint's policy split (it depends on the initial assignment only)."""
+    ctx0 = EvalContext(problem, problem.initial, problem.initial)
+    return [split_policy(entry, np.asarray(entry.spec.infos(ctx0), dtype=float))
+            for entry in model.constraints]

@@ -80,6 +80,13 @@ class Model:
     def fixed_objects(self) -> frozenset[int]:
         return frozenset().union(*(r.fixed_objects for _, r in self.restrictions))
 
+    def named_objects(self) -> set[int]:
+        """Objects some spec names (an affinity, a pin, ...): no two of them are alike."""
+        named: set[int] = set()
+        for entry in [*self.goals, *self.constraints]:
+            named |= set(entry.spec.object_roles())
+        return named
+
     @property
     def non_accepting(self) -> frozenset[int]:
         return frozenset().union(*(r.non_accepting for _, r in self.restrictions))

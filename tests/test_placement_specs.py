@@ -33,7 +33,7 @@ from cpsat_rebalancer.importers import (
 from cpsat_rebalancer.peer import evaluate_with_wheel, find_peer_python
 from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
 from cpsat_rebalancer.solve.accelerate.symmetry import interchangeable_containers
-from cpsat_rebalancer.solve.compile import compile_model, named_objects
+from cpsat_rebalancer.solve.compile import compile_model
 from cpsat_rebalancer.solve.pipeline import solve_model
 from cpsat_rebalancer.solve.probes import target_probes
 from cpsat_rebalancer.solve.session import Session
@@ -353,7 +353,7 @@ def test_interchangeable_containers_follow_the_specs() -> None:
     scenario = parse_scenario(data)
     assert interchangeable_containers(scenario.problem, scenario.model, fixed,
                                       non_accepting) == []
-    assert named_objects(scenario.model) == set()
+    assert scenario.model.named_objects() == set()
 
 
 @pytest.mark.parametrize("data, path", [

@@ -33,7 +33,7 @@ from ..result import FEASIBLE, OPTIMAL, BucketReport, SolveResult
 from ..scenario import Model, SolverOptions
 from .accelerate import local_search
 from .check import EXACT, FLOAT_NOISE
-from .compile import classes_may_span_containers, named_objects
+from .compile import classes_may_span_containers
 
 COARSE_MERGE = 2  # the relaxation runs when it has at most 1/COARSE_MERGE of the classes
 LIFT_SECONDS = 5.0  # at most, for the choice of the objects that stay within move budgets
@@ -48,7 +48,7 @@ class Relaxation:
 
 def class_count(problem: Problem, model: Model) -> int:
     """Object classes the compiler would build for ``model`` (see CpBuilder)."""
-    return len(object_classes(problem, named_objects(model) | set(model.fixed_objects),
+    return len(object_classes(problem, model.named_objects() | set(model.fixed_objects),
                               by_initial_container=not classes_may_span_containers(model),
                               dims=model.dimensions() | {problem.count_dimension}).members)
 
@@ -173,7 +173,7 @@ def lift(problem: Problem, model: Model, coarse_final: np.ndarray) -> np.ndarray
     kept = Model([g for g in model.goals if not g.spec.reads_groups()],
                  [c for c in model.constraints if not c.spec.reads_groups()], [])
     alike = object_classes(dataclasses.replace(problem, partitions={}),
-                           named_objects(model) - set(fixed), by_initial_container=False,
+                           model.named_objects() - set(fixed), by_initial_container=False,
                            dims=kept.dimensions() | {problem.count_dimension})
     sizes: dict[int, int] = {}
     for groups in groups_of:

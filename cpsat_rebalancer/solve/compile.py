@@ -23,13 +23,6 @@ from .positions import Bucket
 Guards = list[tuple[object, str, str]]  # (literal, spec name, what it guards)
 
 
-def named_objects(model: Model) -> set[int]:
-    named: set[int] = set()
-    for entry in [*model.goals, *model.constraints]:
-        named |= set(entry.spec.object_roles())
-    return named
-
-
 @contextlib.contextmanager
 def where(path: str):
     """Give an InputError raised while compiling a spec (numbers out of range) its path; a
@@ -104,7 +97,7 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
     # from where the definitions count (Problem.origin)
     accelerate = accelerate and problem.origin is None
     aggregate = aggregate and classes_may_span_containers(model)
-    named = named_objects(model) | fixed
+    named = model.named_objects() | fixed
     # objects differing only in dimensions no spec reads share a class
     dims = model.dimensions()
     if guards is None:

@@ -186,20 +186,16 @@ def early_floor(session: Session, initial: Evaluation
     The chain starts from its answer where that is better, and the answer returned is never
     worse than it: a local search from the same start is the floor of what the solve
     returns. Skipped where the share cannot hold a useful part of a pass of single moves
-    (``evaluation_seconds``, the initial evaluation's time, prices one move): there it would
-    only take time from the search. One evaluation prices a move (not the first, which
-    pays for one-time set-up)."""
+    (priced by ``local_search.pass_seconds``): there it would only take time from the
+    search."""
     if not session.reserve or not initial.feasible:
         return None
     problem, shares = session.builder.problem, session.budget
-    priced = time.monotonic()
-    evaluate(problem, session.model, problem.initial)
-    evaluation_seconds = time.monotonic() - priced
     seconds = min(shares.early_search_share * session.options.time_limit,
                   shares.early_search_seconds)
-    moves = problem.num_objects * max(problem.num_containers - 1, 1)
-    if moves * evaluation_seconds * shares.early_search_passes > seconds:
+    if local_search.pass_seconds(problem, session.model) * shares.early_search_passes > seconds:
         return None
+
     def stop() -> None:
         session.interrupted = True
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -92,9 +92,11 @@ class AssignmentAffinitiesSpec(Spec):
     def reads_initial(self) -> bool:
         return False
 
-    def evaluate(self, ctx: EvalContext) -> float:
-        landed = self.scope.container_item[ctx.final[self.objects]] == self.items
-        return -float(self.affinities[landed].sum())
+    batched: ClassVar[bool] = True
+
+    def evaluate(self, ctx: EvalContext) -> np.ndarray:
+        landed = self.scope.container_item[ctx.final[..., self.objects]] == self.items
+        return -(self.affinities * landed).sum(axis=-1)
 
     def compile_goal(self, b: CpBuilder) -> GoalForm:
         by_object: dict[int, dict[int, float]] = {}

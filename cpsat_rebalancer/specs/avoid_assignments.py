@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -48,10 +48,14 @@ class AvoidAssignmentsSpec(Spec):
         return cls(name, scope, [(i, np.asarray(sorted(o), dtype=np.int64))
                                  for i, o in per_item.items()])
 
+    batched: ClassVar[bool] = True
+
     def infos(self, ctx: EvalContext) -> np.ndarray:
         final_item = self.scope.container_item[ctx.final]
-        return np.asarray([float((final_item[objs] == item).sum())
-                           for item, objs in self.item_objects])
+        counts = [(final_item[..., objs] == item).sum(axis=-1) for item, objs in self.item_objects]
+        if not counts:
+            return np.zeros(0)
+        return np.stack(counts, axis=-1).astype(float)
 
     def info_labels(self, problem: Problem) -> list[str]:
         return [", ".join(problem.objects[o] for o in objs) + f" not on {self.scope.items[i]}"

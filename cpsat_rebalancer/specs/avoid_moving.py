@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -38,9 +38,11 @@ class AvoidMovingSpec(Spec):
         f.done(cls.arm)
         return cls(name, np.asarray(sorted(set(objects)), dtype=np.int64))
 
+    batched: ClassVar[bool] = True
+
     def infos(self, ctx: EvalContext) -> np.ndarray:
-        stayed = ctx.final[self.objects] == ctx.initial[self.objects]
-        return np.asarray([len(self.objects) - stayed.sum()], dtype=float)
+        stayed = ctx.final[..., self.objects] == ctx.initial[self.objects]
+        return (len(self.objects) - stayed.sum(axis=-1, keepdims=True)).astype(float)
 
     def compile_infos(self, b: CpBuilder) -> list[Info]:
         """e = listed objects not in their initial container (0 whenever they are fixed)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -216,76 +216,81 @@ class BalanceSpec(Spec):
         return self.scope.capacity(self.dimension)[self.items]
 
     # ---------- evaluation ----------
+    # Every utilization may carry leading candidate axes (context.MoveBatch): items are the
+    # last axis, and values come out per candidate.
+    batched: ClassVar[bool] = True
+
     def _relative(self, ctx: EvalContext) -> np.ndarray:
         """The balanced value per item: relative utilization, or (CAPACITY_PER_ITEM) the
         utilization per object counted, util / max(1, count)."""
-        util = ctx.util(self.scope, self.dimension, self.definition)[self.items]
+        util = ctx.util(self.scope, self.dimension, self.definition)[..., self.items]
         if self.count_dimension is None:
             return util / self.caps
-        count = ctx.util(self.scope, self.count_dimension, self.definition)[self.items]
+        count = ctx.util(self.scope, self.count_dimension, self.definition)[..., self.items]
         return util / np.maximum(1.0, count)
 
-    def _average(self, ctx: EvalContext) -> float:
+    def _average(self, ctx: EvalContext) -> np.ndarray:
+        """The average the bound is taken from, with a trailing axis of one."""
         if self.count_dimension is not None:
-            return float(np.mean(self._relative(ctx)))
+            return np.mean(self._relative(ctx), axis=-1, keepdims=True)
         source = ctx.at_initial if self.fixed_average else ctx
         util = source.util(self.scope, self.dimension, self.definition)
         all_caps = self.scope.capacity(self.dimension)
         if self.legacy_average:
-            return float(util[self.items].sum() / self.caps.sum())
+            return util[..., self.items].sum(axis=-1, keepdims=True) / self.caps.sum()
         used = np.concatenate([self.items, self.extra_average_items]) if self.fixed_average \
             else self.items
-        return float(np.mean(util[used] / all_caps[used]))
+        return np.mean(util[..., used] / all_caps[used], axis=-1, keepdims=True)
 
-    def _bound(self, average: float) -> float:
+    def _bound(self, average: np.ndarray) -> np.ndarray:
         if self.bound_type == "ABSOLUTE":
             return average + self.upper_bound
         if self.bound_type == "RELATIVE":
             return self.upper_bound * average
-        return self.upper_bound
+        return np.full_like(average, self.upper_bound)
 
-    def evaluate(self, ctx: EvalContext) -> float:
+    def evaluate(self, ctx: EvalContext) -> np.ndarray:
         n = len(self.items)
         if n == 0:
-            return 0.0
+            return np.float64(0.0)
         u = self._relative(ctx)
         bound = self._bound(self._average(ctx))
-        threshold = bound if self.soft_upper_bound is None else max(self.soft_upper_bound, bound)
+        threshold = bound if self.soft_upper_bound is None \
+            else np.maximum(self.soft_upper_bound, bound)
         if self.formula == "LINEAR":
-            return float(positive(u - threshold).sum() / n)
+            return positive(u - threshold).sum(axis=-1) / n
         if self.formula == "SQUARES":
-            if threshold < 0:
-                return float("nan")
-            return float(positive(u**POWER - threshold**POWER).sum() / n)
+            value = positive(u**POWER - threshold**POWER).sum(axis=-1) / n
+            return np.where(threshold[..., 0] < 0, np.nan, value)
         if self.formula == "MAX":
-            return float(max(0.0, u.max() - threshold))
+            return np.maximum(0.0, u.max(axis=-1) - threshold[..., 0])
         if self.formula == "LEGACY":
             return self._legacy(ctx, u)
         if self.formula == "IDEAL":
             a = self.caps / (self.caps.sum() / n)
             if self.bound_on_ideal:
-                return float(positive(a * u**2 - a * bound**2).sum())
-            return float((a * u**2).sum())
+                return positive(a * u**2 - a * bound**2).sum(axis=-1)
+            return (a * u**2).sum(axis=-1)
         v = positive(u - bound)  # RELATIVE_UTIL_VARIANCE
-        return float((v**2).sum() - v.sum() ** 2 / n)
+        return (v**2).sum(axis=-1) - v.sum(axis=-1) ** 2 / n
 
-    def _legacy(self, ctx: EvalContext, u: np.ndarray) -> float:
+    def _legacy(self, ctx: EvalContext, u: np.ndarray) -> np.ndarray:
         """(0.001/n)·Σ m_i⁺ + max(0, max_i m_i), m_i = u_i/b - upperBound, b the initial
         total over the capacity; -upperBound when nothing is there initially."""
         initial = float(ctx.at_initial.util(self.scope, self.dimension, "AFTER")[self.items].sum())
         if abs(initial) <= TOLERANCE:
-            return -self.upper_bound
+            return np.full(u.shape[:-1], -self.upper_bound)
         excess = u / (initial / self.caps.sum()) - self.upper_bound
-        return float(float(LEGACY_WEIGHT) / len(u) * positive(excess).sum()
-                     + max(0.0, excess.max()))
+        return (float(LEGACY_WEIGHT) / u.shape[-1] * positive(excess).sum(axis=-1)
+                + np.maximum(0.0, excess.max(axis=-1)))
 
-    def leximin_key(self, ctx: EvalContext) -> tuple[float, ...]:
+    def leximin_values(self, ctx: EvalContext) -> np.ndarray:
         """Relative utilizations; with the bound applied (as in the scalar value, where items
         under it cost nothing), each raised to the bound so those items tie."""
         u = self._relative(ctx)
-        if self.bound_on_ideal and len(u):
+        if self.bound_on_ideal and u.shape[-1]:
             u = np.maximum(u, self._bound(self._average(ctx)))
-        return tuple(u.tolist())
+        return u
 
     # ---------- compilation ----------
     def _relative_forms(self, b: CpBuilder) -> list[Lin]:

@@ -160,7 +160,7 @@ class CapacitySpec(Spec):
         if self.utilization_bound is not None:
             return self.utilization_bound.utils(ctx, self.scope, self.dimension, metric,
                                                 self.items)
-        return ctx.util(self.scope, self.dimension, metric)[self.items]
+        return ctx.util(self.scope, self.dimension, metric)[..., self.items]
 
     def _expressions(self, ctx: EvalContext, metric: str) -> np.ndarray:
         util = self._utils(ctx, metric)
@@ -175,15 +175,22 @@ class CapacitySpec(Spec):
     def _initial_during(self, ctx: EvalContext) -> np.ndarray:
         return self._expressions(ctx.at_initial, "DURING")
 
+    @property
+    def batched(self) -> bool:  # type: ignore[override]
+        """Group shares (utilizationBound) are read per assignment, not per candidate."""
+        return self.utilization_bound is None
+
     def infos(self, ctx: EvalContext) -> np.ndarray:
         initial = self._initial_during(ctx) if self.is_constraint else None
         cache = {}
-        values = []
+        columns = []
         for metric, p in self._pairs(initial):
             if metric not in cache:
                 cache[metric] = self._expressions(ctx, metric)
-            values.append(cache[metric][p])
-        return np.asarray(values, dtype=float)
+            columns.append(cache[metric][..., p])
+        if not columns:
+            return np.zeros(0)
+        return np.stack(np.broadcast_arrays(*columns), axis=-1).astype(float)
 
     def info_labels(self, problem: Problem) -> list[str]:
         ctx = EvalContext(problem, problem.initial, problem.initial)
@@ -191,8 +198,8 @@ class CapacitySpec(Spec):
         return [f"{metric} {self.scope.items[self.items[p]]}"
                 for metric, p in self._pairs(initial)]
 
-    def evaluate(self, ctx: EvalContext) -> float:
-        return float(positive(self.infos(ctx)).sum())
+    def evaluate(self, ctx: EvalContext) -> np.ndarray:
+        return positive(self.infos(ctx)).sum(axis=-1)
 
     # ---------- compilation ----------
     def _info_forms(self, b: CpBuilder) -> list[Info]:

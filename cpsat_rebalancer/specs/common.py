@@ -83,6 +83,10 @@ class Spec:
         raise NotImplementedError
 
     # -- evaluation (numpy) --
+    # whether evaluate, infos, penalties and leximin_values take a ``context.MoveBatch``:
+    # utilizations with leading candidate axes, values per candidate
+    batched: ClassVar[bool] = False
+
     def evaluate(self, ctx: EvalContext) -> float:
         """The goal value g on Rebalancer's scale (unweighted)."""
         raise NotImplementedError
@@ -101,8 +105,9 @@ class Spec:
         """step(e_k)·P_k as exact forms (Lin) for the compiled ``infos``, in their order."""
         return None
 
-    def leximin_key(self, ctx: EvalContext) -> tuple[float, ...] | None:
-        """The vector whose descending sort orders this goal leximin, if it has that order."""
+    def leximin_values(self, ctx: EvalContext) -> np.ndarray | None:
+        """The vector whose descending sort orders this goal leximin, if it has that order
+        (per candidate, items last, under a ``MoveBatch``)."""
         return None
 
     # -- compilation (CP-SAT through the builder) --

@@ -74,13 +74,18 @@ class MaximizeAllocationSpec(Spec):
         caps = self.scope.capacity(self.dimension)
         return roles_by_item(self.scope, {int(i): float(caps[i]) for i in self.items})
 
-    def evaluate(self, ctx: EvalContext) -> float:
+    @property
+    def batched(self) -> bool:  # type: ignore[override]
+        """An object's size that depends on its item is read per assignment."""
+        return not self.dynamic
+
+    def evaluate(self, ctx: EvalContext) -> np.ndarray:
         objects = ctx.problem.num_objects
         if objects == 0 or len(self.items) == 0:
-            return 0.0
+            return np.float64(0.0)
         caps = self.scope.capacity(self.dimension)[self.items]
-        relative = ctx.util(self.scope, self.dimension, "AFTER")[self.items] / caps
-        return float(np.sum((-1.0 / objects) * relative))
+        relative = ctx.util(self.scope, self.dimension, "AFTER")[..., self.items] / caps
+        return np.sum((-1.0 / objects) * relative, axis=-1)
 
     def compile_goal(self, b: CpBuilder) -> GoalForm:
         objects = b.problem.num_objects

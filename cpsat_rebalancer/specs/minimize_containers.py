@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -99,12 +99,14 @@ class MinimizeContainersSpec(Spec):
     def reads_initial(self) -> bool:
         return False
 
-    def _relative(self, util: np.ndarray) -> np.ndarray:
-        return util[self.items] / self.scope.capacity(self.dimension)[self.items]
+    batched: ClassVar[bool] = True
 
-    def evaluate(self, ctx: EvalContext) -> float:
+    def _relative(self, util: np.ndarray) -> np.ndarray:
+        return util[..., self.items] / self.scope.capacity(self.dimension)[self.items]
+
+    def evaluate(self, ctx: EvalContext) -> np.ndarray:
         used = step(self._relative(ctx.util(self.scope, self.dimension, "AFTER")))
-        return float(positive(float(self.costs @ used) - len(self.items) + self.free_limit))
+        return positive(used @ self.costs - len(self.items) + self.free_limit)
 
     def compile_goal(self, b: CpBuilder) -> GoalForm:
         util = b.util(self.scope, self.dimension, "AFTER")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
+
+import numpy as np
 
 from ..context import EvalContext
 from ..cpsat.builder import CpBuilder
@@ -60,18 +62,20 @@ class MinimizeMovementSpec(Spec):
     def linear_in_assignment(self) -> bool:
         return self.normalize or self.allowance == 0
 
-    def evaluate(self, ctx: EvalContext) -> float:
+    batched: ClassVar[bool] = True
+
+    def evaluate(self, ctx: EvalContext) -> np.ndarray:
         new = ctx.util(self.scope, self.dimension, "NEW")
         outside = ctx.out_of_scope_new(self.scope, self.dimension)
         if self.normalize:
             weight = MAGIC_SCALING if self.magic_scaling else 1.0
             caps = self.scope.capacity(self.dimension)
-            return float(weight / len(caps) * ((new / caps).sum() + outside))
-        total = float(new.sum() + outside)
-        return max(0.0, total - self.allowance) if self.allowance != 0 else total
+            return weight / len(caps) * ((new / caps).sum(axis=-1) + outside)
+        total = new.sum(axis=-1) + outside
+        return np.maximum(0.0, total - self.allowance) if self.allowance != 0 else total
 
-    def infos(self, ctx: EvalContext):
-        return [self.evaluate(ctx)]
+    def infos(self, ctx: EvalContext) -> np.ndarray:
+        return np.asarray(self.evaluate(ctx), dtype=float)[..., None]
 
     @property
     def _allowed(self) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -66,11 +66,13 @@ class MovesInProgressSpec(Spec):
     def moves_in_flight(self) -> list[tuple[int, int]]:
         return list(zip(self.objects.tolist(), self.destinations.tolist()))
 
+    batched: ClassVar[bool] = True
+
     def infos(self, ctx: EvalContext) -> np.ndarray:
         """One expression: the listed moves whose object is not at its destination. It is 0
         unless an object is listed with two destinations (only the first one holds)."""
-        done = ctx.final[self.objects] == self.destinations
-        return np.asarray([len(self.objects) - done.sum()], dtype=float)
+        done = ctx.final[..., self.objects] == self.destinations
+        return (len(self.objects) - done.sum(axis=-1, keepdims=True)).astype(float)
 
     def compile_infos(self, b: CpBuilder) -> list[Info]:
         scope = b.problem.container_scope

@@ -5,7 +5,7 @@ non-accepting containers (unless the policy is SOFT)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -38,9 +38,11 @@ class NonAcceptingSpec(Spec):
         f.done(cls.arm)
         return cls(name, scope, items)
 
+    batched: ClassVar[bool] = True
+
     def infos(self, ctx: EvalContext) -> np.ndarray:
         new = ctx.util(self.scope, ctx.problem.count_dimension, "NEW")
-        return new[self.items].astype(float)
+        return new[..., self.items].astype(float)
 
     def info_labels(self, problem: Problem) -> list[str]:
         return [f"nothing new on {self.scope.items[i]}" for i in self.items]

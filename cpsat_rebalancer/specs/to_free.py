@@ -5,7 +5,7 @@ nothing new on them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -66,17 +66,19 @@ class ToFreeSpec(Spec):
     def _scope(self, problem: Problem):
         return problem.container_scope
 
-    def evaluate(self, ctx: EvalContext) -> float:
-        after = ctx.util(self._scope(ctx.problem), self.dimension, "AFTER")[self.containers]
+    batched: ClassVar[bool] = True
+
+    def evaluate(self, ctx: EvalContext) -> np.ndarray:
+        after = ctx.util(self._scope(ctx.problem), self.dimension, "AFTER")[..., self.containers]
         if self.formula == "MINIMIZE_OCCUPIED_CONTAINERS":
-            return float(step(after).sum())
-        return float(after.sum())
+            return step(after).sum(axis=-1)
+        return after.sum(axis=-1)
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
         scope = self._scope(ctx.problem)
-        after = ctx.util(scope, self.dimension, "AFTER")[self.containers]
-        new = ctx.util(scope, self.dimension, "NEW")[self.containers]
-        return np.column_stack([after, new]).reshape(-1)
+        after = ctx.util(scope, self.dimension, "AFTER")[..., self.containers]
+        new = ctx.util(scope, self.dimension, "NEW")[..., self.containers]
+        return np.stack([after, new], axis=-1).reshape(after.shape[:-1] + (-1,))
 
     def info_labels(self, problem: Problem) -> list[str]:
         return [f"{what} {problem.containers[c]}" for c in self.containers

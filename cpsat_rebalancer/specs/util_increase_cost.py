@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -65,13 +65,15 @@ class UtilIncreaseCostSpec(Spec):
     def _reference(self, initial_relative: np.ndarray) -> np.ndarray:
         return self._f(np.maximum(self.lower_bound, initial_relative))
 
-    def evaluate(self, ctx: EvalContext) -> float:
+    batched: ClassVar[bool] = True
+
+    def evaluate(self, ctx: EvalContext) -> np.ndarray:
         if len(self.items) == 0:
-            return 0.0
+            return np.float64(0.0)
         caps = self.scope.capacity(self.dimension)[self.items]
-        u = ctx.util(self.scope, self.dimension, "AFTER")[self.items] / caps
+        u = ctx.util(self.scope, self.dimension, "AFTER")[..., self.items] / caps
         u0 = ctx.at_initial.util(self.scope, self.dimension, "AFTER")[self.items] / caps
-        return float(positive(self._f(u) - self._reference(u0)).sum() / len(self.items))
+        return positive(self._f(u) - self._reference(u0)).sum(axis=-1) / len(self.items)
 
     def compile_goal(self, b: CpBuilder) -> GoalForm:
         if len(self.items) == 0:

@@ -5,6 +5,12 @@ Where CP-SAT's proof does not close in time, a search of this kind (Rebalancer's
 search is one) can still walk below the incumbent the chain holds: judged by the evaluator
 itself, it has no compiled approximation in the way. It runs in the time the chain leaves
 it, from the chain's answer, and keeps the answer when it finds nothing better.
+
+Where every spec prices candidates in a batch (``evaluate.batchable``), one evaluation
+prices every destination of an object (or every swap partner), so each step takes the best
+of them, and a pass over all objects costs about as many evaluations as there are objects
+rather than objects times containers. Otherwise moves are priced one evaluation each, first
+improvement in random order.
 """
 
 from __future__ import annotations
@@ -16,11 +22,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...evaluate import Evaluation, evaluate
+from ...context import EvalContext, MoveBatch
+from ...cpsat.classes import object_classes
+from ...evaluate import Evaluation, batchable, evaluate, evaluate_moves, policy_splits
 from ...problem import Problem
 from ...scenario import Model
 
 SWAPS_PER_ROUND = 2000  # swaps tried once no single move helps, before giving up
+BATCH = 512  # candidates priced in one batched evaluation at most
+NOISE = 1e-12  # relative differences below this are float noise, not improvements
 
 
 def tuple_key(evaluation: Evaluation) -> list[tuple[float, ...]]:
@@ -35,9 +45,148 @@ def better(a: list[tuple[float, ...]], b: list[tuple[float, ...]]) -> bool:
     """Whether tuple ``a`` is lexicographically below ``b`` by more than float noise."""
     for x, y in zip(a, b):
         for u, v in zip(x, y):
-            if abs(u - v) > 1e-12 * max(1.0, abs(u), abs(v)):
+            if abs(u - v) > NOISE * max(1.0, abs(u), abs(v)):
                 return u < v
     return False
+
+
+def best_below(keys: np.ndarray, feasible: np.ndarray, current: np.ndarray) -> int | None:
+    """The row of ``keys`` (flattened tuples) lexicographically smallest among the feasible
+    rows below ``current`` by more than float noise; None when there is none."""
+    differ = np.abs(keys - current) > NOISE * np.maximum(
+        1.0, np.maximum(np.abs(keys), np.abs(current)))
+    first = differ.argmax(axis=1)
+    rows = np.arange(len(keys))
+    below = feasible & differ.any(axis=1) & (keys[rows, first] < current[first])
+    if not below.any():
+        return None
+    candidates = np.flatnonzero(below)
+    order = np.lexsort(keys[candidates].T[::-1])
+    return int(candidates[order[0]])
+
+
+def flat_key(key: list[tuple[float, ...]]) -> np.ndarray:
+    return np.asarray([v for part in key for v in part], dtype=float)
+
+
+class BatchedDescent:
+    """Best-improvement moves priced in batches: for each object in turn (one per class of
+    interchangeable objects on a container), every destination at once, the best taken;
+    once no move helps, every swap with an object of another class elsewhere. Every step
+    the batch finds is judged again by the evaluator before it is kept.
+
+    Between steps of equal tuple, the one that spreads the load more (a lower sum of
+    squared relative loads over the containers) is taken: the tuple's MAX and LEGACY terms
+    are flat for most moves, and a spread load leaves room for the moves that lower them
+    later (Rebalancer's local search values LEGACY with squared excesses for that reason)."""
+
+    def __init__(self, problem: Problem, model: Model, x: np.ndarray, current: Evaluation,
+                 seed: int):
+        self.problem, self.model, self.x = problem, model, x
+        self.current, self.key = current, tuple_key(current)
+        self.rng = np.random.default_rng(seed)
+        self.splits = policy_splits(problem, model)
+        fixed = model.fixed_objects
+        self.classes = object_classes(problem, model.named_objects() | set(fixed),
+                                      by_initial_container=True).of_object
+        self.movable = np.ones(problem.num_objects, dtype=bool)
+        self.movable[sorted(fixed)] = False
+        self.closed = np.zeros(problem.num_containers, dtype=bool)
+        self.closed[sorted(model.non_accepting)] = True
+        self.kept: np.ndarray | None = None  # the last assignment kept
+        self.dims = sorted(problem.scalar_dimensions(model.dimensions())
+                           & set(problem.object_dims))
+        self._keep(x, current)
+
+    def _keep(self, x: np.ndarray, evaluation: Evaluation) -> None:
+        self.x[:] = x
+        self.current, self.key = evaluation, tuple_key(evaluation)
+        self.context = EvalContext(self.problem, self.problem.initial, self.x)
+        self.load_spread = float(self.spread(self.context))
+
+    def spread(self, context: EvalContext) -> np.ndarray:
+        """Σ over containers and read dimensions of the squared relative load."""
+        scope = self.problem.container_scope
+        total = np.float64(0.0)
+        for dim in self.dims:
+            caps = scope.capacity(dim)
+            relative = context.util(scope, dim, "AFTER") / np.where(caps > 0, caps, 1.0)
+            total = total + (relative**2).sum(axis=-1)
+        return total
+
+    def representatives(self) -> np.ndarray:
+        """One movable object per (class, container), in random order."""
+        keys = self.classes.astype(np.int64) * self.problem.num_containers + self.x
+        _, first = np.unique(keys, return_index=True)
+        first = first[self.movable[first]]
+        return self.rng.permutation(first)
+
+    def _allowed(self, objects: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """Candidates that keep the restrictions: nothing new into a closed container."""
+        home = self.problem.initial[objects]
+        return ~self.closed[targets] | (targets == home)
+
+    def _try(self, objects: np.ndarray, targets: np.ndarray, deadline: float) -> bool:
+        """Price the candidates (rows of objects, targets) and take the best improving one."""
+        for start in range(0, len(objects), BATCH):
+            if time.monotonic() >= deadline:
+                return False
+            chunk = slice(start, start + BATCH)
+            batch = MoveBatch(self.context, objects[chunk], targets[chunk])
+            keys, feasible = evaluate_moves(self.problem, self.model, batch, self.splits)
+            spread = np.broadcast_to(self.spread(batch), (batch.size,))
+            row = best_below(np.column_stack([keys, spread]), feasible,
+                             np.append(flat_key(self.key), self.load_spread))
+            if row is None:
+                continue
+            candidate = self.x.copy()
+            for o, c in zip(batch.objects[row], batch.targets[row]):
+                if o >= 0:
+                    candidate[o] = c
+            evaluation = evaluate(self.problem, self.model, candidate)
+            key = tuple_key(evaluation)
+            if evaluation.feasible and (better(key, self.key) or (
+                    not better(self.key, key) and better([(spread[row],)],
+                                                         [(self.load_spread,)]))):
+                self.kept = candidate
+                self._keep(candidate, evaluation)
+                return True
+        return False
+
+    def moves(self, deadline: float) -> bool:
+        """One pass of best moves over the representatives; whether any was kept."""
+        m = self.problem.num_containers
+        improved = False
+        for o in self.representatives():
+            if time.monotonic() >= deadline:
+                break
+            targets = np.delete(np.arange(m), self.x[o])
+            objects = np.full(len(targets), o)
+            allowed = self._allowed(objects, targets)
+            improved |= self._try(objects[allowed, None], targets[allowed, None], deadline)
+        return improved
+
+    def swaps(self, deadline: float) -> bool:
+        """One pass of best swaps: each representative with every representative of another
+        class on another container; whether any was kept."""
+        improved = False
+        for o in self.representatives():
+            if time.monotonic() >= deadline:
+                break
+            others = self.representatives()
+            others = others[(self.x[others] != self.x[o])
+                            & (self.classes[others] != self.classes[o])]
+            objects = np.column_stack([np.full(len(others), o), others])
+            targets = np.column_stack([self.x[others], np.full(len(others), self.x[o])])
+            allowed = self._allowed(objects[:, 0], targets[:, 0]) & self._allowed(
+                objects[:, 1], targets[:, 1])
+            improved |= self._try(objects[allowed], targets[allowed], deadline)
+        return improved
+
+    def run(self, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            if not self.moves(deadline) and not self.swaps(deadline):
+                return
 
 
 def _swap_pairs(n: int, rng: random.Random) -> list[tuple[int, int]]:
@@ -49,6 +198,25 @@ def _swap_pairs(n: int, rng: random.Random) -> list[tuple[int, int]]:
         rng.shuffle(pairs)
         return pairs
     return [(rng.randrange(n), rng.randrange(n)) for _ in range(SWAPS_PER_ROUND)]
+
+
+def pass_seconds(problem: Problem, model: Model) -> float:
+    """What one pass of single moves over every object costs: one batched evaluation per
+    object where the model prices moves in batches, else one evaluation per move (timed on
+    the initial assignment, after a first evaluation that pays for one-time set-up)."""
+    n, m = problem.num_objects, problem.num_containers
+    evaluate(problem, model, problem.initial)
+    if n == 0 or m < 2:
+        return 0.0
+    started = time.monotonic()
+    if batchable(problem, model):
+        base = EvalContext(problem, problem.initial, problem.initial)
+        targets = np.arange(m)[:min(m, BATCH)]
+        evaluate_moves(problem, model, MoveBatch(base, np.zeros(len(targets), np.int64), targets),
+                       policy_splits(problem, model))
+        return (time.monotonic() - started) * n * -(-(m - 1) // BATCH)
+    evaluate(problem, model, problem.initial)
+    return (time.monotonic() - started) * n * (m - 1)
 
 
 def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
@@ -68,6 +236,16 @@ def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
     n, m = problem.num_objects, problem.num_containers  # in the middle of a move)
     if n == 0 or m < 2:  # nothing can move
         return None
+    if batchable(problem, model):
+        search = BatchedDescent(problem, model, x, current, seed)
+        try:
+            search.run(deadline)
+        except KeyboardInterrupt:
+            if on_interrupt is not None:
+                on_interrupt()
+        if search.kept is None or not better(search.key, key):  # only spread further
+            return None
+        return search.kept, search.current
 
     def accept(candidate: np.ndarray) -> bool:
         nonlocal current, key, best
