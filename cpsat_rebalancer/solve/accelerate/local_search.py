@@ -243,9 +243,11 @@ def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
         except KeyboardInterrupt:
             if on_interrupt is not None:
                 on_interrupt()
-        if search.kept is None or not better(search.key, key):  # only spread further
+        if search.kept is None:
             return None
-        return search.kept, search.current
+        # evaluated again: Ctrl-C may have landed between keeping a step and its evaluation
+        evaluation = evaluate(problem, model, search.kept)
+        return (search.kept, evaluation) if better(tuple_key(evaluation), key) else None
 
     def accept(candidate: np.ndarray) -> bool:
         nonlocal current, key, best
