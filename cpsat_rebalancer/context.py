@@ -172,10 +172,8 @@ class MoveBatch(EvalContext):
         if entries is not None:
             return np.max([self.out_of_scope_new(scope, entry) for entry in entries], axis=0)
         base = self._parent.out_of_scope_new(scope, dim)
-        objects = np.maximum(self.objects, 0)
+        values, source, target, home = self._shifts(scope, dim)  # static: values anywhere
         moved = self.objects >= 0
-        values = np.where(moved, self.problem.values_at(dim, self.reference)[objects], 0.0)
-        _, source, target, home = self._shifts(scope, dim)
         was = (source == OUT_OF_SCOPE) & (home != OUT_OF_SCOPE) & moved
         now = (target == OUT_OF_SCOPE) & (home != OUT_OF_SCOPE) & moved
         return base + (values * (now.astype(float) - was.astype(float))).sum(axis=1)

@@ -155,7 +155,6 @@ def evaluate(problem: Problem, model: Model, final: np.ndarray) -> Evaluation:
                       check_restrictions(problem, model, final))
 
 
-
 def batchable(problem: Problem, model: Model) -> bool:
     """Whether ``evaluate_moves`` can price moves of this model: every spec takes a
     MoveBatch, and no dimension's values depend on where an object lands."""
@@ -166,8 +165,8 @@ def batchable(problem: Problem, model: Model) -> bool:
 def evaluate_moves(problem: Problem, model: Model, batch: MoveBatch,
                    splits: list[PolicySplit]) -> tuple[np.ndarray, np.ndarray]:
     """The evaluator's tuple of every candidate of ``batch`` (rows: positions in order, a
-    leximin position as its sorted vector, as the local search orders tuples) and whether each keeps
-    the hard constraints (``splits``: each constraint's policy split, from
+    leximin position as its sorted vector, as the local search orders tuples) and whether
+    each keeps the hard constraints (``splits``: each constraint's policy split, from
     ``policy_splits``). Restrictions (pinned objects, closed containers) are the caller's
     to respect: candidates are assumed to keep them."""
     k = batch.size

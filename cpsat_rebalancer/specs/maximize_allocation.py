@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -74,10 +74,7 @@ class MaximizeAllocationSpec(Spec):
         caps = self.scope.capacity(self.dimension)
         return roles_by_item(self.scope, {int(i): float(caps[i]) for i in self.items})
 
-    @property
-    def batched(self) -> bool:  # type: ignore[override]
-        """An object's size that depends on its item is read per assignment."""
-        return not self.dynamic
+    batched: ClassVar[bool] = True  # a model with dynamic dimensions takes no batch at all
 
     def evaluate(self, ctx: EvalContext) -> np.ndarray:
         objects = ctx.problem.num_objects

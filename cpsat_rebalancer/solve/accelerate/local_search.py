@@ -115,11 +115,10 @@ class BatchedDescent:
         return total
 
     def representatives(self) -> np.ndarray:
-        """One movable object per (class, container), in random order."""
+        """One movable object per (class, container)."""
         keys = self.classes.astype(np.int64) * self.problem.num_containers + self.x
         _, first = np.unique(keys, return_index=True)
-        first = first[self.movable[first]]
-        return self.rng.permutation(first)
+        return first[self.movable[first]]
 
     def _allowed(self, objects: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """Candidates that keep the restrictions: nothing new into a closed container."""
@@ -157,7 +156,7 @@ class BatchedDescent:
         """One pass of best moves over the representatives; whether any was kept."""
         m = self.problem.num_containers
         improved = False
-        for o in self.representatives():
+        for o in self.rng.permutation(self.representatives()):
             if time.monotonic() >= deadline:
                 break
             targets = np.delete(np.arange(m), self.x[o])
@@ -170,7 +169,7 @@ class BatchedDescent:
         """One pass of best swaps: each representative with every representative of another
         class on another container; whether any was kept."""
         improved = False
-        for o in self.representatives():
+        for o in self.rng.permutation(self.representatives()):
             if time.monotonic() >= deadline:
                 break
             others = self.representatives()
