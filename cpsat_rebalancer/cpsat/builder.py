@@ -286,9 +286,13 @@ class CpBuilder(Utilizations):
                   self._gates, self.errors, self.overs)
         saved = [dict(cache) for cache in caches]
         probes, starts = len(self.target_probes), len(self.suggested_starts)
+        outer = [(piece, set(piece.cut)) for piece in self.outer]  # cuts meanwhile: emptied
         try:
             yield
         finally:
+            self.outer[:] = [piece for piece, _ in outer]
+            for piece, cut in outer:
+                piece.cut = cut
             added = self.cp.Proto().constraints
             empty = cp_model.CpModel().Proto().constraints.add()
             for index in range(constraints, len(added)):

@@ -5,9 +5,9 @@ model inherits them; nothing here knows objects or containers."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ortools.sat.python import cp_model
@@ -66,11 +66,11 @@ class DomainCountingModel(cp_model.CpModel):
             shift = sum(c for v, c in terms if v == var.index) * value
             bounds = [b if b in (-INT64_MAX - 1, INT64_MAX) else b - shift  # infinite
                       for b in linear.domain]
-            for field, kept in ((linear.vars, [v for v, _ in terms if v != var.index]),
-                                (linear.coeffs, [c for v, c in terms if v != var.index]),
-                                (linear.domain, bounds)):
-                field.clear()
-                field.extend(kept)
+            for repeated, kept in ((linear.vars, [v for v, _ in terms if v != var.index]),
+                                   (linear.coeffs, [c for v, c in terms if v != var.index]),
+                                   (linear.domain, bounds)):
+                repeated.clear()
+                repeated.extend(kept)
         domain = self.proto.variables[var.index].domain
         lo, hi = list(domain)[0], list(domain)[-1]  # (the field reads no negative index)
         self.domain_sum -= max(abs(lo), abs(hi), hi - lo)
@@ -115,6 +115,51 @@ def shown_magnitude(magnitude: Fraction) -> float | str:
         return f"about 10^{len(str(int(magnitude))) - 1}"
 
 
+CUT_ROOM = 2**61  # a cut's terms (|coefficient| times |value|, summed) stay below this
+
+
+@dataclass
+class OuterPiece:
+    """z >= g(lo + u) held by secant cuts, in units of 1/resolution (u: the load less lo):
+    each cut lies a unit below g at every integer of the range and within two units of it
+    at its own point, so the piece is never above g, and exact to its rounding wherever it
+    has a cut."""
+
+    z: cp_model.IntVar
+    u: cp_model.IntVar
+    lo: int
+    hi: int
+    at: Callable[[int], float]
+    resolution: int
+    top: int  # z's largest value
+    cut: set[int] = field(default_factory=set)
+
+    def units(self, load: int) -> float:
+        return self.resolution * self.at(load)
+
+    def secant(self, p: int) -> tuple[int, int, int]:
+        """The secant through p and its neighbour as integers (D, S, A) of the cut
+        D·z >= A + S·(load - p), S the slope times D rounded. Over the range the rounding
+        moves the line by at most width/(2D) units, which A gives up with one unit more: the
+        cut stays a unit below g everywhere (g convex), so the least integer z it allows is
+        never above g. D is a power of two above the width where the cut's terms fit in 64
+        bits (the cut is then within two units of g at p), smaller where not."""
+        q = p + 1 if p < self.hi else p - 1
+        slope = self.resolution * (Fraction(self.at(q)) - Fraction(self.at(p))) / (q - p)
+        width = self.hi - self.lo
+        scale = 1 << (width + 1).bit_length()
+        while scale > 1 and scale * (self.top + (abs(slope) + 1) * width + 2) >= CUT_ROOM:
+            scale //= 2
+        base = math.floor(scale * (self.resolution * Fraction(self.at(p)) - 1)
+                          - Fraction(width, 2))
+        return scale, round(scale * slope), base
+
+    def add_cut(self, cp: cp_model.CpModel, p: int) -> None:
+        scale, steep, base = self.secant(p)
+        cp.add(scale * self.z - steep * self.u >= base - steep * (p - self.lo))
+        self.cut.add(p)
+
+
 class IntegerForms:
     """The atoms (integer CP-SAT expressions with known bounds) that forms are written over,
     and the forms built on them. Needs ``cp``, ``accelerate`` and ``guard`` from its owner."""
@@ -130,6 +175,8 @@ class IntegerForms:
         # exact optimum is the compiled bound less the over-estimates, not less the errors)
         self.errors: dict[str, float] = {}
         self.overs: dict[str, float] = {}
+        # a goal's convex pieces held from below by cuts, refined at solutions (pwl.refine)
+        self.outer: list[OuterPiece] = []
         self._gates: dict[tuple, object] = {}
 
     def new_atom(self, expr: object, lo: int, hi: int, initial: int | None = None,

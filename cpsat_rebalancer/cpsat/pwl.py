@@ -2,8 +2,10 @@
 
 Utilizations are integer sums of scaled object sizes, so a convex function of one item's
 utilization is represented by chords between integer breakpoints: exact at every reachable
-point when the range is small enough to take every integer, otherwise an upper envelope
-whose largest gap to the function is bounded and reported.
+point when the range is small enough to take every integer. A goal's piece over a wider
+range is held from below by secants (an outer approximation) and refined at the loads of
+each solution until it is exact there; a constraint's piece is an upper envelope whose
+largest gap to the function is bounded and reported.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 
 from ..errors import InputError
 from .builder import CpBuilder
+from .forms import Atom, OuterPiece
 from .linear import Lin
 
 ALL_INTEGERS_UP_TO = 1024  # ranges this short get a breakpoint at every integer (exact)
@@ -142,6 +145,8 @@ def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
     resolution = _resolution(values, digits_for(builder))
     # consecutive breakpoints, or a range where g is zero at both ends (zero between)
     exact = all(b - a == 1 or at(a) == at(b) == 0.0 for a, b in zip(points, points[1:]))
+    if from_below and not exact:
+        return _outer(builder, atom, at, points, resolution, what)
     below = from_below and exact
     rounding = math.floor if below else round
     hull = _lower_hull(points, [rounding(resolution * v) for v in values])
@@ -160,6 +165,48 @@ def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
     builder.note_error(what, error, over=0.0 if below else None)
     return Lin.atom(builder.new_atom(z, min(scaled), max(scaled), bounding=True),
                     Fraction(1, resolution))
+
+
+def _outer(builder: CpBuilder, atom: Atom, at: Callable[[int], float], points: list[int],
+           resolution: int, what: str) -> Lin:
+    """A goal's convex piece over a range too wide for a breakpoint at every integer: the
+    secants at ``points`` hold it from below, so its compiled value (and any bound on it)
+    never exceeds g; ``refine`` adds the secants at a solution's loads. The stated error is
+    the widest gap between g and the first cuts (the triangle between a chord and the two
+    lines at its ends, (s_b - s_a)·(b - a)/4), plus the rounding."""
+    top = math.ceil(resolution * max(at(atom.lo), at(atom.hi))) + 1
+    z = builder.cp.new_int_var(0, top, "outer")
+    u = builder.variable(atom.expr - atom.lo, 0, atom.hi - atom.lo, "outer_load")
+    piece = OuterPiece(z, u, atom.lo, atom.hi, at, resolution, top)
+    for p in points:
+        piece.add_cut(builder.cp, p)
+    builder.outer.append(piece)
+
+    def secant_slope(p: int) -> float:
+        return at(p + 1) - at(p) if p < atom.hi else at(p) - at(p - 1)
+
+    gap = max(((secant_slope(b) - secant_slope(a)) * (b - a) / 4 for a, b in
+               zip(points, points[1:]) if b - a > 1 and not at(a) == at(b) == 0.0),
+              default=0.0)  # (z >= 0 is exact where g is zero at both ends)
+    builder.note_error(what, gap + 2.0 / resolution, over=0.0)
+    return Lin.atom(builder.new_atom(z, 0, top, bounding=True), Fraction(1, resolution))
+
+
+def refine(builder: CpBuilder, values: list[int]) -> int:
+    """Cut every outer piece at the load a solution (``values``, per variable) gives it
+    where the piece lies more than its rounding below g there; the solution's values of
+    those pieces are raised to meet the new cuts (it stays a solution, for hints). Returns
+    the number of cuts added: 0 when the solution's compiled value is exact."""
+    added = 0
+    for piece in builder.outer:
+        load, z = piece.lo + values[piece.u.index], values[piece.z.index]
+        exact = math.floor(piece.units(load))
+        if load in piece.cut or z >= exact - 1:
+            continue
+        piece.add_cut(builder.cp, load)
+        values[piece.z.index] = exact  # the least z the cut allows is at most this
+        added += 1
+    return added
 
 
 def lower_table(builder: CpBuilder, t: Lin, f: Callable[[float], float],

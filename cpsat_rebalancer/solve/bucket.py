@@ -12,7 +12,7 @@ from ..cpsat.builder import TargetProbe
 from ..cpsat.forms import INT_LIMIT, Integerized
 from ..cpsat.linear import lin_sum
 from ..result import BucketReport
-from .accelerate import bucket_start, configurations_floor
+from .accelerate import bucket_start, configurations_floor, expr_value
 from .accelerate.neighbourhoods import descend
 from .accelerate.relaxation import moves_floor
 from .accelerate.repair import PRESOLVE_SECONDS, add_move_cuts
@@ -242,6 +242,20 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
     return status, solver, incumbent, objective, bound
 
 
+def outer_level(session: Session, bucket: Bucket, form: Integerized, incumbent: int,
+                slack: int) -> tuple[int, int]:
+    """The freeze level and slack of a model with outer pieces (``pwl.refine``), which lie
+    below g and are exact only where cut: the assignment held, at its compiled value with
+    the cuts made at it, must stay feasible; and an assignment whose exact value ties the
+    held one's lies at most ``bucket.over`` above it, plus what the held one's compiled
+    value still lies below its exact value. Tighter than twice the stated error, which
+    counts the pieces' gaps between cuts."""
+    held = expr_value(form.expr, session.values)
+    exact = session.held_sum(bucket.members) * form.factor
+    tight = math.floor(bucket.over * form.factor + max(0, exact - held)) + 1
+    return max(incumbent, held), min(slack, tight)
+
+
 def freeze(session: Session, bucket: Bucket, form: Integerized, status: int,
             incumbent: int | None, objective: float | None, bound: float | None,
             error: float) -> BucketReport:
@@ -263,6 +277,8 @@ def freeze(session: Session, bucket: Bucket, form: Integerized, status: int,
         # (no further than the form's highest value: a coarse scale's slack may exceed it, and
         # CP-SAT's 64 bits)
         slack = math.floor(2 * error * form.factor)
+        if builder.outer and session.values is not None:
+            incumbent, slack = outer_level(session, bucket, form, incumbent, slack)
         if bucket.allowance is not None:  # later buckets may worsen this one that far
             value = Fraction(incumbent) / form.factor
             allowed_up_to = bucket.allowance.limit(value)

@@ -15,6 +15,7 @@ from ortools.sat.python import cp_model
 
 from ..cpsat.builder import CpBuilder, hint_first
 from ..cpsat.forms import INT64_MAX
+from ..cpsat.pwl import refine
 from ..cpsat_parameters import apply_cpsat_parameters
 from ..errors import InputError, InternalError
 from ..evaluate import evaluate
@@ -231,10 +232,24 @@ class Session:
 
     def solve(self, objective: object | None, budget: float | None = None,
               work: float | None = None, probing: bool = False) -> tuple[int, cp_model.CpSolver]:
-        """One CP-SAT solve of at most ``budget`` seconds (and never past the deadline), or
-        under a deterministic run of at most ``work`` deterministic seconds; keeps the
-        solution (if any) for hints and decoding. ``probing``: the solve holds a target
-        probe, which the solution kept need not meet."""
+        """CP-SAT solves of at most ``budget`` seconds in all (and never past the deadline),
+        or under a deterministic run of at most ``work`` deterministic seconds each; keeps
+        the solution (if any) for hints and decoding. ``probing``: the solve holds a target
+        probe, which the solution kept need not meet. Where the model has outer pieces
+        (``pwl.refine``) lying below g at the solution, they are cut there and the solve
+        runs again in what is left, until the solution's compiled value is exact."""
+        started, left = time.monotonic(), budget
+        while True:
+            status, solver = self._solve_once(objective, left, work, probing)
+            if (status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or self.interrupted
+                    or not refine(self.builder, self.values)):
+                return status, solver
+            left = None if budget is None else budget - (time.monotonic() - started)
+            if any(t is not None and t <= 0.05 for t in (left, self.remaining())):
+                return status, solver
+
+    def _solve_once(self, objective: object | None, budget: float | None,
+                    work: float | None, probing: bool) -> tuple[int, cp_model.CpSolver]:
         cp = self.builder.cp
         if objective is None:
             cp.clear_objective()
