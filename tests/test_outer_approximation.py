@@ -18,15 +18,16 @@ from cpsat_rebalancer.cpsat.forms import OuterPiece
 from cpsat_rebalancer.solve.compile import compile_model
 
 
-def wide_scenario(seed: int) -> dict:
-    """3-5 objects on 2-3 hosts with integer sizes up to a few thousand units, so a host's
-    load spans more integers than the exact pieces take, but no more than a cut can hold
-    to a unit; a power goal (Balance SQUARES, or UtilIncreaseCost squares above a lower
-    bound) at position 0, and half the time the moved size at position 1."""
+def wide_scenario(seed: int, largest: int = 5000) -> dict:
+    """3-5 objects on 2-3 hosts with integer sizes up to ``largest`` units, so a host's
+    load spans more integers than the exact pieces take (and, from 20000 on, more than
+    2^16, which a constraint's piece would coarsen); a power goal (Balance SQUARES, or
+    UtilIncreaseCost squares above a lower bound) at position 0, and half the time the
+    moved size at position 1."""
     rng = random.Random(seed)
     objects = [f"t{i}" for i in range(rng.randint(3, 5))]
     hosts = [f"h{j}" for j in range(rng.randint(2, 3))]
-    sizes = {o: float(rng.randint(300, 5000)) for o in objects}
+    sizes = {o: float(rng.randint(largest // 16, largest)) for o in objects}
     total = sum(sizes.values())
     capacity = {h: float(round(total * rng.uniform(0.4, 1.5))) for h in hosts}
     assignment: dict[str, list[str]] = {h: [] for h in hosts}
@@ -49,6 +50,13 @@ def test_wide_power_goals_are_proven_exactly(seed: int) -> None:
     """OPTIMAL (never 'approximated'), the enumerated optimum to relative 1e-9 at every
     position, every bound at or below it."""
     check_against_enumeration(wide_scenario(seed), seed)
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_power_goals_wider_than_two_to_the_sixteen_are_proven_exactly(seed: int) -> None:
+    """The same over ranges a constraint's piece would coarsen (its error falling both ways
+    and staying): a goal's piece is cut over the whole range instead."""
+    check_against_enumeration(wide_scenario(seed, largest=200_000), seed)
 
 
 def test_the_drawn_shapes_compile_to_outer_pieces() -> None:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import InputError
 from .builder import CpBuilder
-from .forms import Atom, OuterPiece
+from .forms import CUT_ROOM, Atom, OuterPiece
 from .linear import Lin
 
 ALL_INTEGERS_UP_TO = 1024  # ranges this short get a breakpoint at every integer (exact)
@@ -103,6 +103,41 @@ def _coarsened(builder: CpBuilder, x: Lin, g: Callable[[float], float], what: st
         x.const + coef * atom.lo)
 
 
+def _on_atom(builder: CpBuilder, x: Lin, g: Callable[[float], float]
+             ) -> tuple[Atom, Fraction, Callable[[int], float]]:
+    """The atom of a one-atom form x = coef·u + const, coef, and g as a function of u."""
+    ((atom_index, coef),) = [(a, c) for a, c in x.terms.items() if c != 0]
+    # x as one fraction over a common denominator: int / int is correctly rounded, so this
+    # is float(coef·u + const) without a Fraction per breakpoint
+    denominator = coef.denominator * x.const.denominator
+    slope = coef.numerator * x.const.denominator
+    offset = x.const.numerator * coef.denominator
+
+    def at(u: int) -> float:
+        return g((slope * u + offset) / denominator)
+
+    return builder.atoms[atom_index], coef, at
+
+
+OUTER_LOOSENESS = 32  # units a cut may lie below g at its point, over a range not coarsened
+
+
+def _cuts_hold(builder: CpBuilder, x: Lin, g: Callable[[float], float]) -> bool:
+    """Whether a goal's piece over x's whole range, however wide, is held by cuts within
+    OUTER_LOOSENESS units of g at their points (``OuterPiece.secant``): then the range is
+    not coarsened, whose error would fall both ways and stay."""
+    atom, _, at = _on_atom(builder, x, g)
+    width = atom.hi - atom.lo
+    if width <= MAX_SPAN:
+        return True
+    ends = [at(atom.lo), at(atom.lo + 1), at(atom.hi - 1), at(atom.hi)]
+    resolution = _resolution(ends, digits_for(builder))
+    steepest = resolution * max(abs(ends[1] - ends[0]), abs(ends[3] - ends[2]))
+    # the cut's D is at least width / (2·OUTER_LOOSENESS) where D times its terms fits
+    terms = resolution * max(ends) + (steepest + 2) * width + 2
+    return width * terms < 2 * OUTER_LOOSENESS * CUT_ROOM
+
+
 def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
                kinks: Iterable[float] = (), what: str = "piecewise-linear",
                from_below: bool = False) -> Lin:
@@ -117,19 +152,9 @@ def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
     if x.is_constant:
         return Lin(const=Fraction(g(float(x.const))))
     builder.check_time()
-    x = _coarsened(builder, x, g, what)
-    ((atom_index, coef),) = [(a, c) for a, c in x.terms.items() if c != 0]
-    atom = builder.atoms[atom_index]
-
-    # x = coef·u + const as one fraction over a common denominator: int / int is correctly
-    # rounded, so this is float(coef·u + const) without a Fraction per breakpoint
-    denominator = coef.denominator * x.const.denominator
-    slope = coef.numerator * x.const.denominator
-    offset = x.const.numerator * coef.denominator
-
-    def at(u: int) -> float:
-        return g((slope * u + offset) / denominator)
-
+    if not (from_below and _cuts_hold(builder, x, g)):
+        x = _coarsened(builder, x, g, what)
+    atom, coef, at = _on_atom(builder, x, g)
     u_kinks = [float((Fraction(k) - x.const) / coef) for k in kinks]
     # g >= 0 and convex: zero at both ends of a range, it is zero throughout, so such a
     # range (below an excess's threshold) needs no breakpoint inside, and the rest of the
