@@ -15,7 +15,11 @@ from test_bruteforce import check_against_enumeration
 
 from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.cpsat.forms import OuterPiece
+from cpsat_rebalancer.cpsat.linear import lin_sum
+from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.bucket import outer_level
 from cpsat_rebalancer.solve.compile import compile_model
+from cpsat_rebalancer.solve.session import Session
 
 
 def wide_scenario(seed: int, largest: int = 5000) -> dict:
@@ -97,3 +101,36 @@ def test_every_cut_lies_below_the_function_and_meets_it_at_its_point(
             least = math.ceil(Fraction(base + steep * (load - p), scale))
             assert least <= Fraction(piece.units(load)), (p, load)
         assert Fraction(base, scale) >= Fraction(piece.units(p)) - 2, p
+
+
+def test_a_freeze_on_values_older_than_the_objective_keeps_the_general_slack() -> None:
+    """A bucket whose search found nothing freezes at the assignment held, whose values may
+    predate the variables of the bucket's objective (found at 2000x100, where it raised
+    IndexError): the freeze then keeps twice the stated error instead of reading them."""
+    scenario = parse_scenario(wide_scenario(0))
+    builder, buckets = compile_model(scenario.problem, scenario.model, leximin=False)
+    session = Session(builder, scenario.model, SolverOptions(workers=1, seed=0))
+    assert builder.outer and session.start_from()
+    bucket = buckets[0]
+    form = builder.integerize(lin_sum(bucket.terms), objective=True)
+    builder.cp.new_int_var(0, 1, "built later")  # as a bucket's objective's pieces can be
+    assert len(session.values) < len(builder.cp.Proto().variables)
+    assert outer_level(session, bucket, form, 12345, 678) == (12345, 678)
+
+
+def test_refining_makes_the_held_compiled_value_exact() -> None:
+    """After a solve, every outer piece at the solution's load lies within its rounding of
+    g there, so the freeze level is the held assignment's exact value (to those units)."""
+    scenario = parse_scenario(wide_scenario(3))
+    builder, buckets = compile_model(scenario.problem, scenario.model, leximin=False)
+    session = Session(builder, scenario.model, SolverOptions(workers=1, seed=0))
+    bucket = buckets[0]
+    form = builder.integerize(lin_sum(bucket.terms), objective=True)
+    status, _ = session.solve(form.expr)
+    assert status == cp_model.OPTIMAL and builder.outer
+    for piece in builder.outer:
+        load = piece.lo + session.values[piece.u.index]
+        assert session.values[piece.z.index] >= math.floor(piece.units(load)) - 1
+    level, _ = outer_level(session, bucket, form, 0, 10**9)
+    exact = session.held_sum(bucket.members) * form.factor
+    assert abs(level - exact) <= len(builder.outer) * 4 + 1

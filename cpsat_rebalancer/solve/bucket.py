@@ -249,7 +249,10 @@ def outer_level(session: Session, bucket: Bucket, form: Integerized, incumbent: 
     the cuts made at it, must stay feasible; and an assignment whose exact value ties the
     held one's lies at most ``bucket.over`` above it, plus what the held one's compiled
     value still lies below its exact value. Tighter than twice the stated error, which
-    counts the pieces' gaps between cuts."""
+    counts the pieces' gaps between cuts. Held values older than some of the model's
+    variables (no solve since this bucket's objective was built) keep the general rule."""
+    if len(session.values) < len(session.builder.cp.Proto().variables):
+        return incumbent, slack
     held = expr_value(form.expr, session.values)
     exact = session.held_sum(bucket.members) * form.factor
     tight = math.floor(bucket.over * form.factor + max(0, exact - held)) + 1
