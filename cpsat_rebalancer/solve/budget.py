@@ -44,10 +44,6 @@ class Budget:
     # before the chain, under a time limit: a local search from the initial assignment
     early_search_share: float = 0.1  # of the time limit, at most (it ends when it converges)
     early_search_seconds: float = 5.0  # and at most this long
-    # the same where the model prices moves in batches (a pass costs a few evaluations per
-    # object, so the search walks far in that time; CP-SAT then starts from there)
-    batched_search_share: float = 0.25
-    batched_search_seconds: float = 15.0
     early_search_passes: float = 0.25  # skipped unless this much of a pass of single moves
     # (every object to every container, one evaluation each) fits in its time
     # a model with specs that read partition groups (solve.coarse)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..cpsat.builder import CpBuilder
 from ..errors import OutOfTime
-from ..evaluate import Evaluation, batchable, evaluate
+from ..evaluate import Evaluation, evaluate
 from ..interrupts import holding_signals
 from ..problem import Problem
 from ..progress import Progress, ProgressEvent
@@ -191,11 +191,8 @@ def early_floor(session: Session, initial: Evaluation
     if not session.reserve or not initial.feasible:
         return None
     problem, shares = session.builder.problem, session.budget
-    seconds = (min(shares.batched_search_share * session.options.time_limit,
-                   shares.batched_search_seconds)
-               if batchable(problem, session.model) else
-               min(shares.early_search_share * session.options.time_limit,
-                   shares.early_search_seconds))
+    seconds = min(shares.early_search_share * session.options.time_limit,
+                  shares.early_search_seconds)
     if local_search.pass_seconds(problem, session.model) * shares.early_search_passes > seconds:
         return None
 
