@@ -137,6 +137,10 @@ class OuterPiece:
     def units(self, load: int) -> float:
         return self.resolution * self.at(load)
 
+    def neighbour(self, p: int) -> int:
+        """The integer a secant at p passes through besides p."""
+        return p + 1 if p < self.hi else p - 1
+
     def secant(self, p: int) -> tuple[int, int, int]:
         """The secant through p and its neighbour as integers (D, S, A) of the cut
         D·z >= A + S·(load - p), S the slope times D rounded. Over the range the rounding
@@ -144,7 +148,7 @@ class OuterPiece:
         cut stays a unit below g everywhere (g convex), so the least integer z it allows is
         never above g. D is a power of two above the width where the cut's terms fit in 64
         bits (the cut is then within two units of g at p), smaller where not."""
-        q = p + 1 if p < self.hi else p - 1
+        q = self.neighbour(p)
         slope = self.resolution * (Fraction(self.at(q)) - Fraction(self.at(p))) / (q - p)
         width = self.hi - self.lo
         scale = 1 << (width + 1).bit_length()

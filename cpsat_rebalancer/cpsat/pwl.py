@@ -122,11 +122,10 @@ def _on_atom(builder: CpBuilder, x: Lin, g: Callable[[float], float]
 OUTER_LOOSENESS = 32  # units a cut may lie below g at its point, over a range not coarsened
 
 
-def _cuts_hold(builder: CpBuilder, x: Lin, g: Callable[[float], float]) -> bool:
-    """Whether a goal's piece over x's whole range, however wide, is held by cuts within
-    OUTER_LOOSENESS units of g at their points (``OuterPiece.secant``): then the range is
-    not coarsened, whose error would fall both ways and stay."""
-    atom, _, at = _on_atom(builder, x, g)
+def _cuts_hold(builder: CpBuilder, atom: Atom, at: Callable[[int], float]) -> bool:
+    """Whether a goal's piece over the atom's whole range, however wide, is held by cuts
+    within OUTER_LOOSENESS units of g at their points (``OuterPiece.secant``): then the
+    range is not coarsened, whose error would fall both ways and stay."""
     width = atom.hi - atom.lo
     if width <= MAX_SPAN:
         return True
@@ -152,9 +151,10 @@ def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
     if x.is_constant:
         return Lin(const=Fraction(g(float(x.const))))
     builder.check_time()
-    if not (from_below and _cuts_hold(builder, x, g)):
-        x = _coarsened(builder, x, g, what)
     atom, coef, at = _on_atom(builder, x, g)
+    if not (from_below and _cuts_hold(builder, atom, at)):
+        x = _coarsened(builder, x, g, what)
+        atom, coef, at = _on_atom(builder, x, g)
     u_kinks = [float((Fraction(k) - x.const) / coef) for k in kinks]
     # g >= 0 and convex: zero at both ends of a range, it is zero throughout, so such a
     # range (below an excess's threshold) needs no breakpoint inside, and the rest of the
@@ -208,7 +208,8 @@ def _outer(builder: CpBuilder, atom: Atom, at: Callable[[int], float], points: l
     builder.outer.append(piece)
 
     def secant_slope(p: int) -> float:
-        return at(p + 1) - at(p) if p < atom.hi else at(p) - at(p - 1)
+        q = piece.neighbour(p)
+        return (at(q) - at(p)) / (q - p)
 
     gap = max(((secant_slope(b) - secant_slope(a)) * (b - a) / 4 for a, b in
                zip(points, points[1:]) if b - a > 1 and not at(a) == at(b) == 0.0),
