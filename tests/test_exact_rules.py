@@ -170,20 +170,23 @@ def test_loads_past_the_room_for_domains_are_expressions_and_the_answer_keeps_th
 def test_a_dimension_past_64_bits_at_its_exact_scale_is_rounded_with_the_error_stated(
 ) -> None:
     """3000 sizes near 1e8 with every decimal a double holds: at the scale that keeps them
-    exact (10^7) their total passes what CP-SAT's sums allow, so the scale is the finest
-    within it and the rounding is stated, and the scenario solves."""
+    exact (10^7) their total passes what CP-SAT's sums allow, so they are rounded, at the
+    finest scale that keeps the loads within their room for domains, the rounding is
+    stated, and the scenario solves."""
     rng = np.random.default_rng(3)
     values = rng.uniform(1e7, 1e8, 3000)
     scale, error = integral_scale(values, float(values.sum()), INT_LIMIT // 4)
-    assert values.sum() * scale <= INT_LIMIT // 4 < values.sum() * scale * 10
-    assert error == pytest.approx(np.max(np.abs(values * scale - np.round(values * scale)))
-                                  / scale) and error > 0
+    assert values.sum() * scale <= INT_LIMIT // 4 < values.sum() * scale * 10 and error > 0
     data = huge_scenario(containers=10, objects=3000)
     data["objectDimensions"]["cpu"] = {f"t{o}": float(v) for o, v in enumerate(values)}
     data["containerDimensions"]["cpu"] = {f"h{i}": 6e10 for i in range(10)}
     scenario = parse_scenario(data)
+    room = compile_model(scenario.problem, scenario.model)[0]._load_limit()
+    scale = 10 ** math.floor(math.log10(room / values.sum()))
+    assert values.sum() * scale <= room < values.sum() * scale * 10
+    error = np.max(np.abs(values * scale - np.round(values * scale))) / scale
     result = solve_scenario(scenario, SolverOptions(time_limit=5, workers=1))
-    assert result.approximation["dimension cpu rounding (per object)"] == error
+    assert result.approximation["dimension cpu rounding (per object)"] == pytest.approx(error)
     assert evaluate(scenario.problem, scenario.model, result.final).feasible
 
 
@@ -240,3 +243,33 @@ def test_a_rule_on_a_bounded_sum_of_wide_parts_holds_exactly(seed: int) -> None:
         shares = sorted(rng.randrange(limit + excess + 1) for _ in range(99))
         values = [hi - lo for lo, hi in zip([0, *shares], [*shares, limit + excess])]
         assert feasible_at_all(b, dict(zip(xs, values))) is holds
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_coefficient_too_fine_for_its_scale_is_put_on_a_quotient_of_its_load(
+        seed: int) -> None:
+    """u = (a - b)/capacity over two loads near 1e17 units (a DURING utilization) as one
+    atom to tabulate: the power of ten that holds u's range rounds the coefficient 1e-15
+    to 0, so each load is divided first; the form then keeps u to a relative 1e-7 (not a
+    unit of u), within the error it states, at loads drawn at random."""
+    rng = random.Random(seed)
+    b = builder()
+    a = b.cp.new_int_var(0, LOAD, "a")
+    d = b.cp.new_int_var(0, LOAD // 100, "d")
+    c = fine_coefficient(rng) / 1000
+    u = (Lin.atom(b.new_atom(a, 0, LOAD, 0), c) - Lin.atom(b.new_atom(d, 0, LOAD // 100, 0), c)
+         + Fraction(1, 3))
+    plain = b.integerize(u, b.variable_limit())
+    form = b.integerize(u, b.variable_limit(), divide=True)
+    magnitude = float(b.magnitude(u))
+    assert plain.error > 0.01 * magnitude  # what rounding the coefficient alone loses
+    assert form.error < 1e-7 * magnitude
+    assert abs(Fraction(form.initial) / form.factor - Fraction(1, 3)) <= form.error
+    v = b.cp.new_int_var(form.lo, form.hi, "v")
+    b.cp.add(v == form.expr)
+    for _ in range(4):
+        values = {a: rng.randint(0, LOAD), d: rng.randint(0, LOAD // 100)}
+        status, solver = solve_at(b, values)
+        assert status == cp_model.OPTIMAL
+        exact = c * (values[a] - values[d]) + Fraction(1, 3)
+        assert abs(Fraction(solver.value(v)) / form.factor - exact) <= Fraction(form.error)

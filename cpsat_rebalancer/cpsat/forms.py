@@ -96,6 +96,7 @@ class Integerized:
     lo: int
     hi: int
     error: float = 0.0
+    initial: int | None = None  # the value at the initial assignment, where its atoms have one
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,7 @@ class IntegerForms:
         # a goal's convex pieces held from below by cuts, refined at solutions (pwl.refine)
         self.outer: list[OuterPiece] = []
         self._gates: dict[tuple, object] = {}
+        self._quotients: dict[tuple[int, int], int] = {}  # (atom, divisor): quotient's atom
 
     def new_atom(self, expr: object, lo: int, hi: int, initial: int | None = None,
                  bounding: bool = False) -> int:
@@ -233,17 +235,19 @@ class IntegerForms:
                                     for a, c in lin.terms.items())
 
     def integerize(self, lin: Lin, limit: int = INT_LIMIT, *,
-                   objective: bool = False) -> Integerized:
+                   objective: bool = False, divide: bool = False) -> Integerized:
         """``K·lin`` as an integer form (see ``integerize_all``). ``objective``: the form
         is only minimized (a bucket's objective), which lets a term too fine for the scale
         be coarsened from above instead of rounded (see ``_scaled``)."""
-        return self.integerize_all([lin], limit, objective=objective)[0]
+        return self.integerize_all([lin], limit, objective=objective, divide=divide)[0]
 
     def integerize_all(self, lins: list[Lin], limit: int = INT_LIMIT, *,
-                       objective: bool = False) -> list[Integerized]:
+                       objective: bool = False, divide: bool = False) -> list[Integerized]:
         """``K·lin`` for each form with one integer factor K: the least common denominator
         when magnitudes allow (exact, up to ``limit``), else a power of ten with the
-        rounding error stated."""
+        rounding error stated. ``divide``: a coefficient that power of ten rounds away
+        is put on its atom's quotient instead (``_divided``), where the form need not keep
+        the caller's atoms (a value to tabulate, a leximin item)."""
         factor = 1
         magnitude = Fraction(0)
         for lin in lins:
@@ -255,12 +259,63 @@ class IntegerForms:
                 raise InputError("", "numbers too large to model in CP-SAT's 64-bit integers",
                                  shown_magnitude(magnitude))
             factor = 10 ** max(0, int(math.floor(math.log10(limit / max(magnitude, 1)))))
-        return [self._scaled(lin, factor, objective) for lin in lins]
+            if divide:
+                return [self._scaled(*self._divided(lin, factor), factor, objective)
+                        for lin in lins]
+        return [self._scaled(lin, Fraction(0), factor, objective) for lin in lins]
 
-    def _scaled(self, lin: Lin, factor: int, objective: bool = False) -> Integerized:
-        atoms, coefs = [], []
+    def _divided(self, lin: Lin, factor: int) -> tuple[Lin, Fraction]:
+        """``lin`` with each wide exact atom whose coefficient ``factor`` rounds by more than
+        COARSE_ROUNDING of the form's magnitude (1/capacity on loads counted in units of
+        1e-9) replaced by its quotient by a power of two D (a new atom, equal to
+        floor((atom - lo) / D)) with D times the coefficient: taken at
+        the middle of its D values, the term is within |coef|·(D - 1)/2 of exact, where
+        rounding the coefficient itself loses up to half a unit on every unit of the atom.
+        Returns the form and that error (value)."""
+        magnitude = self.magnitude(lin) * factor
+        divided = Lin(dict(lin.terms), lin.const)
         error = Fraction(0)
+        for a, c in lin.terms.items():
+            atom = self.atoms[a]
+            exact = abs(c * factor)
+            if exact == 0 or atom.bounding:
+                continue
+            loss = abs(exact - round(exact)) * max(abs(atom.lo), abs(atom.hi))
+            span = atom.hi - atom.lo
+            if loss <= COARSE_ROUNDING * magnitude or span < 4:
+                continue
+            # the error below, exact·(D - 1)/2 + (span // D)/2, is least near D² = span/exact
+            divisor = 1 << max(1, round(math.log2(span / exact) / 2))
+            middle = Fraction(divisor - 1, 2)
+            # the coefficient D·coef rounded loses up to half a unit on each of span // D
+            if divisor >= span or exact * middle + Fraction(span // divisor, 2) >= loss:
+                continue
+            del divided.terms[a]
+            divided += Lin.atom(self._quotient(a, divisor), c * divisor) + c * (atom.lo + middle)
+            error += abs(c) * middle
+        return divided, error
+
+    def _quotient(self, a: int, divisor: int) -> int:
+        """The atom floor((atom - lo) / divisor) of atom ``a``, built once."""
+        key = (a, divisor)
+        if key not in self._quotients:
+            atom = self.atoms[a]
+            span = atom.hi - atom.lo
+            quotient = self.cp.new_int_var(0, span // divisor, "quotient")
+            shifted = self.variable(atom.expr - atom.lo, 0, span, "shifted")
+            self.cp.add_division_equality(quotient, shifted, divisor)
+            initial = None if atom.initial is None else (atom.initial - atom.lo) // divisor
+            self._quotients[key] = self.new_atom(quotient, 0, span // divisor, initial)
+        return self._quotients[key]
+
+    def _scaled(self, lin: Lin, divided: Fraction, factor: int,
+                objective: bool = False) -> Integerized:
+        """``factor``·``lin`` rounded to integers, its error stated: ``divided``, what
+        ``lin`` already lies from the form it stands for (``_divided``), plus the rounding."""
+        atoms, coefs = [], []
+        error = divided * factor
         lo = hi = 0
+        start: int | None = 0
         for a, c in lin.terms.items():
             atom = self.atoms[a]
             if c == 0 or atom.lo == atom.hi == 0:  # an atom fixed at 0 adds nothing, and its
@@ -268,7 +323,7 @@ class IntegerForms:
             exact = c * factor
             coef = round(exact)
             rounding = abs(exact - coef) * max(abs(atom.lo), abs(atom.hi))
-            expr, atom_lo, atom_hi = atom.expr, atom.lo, atom.hi
+            expr, atom_lo, atom_hi, initial = atom.expr, atom.lo, atom.hi, atom.initial
             if objective and exact > 0 and atom.bounding and atom.lo >= 0:
                 # exact = p/q: q·w >= atom with w minimized is ceil(atom / q), and p·w lies
                 # less than p units above exact·atom, where rounding exact may lose far more
@@ -279,17 +334,20 @@ class IntegerForms:
                     expr = self.cp.new_int_var(atom_lo, atom_hi, "coarse_term")
                     self.cp.add(q * expr >= atom.expr)
                     coef, rounding = p, Fraction(p)
+                    initial = None if initial is None else -(-initial // q)
             error += rounding
             if coef:
                 atoms.append(expr)
                 coefs.append(coef)
                 lo += min(coef * atom_lo, coef * atom_hi)
                 hi += max(coef * atom_lo, coef * atom_hi)
+                start = None if start is None or initial is None else start + coef * initial
         exact_const = lin.const * factor
         const = round(exact_const)
         error += abs(exact_const - const)
         expr = cp_model.LinearExpr.weighted_sum(atoms, coefs) + const if atoms else const
-        return Integerized(expr, Fraction(factor), lo + const, hi + const, float(error / factor))
+        return Integerized(expr, Fraction(factor), lo + const, hi + const, float(error / factor),
+                           None if start is None else start + const)
 
     def note_error(self, what: str, error: float, *, over: float | None = None) -> None:
         """``error`` bounds |compiled - exact| of what ``what`` compiled; ``over`` (all of it
@@ -519,14 +577,11 @@ class IntegerForms:
         live = [a for a, c in lin.terms.items() if c != 0]
         if len(live) <= 1:
             return lin
-        form = self.integerize(lin, self.variable_limit())
+        form = self.integerize(lin, self.variable_limit(), divide=True)
         self.note_error("rounding", form.error)
         v = self.cp.new_int_var(form.lo, form.hi, "aux")
         self.cp.add(v == form.expr)
-        initial = None
-        if all(self.atoms[a].initial is not None for a in live):
-            initial = round(self.initial_value(lin) * form.factor)
-        return Lin.atom(self.new_atom(v, form.lo, form.hi, initial), 1 / form.factor)
+        return Lin.atom(self.new_atom(v, form.lo, form.hi, form.initial), 1 / form.factor)
 
     def bounded_sum(self, parts: list[Lin], total: Fraction) -> Lin:
         """The sum of ``parts``, each never negative and never above ``total`` together, as

@@ -46,7 +46,7 @@ class Utilizations(IntegerForms):
             dynamic = problem.dynamic_dims.get(dim)
             values = problem.object_dims[dim] if dynamic is None else dynamic.by_item
             total = float(values.sum() if dynamic is None else values.max(axis=1).sum())
-            factor, error = integral_scale(values.ravel(), total, INT_LIMIT // 4)
+            factor, error = self._integral_scale(values.ravel(), total)
             scaled = np.round(values * factor)
             lost = np.argwhere((values != 0) & (scaled == 0))
             if len(lost):  # a size taken for 0 changes every step at 0: refused, not rounded
@@ -80,6 +80,18 @@ class Utilizations(IntegerForms):
                 self.note_error(f"dimension {dim} rounding (per object)", error)
         return self._scales[dim]
 
+    def _integral_scale(self, values: np.ndarray, total: float) -> tuple[int, float]:
+        """A dimension's scale: the smallest power of ten making its values integral, with
+        totals within CP-SAT's integers. Where none does (decimals with every digit), the
+        values are rounded anyway, and no finer than keeps its loads within their share of
+        the room for domains (``_load_limit``): loads in units of 1e-9 would take all of it,
+        and every form built on them would then be rounded to a handful of values."""
+        factor, error = integral_scale(values, total, INT_LIMIT // 4)
+        if error:
+            factor, error = integral_scale(values, total, min(INT_LIMIT // 4,
+                                                              self._load_limit()))
+        return factor, error
+
     def _load_limit(self) -> int:
         """The largest total (integer units) whose loads are variables: a variable per item
         of every scope and dimension, each spanning the total, take at most half the room
@@ -100,8 +112,8 @@ class Utilizations(IntegerForms):
         problem = self.problem
         entries = problem.vector_dims[vector]
         values = np.column_stack([problem.object_dims[e] for e in entries])
-        factor, error = integral_scale(values.ravel(), float(values.sum(axis=0).max(initial=0)),
-                                       INT_LIMIT // 4)
+        factor, error = self._integral_scale(values.ravel(),
+                                             float(values.sum(axis=0).max(initial=0)))
         scaled = np.round(values * factor)
         lost = np.argwhere((values != 0) & (scaled == 0))
         if len(lost):

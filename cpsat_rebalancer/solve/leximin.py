@@ -23,7 +23,7 @@ def solve_leximin(session: Session, bucket: Bucket, budget: float | None) -> Buc
     distinct value rather than one per item (the k largest summed, k = 1..n): the vector
     usually has a handful of distinct values and far more items."""
     builder = session.builder
-    forms = builder.integerize_all(bucket.leximin)
+    forms = builder.integerize_all(bucket.leximin, divide=True)
     n = len(forms)
     factor = forms[0].factor
     lo = min(f.lo for f in forms)
