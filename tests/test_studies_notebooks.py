@@ -24,13 +24,14 @@ def test_notebook_committed_without_outputs(name):
 
 
 # about 20 s: two kernels and two small studies (the issue asks for under two minutes)
-def test_notebooks_run_on_a_reduced_grid(monkeypatch):
+def test_notebooks_run_on_a_reduced_grid(monkeypatch, tmp_path):
     nbformat = pytest.importorskip("nbformat", reason="nbformat is in the test extra")
     nbclient = pytest.importorskip("nbclient", reason="nbclient is in the test extra")
     pytest.importorskip("ipykernel", reason="ipykernel is in the test extra")
     if not TRACE.is_dir():
         pytest.skip(f"the Alibaba trace is not at {TRACE}")
     monkeypatch.setenv("CPSAT_STUDY_REDUCED", "1")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the kernels' study folders go with the test
     monkeypatch.setenv("MPLBACKEND", "Agg")
     started = time.monotonic()
     for name in NAMES:
