@@ -21,6 +21,7 @@ class EvalContext:
         self.final = final
         self.reference = initial if problem.origin is None else problem.origin
         self._base: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._groups: dict[tuple[int, str, str], np.ndarray] = {}
         self._at_initial: EvalContext | None = None
 
     @property
@@ -74,6 +75,23 @@ class EvalContext:
             return after + initial - 2 * stayed
         raise ValueError(f"unknown utilization metric {metric}")
 
+    def group_after(self, scope: Scope, dim: str, members: list[np.ndarray]) -> np.ndarray:
+        """AFTER utilization per (group, item of ``scope``) of a static dimension, each group
+        given by its objects (``members``, the same list object for the same groups: the
+        array is kept per list while this context lives). Groups may overlap: an object in
+        two groups counts in both, as in Rebalancer (docs/semantics.md#partitions)."""
+        key = (id(members), scope.name, dim)
+        if key not in self._groups:
+            objects, groups = _membership(members)
+            n = len(scope.items)
+            items = scope.container_item[self.final[objects]]
+            inside = items != OUT_OF_SCOPE
+            flat = np.bincount(groups[inside] * n + items[inside],
+                               weights=self.problem.object_dims[dim][objects][inside],
+                               minlength=len(members) * n)
+            self._groups[key] = flat.astype(float).reshape(len(members), n)
+        return self._groups[key]
+
     def out_of_scope_new(self, scope: Scope, dim: str) -> float:
         """Size of objects finally out of ``scope`` that were initially in it
         (docs/semantics.md#minimizemovement); for a vector dimension the largest over its
@@ -86,6 +104,14 @@ class EvalContext:
         item_final = scope.container_item[self.final]
         mask = (item_final == OUT_OF_SCOPE) & (item_initial != OUT_OF_SCOPE)
         return float(values[mask].sum())
+
+
+def _membership(members: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Every (object, group) pair of ``members``, as two aligned arrays."""
+    if not members:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    objects = np.concatenate([np.asarray(m, dtype=np.int64) for m in members])
+    return objects, np.repeat(np.arange(len(members)), [len(m) for m in members])
 
 
 def step(x: np.ndarray | float) -> np.ndarray:
@@ -167,6 +193,42 @@ class MoveBatch(EvalContext):
             self._base[key] = (after_batch, initial, stayed_batch)
         return self._base[key]
 
+    def touched_groups(self, scope: Scope, dim: str, members: list[np.ndarray]
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The groups a candidate's moves change, and their AFTER utilizations in it: only
+        these rows of ``group_after`` differ from the base assignment's, so a group spec
+        prices K candidates from the base and a few rows each, never K copies of every
+        group. Returns the base's (group, item) array and, per (candidate, group) pair
+        touched (each once): the candidate, the group and the group's row (pair, item)."""
+        base = self._parent.group_after(scope, dim, members)
+        objects, groups = _membership(members)
+        order = np.argsort(objects, kind="stable")
+        objects, groups = objects[order], groups[order]
+        moved = self.objects >= 0
+        candidate = np.repeat(np.arange(self.size), self.objects.shape[1])[moved.ravel()]
+        mover = self.objects[moved]
+        target = self.targets[moved]
+        # every (move, group of its object) pair
+        first = np.searchsorted(objects, mover, side="left")
+        last = np.searchsorted(objects, mover, side="right")
+        per_move = last - first
+        move = np.repeat(np.arange(len(mover)), per_move)
+        group = groups[np.repeat(first, per_move) + _ranks(per_move)]
+        n_groups = len(members)
+        pair_key = candidate[move] * n_groups + group
+        pairs, pair_of = np.unique(pair_key, return_inverse=True)
+        rows = base[pairs % n_groups].copy()
+        n = len(scope.items)
+        values = self.problem.object_dims[dim][mover[move]]
+        item = scope.container_item
+        source, arriving = item[self.current[mover[move]]], item[target[move]]
+        flat = rows.reshape(-1)
+        out = source != OUT_OF_SCOPE
+        np.add.at(flat, pair_of[out] * n + source[out], -values[out])
+        into = arriving != OUT_OF_SCOPE
+        np.add.at(flat, pair_of[into] * n + arriving[into], values[into])
+        return base, pairs // n_groups, pairs % n_groups, rows
+
     def out_of_scope_new(self, scope: Scope, dim: str) -> np.ndarray:
         entries = self.problem.vector_dims.get(dim)
         if entries is not None:
@@ -177,3 +239,10 @@ class MoveBatch(EvalContext):
         was = (source == OUT_OF_SCOPE) & (home != OUT_OF_SCOPE) & moved
         now = (target == OUT_OF_SCOPE) & (home != OUT_OF_SCOPE) & moved
         return base + (values * (now.astype(float) - was.astype(float))).sum(axis=1)
+
+
+def _ranks(counts: np.ndarray) -> np.ndarray:
+    """0, 1, ..., c - 1 for each count c, concatenated."""
+    total = int(counts.sum())
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    return np.arange(total) - starts

@@ -12,15 +12,19 @@ from cpsat_rebalancer.evaluate import batchable, evaluate, evaluate_moves, polic
 from cpsat_rebalancer.shapes import random_shape_scenario
 from cpsat_rebalancer.solve.accelerate.local_search import best_below, flat_key, tuple_key
 
+GROUP_SPECS = {"GroupDiversitySpec", "CapacityWithGroupPresenceSpec"}  # priced by touched rows
 
-def batchable_seeds(count: int) -> list[int]:
+
+def batchable_seeds(count: int, groups: bool = False) -> list[int]:
     """The first ``count`` drawn shapes (30 objects, 6 containers) whose every spec takes a
-    batch."""
+    batch (``groups``: and one of them prices the groups a move touches)."""
     seeds: list[int] = []
     seed = 0
     while len(seeds) < count:
         scenario = parse_scenario(random_shape_scenario(30, 6, seed))
-        if batchable(scenario.problem, scenario.model):
+        model = scenario.model
+        names = {type(e.spec).__name__ for e in [*model.goals, *model.constraints]}
+        if batchable(scenario.problem, model) and (not groups or names & GROUP_SPECS):
             seeds.append(seed)
         seed += 1
     return seeds
@@ -34,10 +38,12 @@ def moved(x: np.ndarray, objects: np.ndarray, targets: np.ndarray) -> np.ndarray
     return y
 
 
-@pytest.mark.parametrize("seed", batchable_seeds(40))
+@pytest.mark.parametrize("seed", sorted(set(batchable_seeds(40)
+                                            + batchable_seeds(12, groups=True))))
 def test_a_batch_prices_every_candidate_as_the_evaluator_does(seed: int) -> None:
     """Single moves and swaps from a random assignment: each candidate's tuple and
-    feasibility equal the evaluator's on that assignment, to relative 1e-9."""
+    feasibility equal the evaluator's on that assignment, to relative 1e-9 (the group
+    specs among them: a swap within one group, two moved objects of one group)."""
     scenario = parse_scenario(random_shape_scenario(30, 6, seed))
     problem, model = scenario.problem, scenario.model
     rng = np.random.default_rng(seed)

@@ -14,11 +14,11 @@ import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..context import EvalContext, positive
+from ..context import EvalContext, MoveBatch, positive
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import INT_LIMIT, Info
 from ..cpsat.linear import Lin, lin_sum, to_fraction
@@ -255,36 +255,97 @@ class CapacityWithGroupPresenceSpec(Spec):
                 for i, g in self.infos_at]
 
     # ---------- evaluation ----------
-    def _side(self, base: np.ndarray, side: str) -> np.ndarray:
+    batched: ClassVar[bool] = True  # (a MoveBatch has static dimensions only)
+
+    def _side(self, base: np.ndarray, side: str, groups: np.ndarray | None) -> np.ndarray:
+        """``base`` per (group, item) through a side's multipliers; ``groups``: the group of
+        each row, where the rows are not every group in order."""
         value = ceil_tolerant(base) if self.round_up else base
         zero = np.zeros(base.shape, dtype=bool)
         for m in self.multipliers[side]:
-            zero |= np.abs(m) <= TOLERANCE
-            value = value * m
+            rows = m if groups is None else m[groups]
+            zero |= np.abs(rows) <= TOLERANCE
+            value = value * rows
             if self.round_up:
                 value = ceil_tolerant(value)
         return np.where(zero, 0.0, value)
 
+    def _contributions(self, after: np.ndarray, groups: np.ndarray | None = None
+                       ) -> np.ndarray:
+        """Contribution per (aggregation group, aggregation item) of the groups' AFTER
+        utilizations ``after`` (rows: every group, or the ``groups`` given)."""
+        present = (after > TOLERANCE).astype(float)
+        weight = self.presence if groups is None else self.presence[groups]
+        return np.maximum(self._side(weight * present, "presence", groups),
+                          self._side(after, "utilization", groups))
+
     def contributions(self, ctx: EvalContext) -> np.ndarray:
         """Contribution per (aggregation group, aggregation item)."""
         after, _, _ = group_utils(ctx, self.aggregation_scope, self.dimension, self.groups)
-        present = (after > TOLERANCE).astype(float)
-        return np.maximum(self._side(self.presence * present, "presence"),
-                          self._side(after, "utilization"))
+        return self._contributions(after)
 
-    def infos(self, ctx: EvalContext) -> np.ndarray:
-        c = self.contributions(ctx)
-        # contributions summed per main item, then per kept main group (and over all groups)
+    def _per_item(self, c: np.ndarray) -> np.ndarray:
+        """Contributions (rows, aggregation items) summed per (row, main item)."""
         kept = self.main_of_item >= 0
         per_item = np.zeros((c.shape[0], len(self.scope.items)))
         np.add.at(per_item.T, self.main_of_item[kept], c[:, kept].T)
+        return per_item
+
+    def infos(self, ctx: EvalContext) -> np.ndarray:
+        if isinstance(ctx, MoveBatch):
+            util, candidate, info, change = self._changes_in_batch(ctx)
+            util = np.repeat(util[None, :], ctx.size, axis=0)
+            np.add.at(util, (candidate, info), change)
+        else:
+            util = self._utils(self._per_item(self.contributions(ctx)))
+        return self._expressions(util)
+
+    def _expressions(self, util: np.ndarray, infos: np.ndarray | None = None) -> np.ndarray:
+        """The expressions at these utilizations (of the expressions ``infos``, else all)."""
+        limit = self._info_arrays[1] if infos is None else self._info_arrays[1][infos]
+        return util - limit if self.bound == "MAX" else limit - util
+
+    def _utils(self, per_item: np.ndarray) -> np.ndarray:
+        """Each expression's utilization: the contributions per (group, main item) summed
+        per kept main group, or over all groups, at the expression's main item."""
         per_group = self.inside.T.astype(float) @ per_item
         everything = per_item.sum(axis=0)
-        at, limit = self._info_arrays
-        util = np.where(at[:, 1] < 0, everything[at[:, 0]],
+        at, _ = self._info_arrays
+        return np.where(at[:, 1] < 0, everything[at[:, 0]],
                         per_group[np.maximum(at[:, 1], 0), at[:, 0]] if len(per_group)
                         else 0.0)
-        return util - limit if self.bound == "MAX" else limit - util
+
+    def _changes_in_batch(self, batch: MoveBatch
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Each expression's utilization in the base assignment, and what the groups each
+        candidate's moves touch change of it, as (candidate, expression, change) entries
+        (one pair may repeat): a group counts in the expressions over all groups, and in
+        those of each main group it lies in."""
+        base, candidate, group, rows = batch.touched_groups(
+            self.aggregation_scope, self.dimension, self.groups)
+        util = self._utils(self._per_item(self._contributions(base)))
+        change = self._per_item(self._contributions(rows, group)
+                                - self._contributions(base[group], group))
+        everything, per_main = self._info_index
+        at, _ = self._info_arrays
+        pair, main = np.nonzero(self.inside[group])  # the main groups each touched one is in
+        ids = per_main[main]  # (pair, main item): the expression there, -1 none
+        kept = ids >= 0
+        candidates = [np.repeat(candidate, len(everything)),
+                      np.broadcast_to(candidate[pair][:, None], ids.shape)[kept]]
+        infos = [np.tile(everything, len(candidate)), ids[kept]]
+        changes = [change[:, at[everything, 0]].ravel(), change[pair][kept]]
+        return util, np.concatenate(candidates), np.concatenate(infos), np.concatenate(changes)
+
+    @functools.cached_property
+    def _info_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """The expressions over all groups, and per (kept main group, main item) the
+        expression there (-1: none)."""
+        at, _ = self._info_arrays
+        per_main = np.full((self.inside.shape[1], len(self.scope.items)), -1, dtype=np.int64)
+        within = np.flatnonzero(at[:, 1] >= 0)
+        per_main[at[within, 1], at[within, 0]] = within
+        return np.flatnonzero(at[:, 1] < 0), per_main
 
     @functools.cached_property
     def _info_arrays(self) -> tuple[np.ndarray, np.ndarray]:
@@ -293,8 +354,18 @@ class CapacityWithGroupPresenceSpec(Spec):
         return (np.asarray(self.infos_at, dtype=np.int64).reshape(-1, 2),
                 np.asarray([limit * cap for limit, cap in self.limits], dtype=float))
 
-    def evaluate(self, ctx: EvalContext) -> float:
-        return float(positive(self.infos(ctx)).sum())
+    def evaluate(self, ctx: EvalContext) -> float | np.ndarray:
+        if not isinstance(ctx, MoveBatch):
+            return float(positive(self.infos(ctx)).sum())
+        # the base's value, changed where a candidate changes an expression
+        util, candidate, info, change = self._changes_in_batch(ctx)
+        before = positive(self._expressions(util))
+        changed, where = np.unique(candidate * len(util) + info, return_inverse=True)
+        total = np.bincount(where, weights=change, minlength=len(changed))
+        infos = changed % len(util)
+        after = positive(self._expressions(util[infos] + total, infos))
+        return before.sum() + np.bincount(changed // len(util), after - before[infos],
+                                          minlength=ctx.size)
 
     # ---------- compilation ----------
     def _ceil_times(self, b: CpBuilder, expr: object, lo: int, hi: int, initial: int | None,

@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..context import EvalContext, positive, step
+from ..context import EvalContext, MoveBatch, positive, step
 from ..cpsat.builder import CpBuilder
 from ..cpsat.classes import item_groups
 from ..cpsat.forms import Info
@@ -162,13 +162,29 @@ class GroupDiversitySpec(Spec):
         return [f"groups in {self.scope.items[i]}" for i in self.items]
 
     # ---------- evaluation ----------
+    batched: ClassVar[bool] = True  # (a MoveBatch has static dimensions only)
+
     def infos(self, ctx: EvalContext) -> np.ndarray:
-        after = group_after(ctx, self.scope, self.dimension, self.members)
-        present = step(after[:, self.items]).sum(axis=0)
+        if isinstance(ctx, MoveBatch):
+            present = self._present_in_batch(ctx)
+        else:
+            after = group_after(ctx, self.scope, self.dimension, self.members)
+            present = step(after[:, self.items]).sum(axis=0)
         return present - self.limits if self.maximum else self.limits - present
 
-    def evaluate(self, ctx: EvalContext) -> float:
-        return float(positive(self.infos(ctx)).sum())
+    def _present_in_batch(self, batch: MoveBatch) -> np.ndarray:
+        """Groups present per (candidate, item): the base's count, changed by the rows of
+        the groups each candidate's moves touch."""
+        base, candidate, group, rows = batch.touched_groups(self.scope, self.dimension,
+                                                            self.members)
+        present = np.repeat(step(base[:, self.items]).sum(axis=0)[None, :], batch.size, axis=0)
+        change = step(rows[:, self.items]) - step(base[group][:, self.items])
+        np.add.at(present, candidate, change)
+        return present
+
+    def evaluate(self, ctx: EvalContext) -> float | np.ndarray:
+        value = positive(self.infos(ctx)).sum(axis=-1)
+        return value if isinstance(ctx, MoveBatch) else float(value)
 
     # ---------- compilation ----------
     def _forms(self, b: CpBuilder) -> list[Lin]:
