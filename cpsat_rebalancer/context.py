@@ -21,7 +21,7 @@ class EvalContext:
         self.final = final
         self.reference = initial if problem.origin is None else problem.origin
         self._base: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._groups: dict[tuple[int, str, str], np.ndarray] = {}
+        self._groups: dict[tuple[int, str, str], tuple[list[np.ndarray], np.ndarray]] = {}
         self._at_initial: EvalContext | None = None
 
     @property
@@ -77,20 +77,18 @@ class EvalContext:
 
     def group_after(self, scope: Scope, dim: str, members: list[np.ndarray]) -> np.ndarray:
         """AFTER utilization per (group, item of ``scope``) of a static dimension, each group
-        given by its objects (``members``, the same list object for the same groups: the
-        array is kept per list while this context lives). Groups may overlap: an object in
-        two groups counts in both, as in Rebalancer (docs/semantics.md#partitions)."""
+        given by its objects (``members``; the array is kept per list object while this
+        context lives). Groups may overlap: an object in two groups counts in both, as in
+        Rebalancer (docs/semantics.md#partitions)."""
         key = (id(members), scope.name, dim)
-        if key not in self._groups:
-            objects, groups = _membership(members)
-            n = len(scope.items)
+        kept = self._groups.get(key)
+        if kept is None or kept[0] is not members:  # (an id is reused once its list is gone)
+            objects, groups = membership(members)
             items = scope.container_item[self.final[objects]]
-            inside = items != OUT_OF_SCOPE
-            flat = np.bincount(groups[inside] * n + items[inside],
-                               weights=self.problem.object_dims[dim][objects][inside],
-                               minlength=len(members) * n)
-            self._groups[key] = flat.astype(float).reshape(len(members), n)
-        return self._groups[key]
+            kept = (members, group_totals(groups, items, self.problem.object_dims[dim][objects],
+                                          len(members), len(scope.items)))
+            self._groups[key] = kept
+        return kept[1]
 
     def out_of_scope_new(self, scope: Scope, dim: str) -> float:
         """Size of objects finally out of ``scope`` that were initially in it
@@ -106,12 +104,23 @@ class EvalContext:
         return float(values[mask].sum())
 
 
-def _membership(members: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Every (object, group) pair of ``members``, as two aligned arrays."""
+def membership(members: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Every (object, group) pair of ``members`` (object indices per group), as two aligned
+    arrays: the objects, and the group of each."""
     if not members:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     objects = np.concatenate([np.asarray(m, dtype=np.int64) for m in members])
     return objects, np.repeat(np.arange(len(members)), [len(m) for m in members])
+
+
+def group_totals(groups: np.ndarray, items: np.ndarray, values: np.ndarray, n_groups: int,
+                 n_items: int) -> np.ndarray:
+    """``values`` summed per (group, item), an array (group, item); pairs whose item is
+    OUT_OF_SCOPE count nowhere."""
+    inside = items != OUT_OF_SCOPE
+    flat = np.bincount(groups[inside] * n_items + items[inside], weights=values[inside],
+                       minlength=n_groups * n_items)
+    return flat.astype(float).reshape(n_groups, n_items)
 
 
 def step(x: np.ndarray | float) -> np.ndarray:
@@ -201,7 +210,7 @@ class MoveBatch(EvalContext):
         group. Returns the base's (group, item) array and, per (candidate, group) pair
         touched (each once): the candidate, the group and the group's row (pair, item)."""
         base = self._parent.group_after(scope, dim, members)
-        objects, groups = _membership(members)
+        objects, groups = membership(members)
         order = np.argsort(objects, kind="stable")
         objects, groups = objects[order], groups[order]
         moved = self.objects >= 0

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from ..context import group_totals, membership
 from ..errors import InputError, did_you_mean
 from ..fields import Fields, check_number
 from ..primitives import MoveBudget, Restrictions
@@ -400,22 +401,14 @@ def group_utils(ctx: EvalContext, scope: Scope, dim: str,
     group) per item of ``scope``: arrays (group, item), at scope-item level as
     ``EvalContext.util``. Groups may overlap: an object in two groups counts in both, as in
     Rebalancer (docs/semantics.md#partitions)."""
-    objects = np.concatenate([np.asarray(m, dtype=np.int64) for m in members]) if members \
-        else np.zeros(0, dtype=np.int64)
-    groups = np.repeat(np.arange(len(members)), [len(m) for m in members])
+    objects, groups = membership(members)
     values = ctx.problem.object_dims[dim][objects]
-    n = len(scope.items)
     before = scope.container_item[ctx.reference[objects]]
     after = scope.container_item[ctx.final[objects]]
-
-    def total(items: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        mask = mask & (items != OUT_OF_SCOPE)
-        flat = np.bincount(groups[mask] * n + items[mask], weights=values[mask],
-                           minlength=len(members) * n)
-        return flat.astype(float).reshape(len(members), n)
-
-    everything = np.ones(len(objects), dtype=bool)
-    return total(after, everything), total(before, everything), total(after, after == before)
+    shape = (len(members), len(scope.items))
+    stayed = group_totals(groups, np.where(after == before, after, OUT_OF_SCOPE), values, *shape)
+    return (ctx.group_after(scope, dim, members), group_totals(groups, before, values, *shape),
+            stayed)
 
 
 def parse_group_filter(data: Any, path: str, groups: list[str]) -> np.ndarray:
