@@ -9,6 +9,7 @@ import random
 from collections.abc import Callable
 from fractions import Fraction
 
+import numpy as np
 import pytest
 from ortools.sat.python import cp_model
 from test_bruteforce import check_against_enumeration
@@ -134,3 +135,27 @@ def test_refining_makes_the_held_compiled_value_exact() -> None:
     level, _ = outer_level(session, bucket, form, 0, 10**9)
     exact = session.held_sum(bucket.members) * form.factor
     assert abs(level - exact) <= len(builder.outer) * 4 + 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_completed_assignment_is_valued_exactly(seed: int) -> None:
+    """``Session.start_from(counts, objective)`` completes an assignment for the repairs
+    and the local search, which take ``start_value`` for an incumbent: the outer pieces are
+    cut at its loads first, so that value is the assignment's exact compiled value, not an
+    under-estimate that a freeze would hold every later search below."""
+    scenario = parse_scenario(wide_scenario(seed))
+    problem = scenario.problem
+    builder, buckets = compile_model(problem, scenario.model, leximin=False)
+    session = Session(builder, scenario.model, SolverOptions(workers=1, seed=0))
+    bucket = buckets[0]
+    form = builder.integerize(lin_sum(bucket.terms), objective=True)
+    rng = np.random.default_rng(seed)
+    assignment = rng.integers(0, problem.num_containers, problem.num_objects)
+    counts = builder.counts_of(assignment)
+    if not builder.outer or counts is None or not session.start_from(counts, form.expr):
+        return
+    for piece in builder.outer:
+        load = piece.lo + session.values[piece.u.index]
+        assert session.values[piece.z.index] >= math.floor(piece.units(load)) - 1
+    exact = session.held_sum(bucket.members) * form.factor
+    assert abs(session.start_value - exact) <= len(builder.outer) * 4 + 1

@@ -404,7 +404,11 @@ class Session:
         """Complete an assignment (the initial one by default) into values for every variable
         (a solve with the counts fixed, auxiliaries at their best for ``objective``), so the
         first search starts from a full, feasible hint: CP-SAT may otherwise spend its whole
-        time share repairing a partial one. Returns whether the counts are feasible."""
+        time share repairing a partial one. Returns whether the counts are feasible, and
+        with an ``objective``, whether ``start_value`` is its compiled value there: outer
+        pieces (``pwl.refine``) are cut at the assignment's loads and the solve repeated,
+        as every search's solve is, since below g they would make it an under-estimate that
+        a caller takes for an incumbent (and freezes at, or calls optimal)."""
         cp = self.builder.cp
         if objective is None:
             cp.clear_objective()
@@ -418,12 +422,18 @@ class Session:
         remaining = self.remaining()
         self.limit(solver.parameters,
                    self.wall_limit(budget, None if remaining is None else remaining / 4))
-        if self._interruptible(solver) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            self.values = list(solver.response_proto.solution)
-            if objective is not None:
-                self.start_value = round(solver.objective_value)
+        solved = (cp_model.OPTIMAL, cp_model.FEASIBLE)
+        if self._interruptible(solver) not in solved:
+            return False
+        self.values = list(solver.response_proto.solution)
+        if objective is None:
             return True
-        return False
+        while refine(self.builder, self.values):
+            if self.interrupted or self._interruptible(solver) not in solved:
+                return False  # (the values held are still a whole, feasible assignment)
+            self.values = list(solver.response_proto.solution)
+        self.start_value = round(solver.objective_value)
+        return True
 
     def held_value(self, positions: tuple[int, ...], factor: Fraction, error: float) -> int:
         """A freeze level for a bucket at the assignment held, from the evaluator: the
