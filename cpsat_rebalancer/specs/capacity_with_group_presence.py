@@ -30,7 +30,6 @@ from .common import (
     GoalForm,
     GroupLimit,
     Spec,
-    group_utils,
     parse_filter,
     parse_group_filter,
     register,
@@ -281,7 +280,7 @@ class CapacityWithGroupPresenceSpec(Spec):
 
     def contributions(self, ctx: EvalContext) -> np.ndarray:
         """Contribution per (aggregation group, aggregation item)."""
-        after, _, _ = group_utils(ctx, self.aggregation_scope, self.dimension, self.groups)
+        after = ctx.group_after(self.aggregation_scope, self.dimension, self.groups)
         return self._contributions(after)
 
     def _per_item(self, c: np.ndarray) -> np.ndarray:

@@ -28,7 +28,6 @@ from .common import (
     GoalForm,
     GroupLimit,
     Spec,
-    group_utils,
     parse_filter,
     register,
     resolve_dimension,
@@ -138,7 +137,7 @@ class ColocateGroupsSpec(Spec):
     # ---------- evaluation ----------
     def _excess(self, ctx: EvalContext) -> np.ndarray:
         """Y_g: X_g, or max(0, X_g)^1.1 with squares."""
-        after, _, _ = group_utils(ctx, self.scope, self.dimension, self.members)
+        after = ctx.group_after(self.scope, self.dimension, self.members)
         x = step(after[:, self.items]) @ self.item_weights - self.limits
         x = -x if self.minimum else x
         return np.maximum(x, 0.0) ** POWER if self.squares else x
@@ -155,7 +154,7 @@ class ColocateGroupsSpec(Spec):
 
     def _spread(self, ctx: EvalContext) -> np.ndarray:
         """P_g = Σ_s w_s·(x_s − 0.1·x_s²), x_s = U_gs / M_g (0 where no penalty applies)."""
-        after, _, _ = group_utils(ctx, self.scope, self.dimension, self.members)
+        after = ctx.group_after(self.scope, self.dimension, self.members)
         masses = np.where(self.masses > 0, self.masses, 1.0)[:, None]
         x = after[:, self.items] / masses
         spread = (x - float(SPREAD_WEIGHT) * x**2) @ self.item_weights

@@ -30,7 +30,6 @@ from .common import (
     GoalForm,
     Limit,
     Spec,
-    group_utils,
     parse_filter,
     register,
     resolve_dimension,
@@ -62,7 +61,7 @@ def group_after(ctx: EvalContext, scope: Scope, dim: str,
     lands (``members``: object indices per group; groups may overlap, and an object then
     counts in each of its groups, as in Rebalancer)."""
     if dim not in ctx.problem.dynamic_dims:
-        return group_utils(ctx, scope, dim, members)[0]
+        return ctx.group_after(scope, dim, members)
     n = len(scope.items)
     if not members:
         return np.zeros((0, n))
