@@ -8,13 +8,16 @@ import random
 import numpy as np
 import pytest
 from randomized import brute_force
+from test_bruteforce import check_against_enumeration
 
 from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.api import solve_problem
 from cpsat_rebalancer.cpsat.builder import CpBuilder
+from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.result import OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.solve.accelerate.repair import load_caps
+from cpsat_rebalancer.solve.compile import compile_model
 
 OPTIONS = SolverOptions(workers=1, seed=0)
 REL = 1e-9
@@ -171,3 +174,54 @@ def test_a_normalized_movement_rule_on_fine_decimals_near_1e12_holds(seed: int) 
     assert result.status == OPTIMAL or result.termination == "approximated"
     for report, value in zip(result.buckets, best):
         assert report.bound is None or report.bound <= value * (1 + REL) + 1e-300
+
+
+def wide_objective_scenario(seed: int, broken_start: bool) -> dict:
+    """3-5 objects of integer sizes 1e15-1e16 on 2-3 hosts, a SOFT CapacityWithGroupPresence
+    whose excess (in units of size, at a cost of 100 or 10000) shares position 0 with a
+    movement goal of fine coefficients: the position's objective cannot be taken to
+    integers exactly over its whole range (up to 5e20). ``broken_start``: a HARD limit on a
+    second dimension that the start breaks, so that no assignment is held at first."""
+    rng = random.Random(seed)
+    n, m = rng.randint(3, 5), rng.randint(2, 3)
+    objects, hosts = [f"t{o}" for o in range(n)], [f"h{c}" for c in range(m)]
+    sizes = {o: rng.randint(10**15, 10**16) for o in objects}
+    assignment: dict[str, list[str]] = {h: [] for h in hosts}
+    for o in objects:
+        assignment[rng.choice(hosts)].append(o)
+    total = sum(sizes.values())
+    data = {
+        "assignment": assignment,
+        "objectDimensions": {"cpu": sizes, "mem": {o: 1 for o in objects}},
+        "containerDimensions": {"cpu": {h: rng.choice([0.4, 0.6, 1.0]) * total for h in hosts},
+                                "mem": {h: n for h in hosts}},
+        "partitions": {"job": {f"j{k}": objects[k::2] for k in range(2)}},
+        "goals": [{"spec": {"minimizeMovementSpec": {"name": "moves"}}, "tuplePos": 0,
+                   "weight": rng.choice([1, 10])}],
+        "constraints": [{"spec": {"capacityWithGroupPresenceSpec": {
+            "name": "presence", "scope": "container", "dimension": "cpu", "partition": "job",
+            "groupToPresenceWeight": {"type": "ABSOLUTE",
+                                      "globalLimit": rng.choice([0.5, 1.0]) * max(sizes.values())},
+            "scopeItemToLimit": {"type": "RELATIVE", "globalLimit": 1.0}}},
+            "policy": "SOFT", "invalidCost": rng.choice([100, 10000])}],
+    }
+    if broken_start:
+        fullest = max(hosts, key=lambda h: len(assignment[h]))
+        data["containerDimensions"]["mem"][fullest] = len(assignment[fullest]) - 1
+        data["constraints"].append({"spec": {"capacitySpec": {"name": "mem", "dimension": "mem"}},
+                                    "policy": "HARD"})
+    return data
+
+
+@pytest.mark.parametrize("broken_start", [False, True])
+@pytest.mark.parametrize("seed", range(12))
+def test_objectives_too_wide_for_64_bits_match_enumeration(seed: int, broken_start: bool) -> None:
+    """OPTIMAL at the enumerated optimum to 1e-9, its bound below it: the objective's
+    ranges are cut at an assignment held (or first found on the rounded objective) until
+    it is exact, never rounded in the answer."""
+    data = wide_objective_scenario(seed, broken_start)
+    scenario = parse_scenario(data)
+    builder, buckets = compile_model(scenario.problem, scenario.model)
+    assert not builder.integral(lin_sum(buckets[0].terms))
+    check_against_enumeration(data, seed)
+

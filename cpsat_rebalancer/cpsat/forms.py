@@ -17,6 +17,9 @@ from ..primitives import TOLERANCE
 from .linear import Lin, lin_sum
 
 INT_LIMIT = 2**60  # keep every integerized expression's magnitude below this
+# an objective (a bucket's sum) beyond INT_LIMIT is counted in coarser units instead, up to
+# this magnitude: its value and stated error must remain ordinary floats
+OBJECTIVE_LIMIT = 10**200
 TOLERANCE_FRACTION = Fraction(TOLERANCE)  # Rebalancer's comparison tolerance, exactly
 # an exact factor above this (the denominators of coefficients near 1e-300) gives way to a
 # power of ten, as too large a magnitude does: factors must convert to floats
@@ -76,6 +79,20 @@ class DomainCountingModel(cp_model.CpModel):
         self.domain_sum -= max(abs(lo), abs(hi), hi - lo)
         domain.clear()
         domain.extend([0, 0])
+
+    def narrow(self, var: cp_model.IntVar, lo: int, hi: int) -> None:
+        """``var``'s declared domain cut to [lo, hi] (a non-empty part of it): CP-SAT judges
+        an objective's magnitude by the declared domains of its variables."""
+        domain = self.proto.variables[var.index].domain
+        bounds = list(domain)
+        self.domain_sum -= max(abs(bounds[0]), abs(bounds[-1]), bounds[-1] - bounds[0])
+        kept = []
+        for start, end in zip(bounds[::2], bounds[1::2]):
+            if start <= hi and end >= lo:
+                kept += [max(start, lo), min(end, hi)]
+        domain.clear()
+        domain.extend(kept)
+        self.domain_sum += max(abs(kept[0]), abs(kept[-1]), kept[-1] - kept[0])
 
 
 @dataclass
@@ -234,6 +251,16 @@ class IntegerForms:
         return abs(lin.const) + sum(abs(c) * max(abs(self.atoms[a].lo), abs(self.atoms[a].hi))
                                     for a, c in lin.terms.items())
 
+    @staticmethod
+    def denominator(lin: Lin) -> int:
+        """The least common denominator of ``lin``'s coefficients and constant."""
+        return math.lcm(lin.const.denominator, *(c.denominator for c in lin.terms.values()))
+
+    def integral(self, lin: Lin, limit: int = INT_LIMIT) -> bool:
+        """Whether ``integerize`` takes ``lin`` to integers exactly (no rounding)."""
+        factor = self.denominator(lin)
+        return factor <= MAX_FACTOR and self.magnitude(lin) * factor <= limit
+
     def integerize(self, lin: Lin, limit: int = INT_LIMIT, *,
                    objective: bool = False, divide: bool = False) -> Integerized:
         """``K·lin`` as an integer form (see ``integerize_all``). ``objective``: the form
@@ -245,7 +272,8 @@ class IntegerForms:
                        objective: bool = False, divide: bool = False) -> list[Integerized]:
         """``K·lin`` for each form with one integer factor K: the least common denominator
         when magnitudes allow (exact, up to ``limit``), else a power of ten with the
-        rounding error stated. ``divide``: a coefficient that power of ten rounds away
+        rounding error stated; an ``objective`` beyond INT_LIMIT, a power of two below 1
+        (its atoms divided as below). ``divide``: a coefficient that power of ten rounds away
         is put on its atom's quotient instead (``_divided``), where the form need not keep
         the caller's atoms (a value to tabulate, a leximin item)."""
         factor = 1
@@ -256,8 +284,14 @@ class IntegerForms:
             magnitude = max(magnitude, self.magnitude(lin))
         if magnitude * factor > limit or factor > MAX_FACTOR:
             if magnitude >= INT_LIMIT:
-                raise InputError("", "numbers too large to model in CP-SAT's 64-bit integers",
-                                 shown_magnitude(magnitude))
+                if not objective or magnitude >= OBJECTIVE_LIMIT:
+                    raise InputError("", "numbers too large to model in CP-SAT's 64-bit "
+                                     "integers", shown_magnitude(magnitude))
+                # an objective is only minimized, and its value only read: counted in units
+                # of a power of two, coarse enough to fit, its rounding stated
+                factor = Fraction(1, 1 << math.ceil(math.log2(magnitude / limit) + 1))
+                return [self._scaled(*self._divided(lin, factor), factor, objective)
+                        for lin in lins]
             factor = 10 ** max(0, int(math.floor(math.log10(limit / max(magnitude, 1)))))
             if divide:
                 return [self._scaled(*self._divided(lin, factor), factor, objective)
@@ -348,6 +382,28 @@ class IntegerForms:
         expr = cp_model.LinearExpr.weighted_sum(atoms, coefs) + const if atoms else const
         return Integerized(expr, Fraction(factor), lo + const, hi + const, float(error / factor),
                            None if start is None else start + const)
+
+    def cut_above(self, lin: Lin, level: Fraction) -> None:
+        """Narrow the atoms of ``lin`` to the values at which ``lin`` can still be at most
+        ``level``, the others at their most favourable: a term can take no more than the
+        level leaves it. Valid where only assignments at or below ``level`` matter (a
+        bucket's objective, below an assignment it holds); it brings a huge objective (a
+        soft limit's excess over loads near 1e15, at a large cost) back within 64 bits."""
+        lowest = lin.const + sum(min(c * self.atoms[a].lo, c * self.atoms[a].hi)
+                                 for a, c in lin.terms.items())
+        for a, c in lin.terms.items():
+            atom = self.atoms[a]
+            if c == 0 or not isinstance(atom.expr, cp_model.IntVar):
+                continue
+            room = (level - lowest) / c  # how far the atom may move from its best end
+            if c > 0:
+                lo, hi = atom.lo, min(atom.hi, atom.lo + math.floor(room))
+            else:
+                lo, hi = max(atom.lo, atom.hi - math.floor(-room)), atom.hi
+            if lo > hi or (lo, hi) == (atom.lo, atom.hi):
+                continue  # (lo > hi: no assignment reaches the level; the search says so)
+            self.cp.narrow(atom.expr, lo, hi)
+            atom.lo, atom.hi = lo, hi
 
     def note_error(self, what: str, error: float, *, over: float | None = None) -> None:
         """``error`` bounds |compiled - exact| of what ``what`` compiled; ``over`` (all of it

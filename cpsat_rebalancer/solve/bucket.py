@@ -10,14 +10,14 @@ from ortools.sat.python import cp_model
 
 from ..cpsat.builder import TargetProbe
 from ..cpsat.forms import INT_LIMIT, Integerized
-from ..cpsat.linear import lin_sum
+from ..cpsat.linear import Lin, lin_sum
 from ..result import BucketReport
 from .accelerate import bucket_start, configurations_floor, expr_value
 from .accelerate.neighbourhoods import descend
 from .accelerate.relaxation import moves_floor
 from .accelerate.repair import PRESOLVE_SECONDS, add_move_cuts
 from .moves import implied_floor, moved_objects
-from .positions import Bucket
+from .positions import EXACT, FLOAT_NOISE, Bucket
 from .probes import probe, target_probes
 from .session import Session, bucket_report, bucket_values
 
@@ -25,7 +25,11 @@ from .session import Session, bucket_report, bucket_values
 def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> BucketReport:
     shares = session.budget
     builder = session.builder
-    form = builder.integerize(lin_sum(bucket.terms), objective=True)
+    objective = lin_sum(bucket.terms)
+    if not builder.integral(objective) and bucket.allowance is None:
+        fit_objective(session, bucket, objective,
+                      None if budget is None else shares.first_share * budget)
+    form = builder.integerize(objective, objective=True)
     session.progress.show(form.expr, form.factor, form.lo)
     builder.note_error(f"position {bucket.position} objective rounding", form.error)
     error = bucket.error + form.error
@@ -141,6 +145,36 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         implied = float(Fraction(floor) / form.factor)
         bound = implied if bound is None else max(bound, implied)
     return freeze(session, bucket, form, status, incumbent, objective, bound, error)
+
+
+def fit_objective(session: Session, bucket: Bucket, objective: Lin,
+                  budget: float | None) -> None:
+    """An objective too wide to take to integers exactly (a soft limit's excess over loads
+    near 1e16, at a large cost, beside a fine movement term) that no assignment as good as
+    the one held can take to its full range: its atoms are cut to the values such an
+    assignment can give them (``cut_above``), which often makes it exact again. When
+    nothing is held, or the cut is not enough where a narrower range would be, a search on
+    the objective rounded (its error stated) first finds a better assignment to cut by. Not
+    with an allowance, which lets later buckets go above the value held."""
+    builder = session.builder
+    if session.values is not None:
+        cut_at_held(session, bucket, objective)
+    if (builder.integral(objective) or session.interrupted
+            or builder.denominator(objective) > INT_LIMIT):  # no range is narrow enough
+        return
+    rounded = builder.integerize(objective, objective=True)
+    session.progress.phase("search on the rounded objective")
+    session.solve(rounded.expr, session.wall_limit(budget))
+    if session.values is not None:
+        cut_at_held(session, bucket, objective)
+
+
+def cut_at_held(session: Session, bucket: Bucket, objective: Lin) -> None:
+    """Cut at the held assignment's value, plus the bucket's stated error (the compiled
+    value of an assignment that ties it may lie that far above) and the evaluator's noise."""
+    held = session.held_sum(bucket.members)
+    session.builder.cut_above(objective, Fraction(held) + Fraction(bucket.error)
+                              + Fraction(EXACT * abs(held) + FLOAT_NOISE))
 
 
 def blended(session: Session, form: Integerized, incumbent: int | None,

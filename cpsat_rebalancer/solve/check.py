@@ -16,7 +16,7 @@ from ..problem import Problem
 from ..result import FEASIBLE, OPTIMAL, BucketReport
 from ..scenario import Model, SolverOptions
 from .compile import compile_model
-from .positions import Bucket
+from .positions import EXACT, FLOAT_NOISE, Bucket
 from .session import STATUS_NAMES, Session
 
 CHECK_TOLERANCE = 1e-7  # slack of the independent result check beyond the stated error
@@ -66,12 +66,6 @@ def compiled_values(problem: Problem, model: Model, final: np.ndarray,
         values[position] = (float(Fraction(int(solver.value(form.expr))) / form.factor),
                             bucket.error + form.error)
     return values, builder.decode(counts)
-
-
-EXACT = 1e-9  # OPTIMAL promises the evaluator's optimum to this relative tolerance,
-# above the noise of the evaluator's double arithmetic on values of Rebalancer's scale
-# (utilizations near 1 carry about 1e-16 each; a difference of two of them keeps it)
-FLOAT_NOISE = 2.0**-46
 
 
 def settle(report: BucketReport, bucket: Bucket) -> None:

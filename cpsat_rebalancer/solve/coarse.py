@@ -32,8 +32,8 @@ from ..problem import Problem
 from ..result import FEASIBLE, OPTIMAL, BucketReport, SolveResult
 from ..scenario import Model, SolverOptions
 from .accelerate import local_search
-from .check import EXACT, FLOAT_NOISE
 from .compile import classes_may_span_containers
+from .positions import EXACT, FLOAT_NOISE
 
 COARSE_MERGE = 2  # the relaxation runs when it has at most 1/COARSE_MERGE of the classes
 LIFT_SECONDS = 5.0  # at most, for the choice of the objects that stay within move budgets

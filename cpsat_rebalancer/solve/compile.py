@@ -10,7 +10,7 @@ import numpy as np
 
 from ..context import EvalContext
 from ..cpsat.builder import CpBuilder
-from ..cpsat.forms import INT_LIMIT, shown_magnitude
+from ..cpsat.forms import OBJECTIVE_LIMIT, shown_magnitude
 from ..cpsat.linear import Lin, lin_sum
 from ..errors import InputError, InternalError
 from ..evaluate import split_policy
@@ -44,27 +44,27 @@ def _text(magnitude: Fraction) -> str:
 
 
 def check_term(builder: CpBuilder, term: Lin, path: str, what: str, multiplier: float) -> None:
-    """A weighted term (a goal times its weight, a violation times its cost) whose magnitude
-    CP-SAT's 64-bit integers cannot hold, as an InputError naming the multiplier's field."""
+    """A weighted term (a goal times its weight, a violation times its cost) too large for
+    an objective even in coarse units, as an InputError naming the multiplier's field."""
     magnitude = builder.magnitude(term)
-    if magnitude >= INT_LIMIT:
+    if magnitude >= OBJECTIVE_LIMIT:
         raise InputError(path, f"too large to model exactly: {what} reaches "
-                         f"{_text(magnitude)}, beyond CP-SAT's 64-bit integers "
-                         f"(at most about {float(INT_LIMIT):.3g})", multiplier)
+                         f"{_text(magnitude)} (at most about {float(OBJECTIVE_LIMIT):.3g})",
+                         multiplier)
 
 
 def check_buckets(builder: CpBuilder, buckets: dict[int, Bucket],
                   owners: dict[int, list[tuple[str, Lin]]]) -> None:
-    """Each position's objective (the sum of its terms) within CP-SAT's 64-bit integers;
-    else an InputError naming the field of its largest term."""
+    """Each position's objective (the sum of its terms) within what coarse units can count
+    (see IntegerForms.integerize_all); else an InputError naming the field of its largest
+    term."""
     for position, bucket in buckets.items():
         magnitude = builder.magnitude(lin_sum(bucket.terms))
-        if magnitude >= INT_LIMIT and owners.get(position):
+        if magnitude >= OBJECTIVE_LIMIT and owners.get(position):
             path, _ = max(owners[position], key=lambda owner: builder.magnitude(owner[1]))
             raise InputError(path, f"too large to model exactly: the objective at tuple "
-                             f"position {position} reaches {_text(magnitude)}, "
-                             "beyond CP-SAT's 64-bit integers (lower the weights or costs at "
-                             "this position, or move some to another)")
+                             f"position {position} reaches {_text(magnitude)} (lower the "
+                             "weights or costs at this position, or move some to another)")
 
 
 def classes_may_span_containers(model: Model) -> bool:

@@ -11,6 +11,11 @@ from ..cpsat.linear import Lin
 from ..errors import InternalError
 from ..solver_specs import Allowance, ObjectivePlan
 
+EXACT = 1e-9  # OPTIMAL promises the evaluator's optimum to this relative tolerance,
+# above the noise of the evaluator's double arithmetic on values of Rebalancer's scale
+# (utilizations near 1 carry about 1e-16 each; a difference of two of them keeps it)
+FLOAT_NOISE = 2.0**-46
+
 
 @dataclass
 class Bucket:
