@@ -10,6 +10,7 @@ from fractions import Fraction
 
 import pytest
 from ortools.sat.python import cp_model
+from test_bruteforce import check_against_enumeration
 
 from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.generators import balance_instance
@@ -116,3 +117,23 @@ def test_the_scalar_compiled_for_a_polish_leaves_the_model() -> None:
     assert after[:len(before)] == before and not any(after[len(before):])
     assert builder.errors == errors and builder._utils == utils
     assert builder.cp.validate() == ""
+
+
+@pytest.mark.parametrize("capacities", [
+    {"h0": 29347800000000.0, "h1": 27000000000000.0, "h2": 20192325070923.6},
+    {"h0": 1.5e10, "h1": 7.9e9, "h2": 5.23456789123e9},
+])
+def test_a_leximin_on_loads_divided_into_quotients_repairs_from_the_assignment_held(
+        capacities: dict[str, float]) -> None:
+    """Sizes near 1e12 whose utilizations need load quotients (``integerize(divide=True)``):
+    the leximin's items are built after the last solve, and its repairs read them at the
+    assignment held, completed first (they read past the values held before). The answer
+    is the enumerated leximin optimum (its stated error may leave it FEASIBLE)."""
+    scale = 1e12 if capacities["h0"] > 1e12 else 1e9
+    sizes = {"t0": 1.470041603143, "t1": 1.476976977905, "t2": 4.80453253277,
+             "t3": 5.080252046798, "t4": 9.971100204798}
+    data = {"assignment": {"h0": ["t1", "t2", "t4"], "h1": [], "h2": ["t0", "t3"]},
+            "objectDimensions": {"cpu": {o: s * scale for o, s in sizes.items()}},
+            "containerDimensions": {"cpu": capacities},
+            "goals": [{"spec": {"balanceSpec": {"dimension": "cpu", "formula": "IDEAL"}}}]}
+    check_against_enumeration(data, "quotients", approximated=True)

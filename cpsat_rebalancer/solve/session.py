@@ -435,6 +435,16 @@ class Session:
         self.start_value = round(solver.objective_value)
         return True
 
+    def held_whole(self) -> bool:
+        """Whether values are held for every variable of the model, completing values older
+        than some of them (forms built since the last solve: a leximin's quotients) by a
+        solve with the held counts fixed."""
+        if self.values is None:
+            return False
+        if len(self.values) >= len(self.builder.cp.Proto().variables):
+            return True
+        return self.start_from(self.values[: len(self.builder.count_vars)])
+
     def held_value(self, positions: tuple[int, ...], factor: Fraction, error: float) -> int:
         """A freeze level for a bucket at the assignment held, from the evaluator: the
         compiled value of that assignment is within ``error`` of it (the agreement the tests

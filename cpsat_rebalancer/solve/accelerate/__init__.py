@@ -284,7 +284,7 @@ def held_repair(session: Session, forms: list[Integerized], marks: list[object] 
     fill every container to an exact load. Returns ``objective`` at the repair when CP-SAT
     accepts it (then held), else None."""
     builder = session.builder
-    if session.values is None:  # nothing held to repair
+    if not session.held_whole():  # nothing held to repair
         return None
     values = [expr_value(f.expr, session.values) for f in forms]
     # the highest first: one let go from above an earlier level must shed the most
