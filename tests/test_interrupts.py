@@ -192,3 +192,15 @@ def test_ctrl_c_on_the_command_line_writes_a_result_the_evaluator_accepts(
     moved = sum(final != problem.initial)
     assert len(result["moves"]) == moved
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ideal.json", "result.json"]
+
+
+def test_a_solve_thread_past_its_deadline_is_stopped_from_outside() -> None:
+    """CP-SAT can miss its own time limit (a large model under load): the wait calls the
+    stop past the deadline, and returns once the thread has ended (not an interrupt)."""
+    from cpsat_rebalancer.solve.session import run_threads
+
+    stopped = threading.Event()
+    started = time.monotonic()
+    interrupted = run_threads([lambda: stopped.wait(30)], stopped.set, started + 0.2)
+    assert stopped.is_set() and not interrupted
+    assert time.monotonic() - started < 5

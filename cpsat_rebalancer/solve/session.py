@@ -25,6 +25,8 @@ from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport
 from ..scenario import Model, SolverOptions
 from .budget import DEFAULT_BUDGET, Budget
 
+OVERRUN_SECONDS = 1.0  # past a solve's own time limit, it is stopped from outside
+
 
 def run_solver(solver: cp_model.CpSolver, cp: cp_model.CpModel) -> tuple[int, bool]:
     """Solve in a worker thread so that Ctrl-C in the main thread stops the search
@@ -54,19 +56,23 @@ def run_solvers(solves: list[tuple[cp_model.CpSolver, cp_model.CpModel]],
         for solver, _ in solves:
             solver.stop_search()
 
+    limits = [solver.parameters.max_time_in_seconds for solver, _ in solves]
     interrupted = run_threads([functools.partial(run, i, *pair)
-                               for i, pair in enumerate(solves)], stop)
+                               for i, pair in enumerate(solves)], stop,
+                              time.monotonic() + max(limits) + OVERRUN_SECONDS)
     if failures:
         raise failures[0]
     return [outcome.get(i, cp_model.UNKNOWN) for i in range(len(solves))], interrupted
 
 
-def run_threads(targets: list[Callable[[], None]], stop: Callable[[], None]) -> bool:
+def run_threads(targets: list[Callable[[], None]], stop: Callable[[], None],
+                deadline: float = math.inf) -> bool:
     """Run each target in a thread of its own and wait until every one has ended, in timed
     waits on events (a join broken by Ctrl-C can take a running thread for ended). Ctrl-C,
     wherever it lands here, calls ``stop`` and the wait goes on: a solve thread must never
-    outlive the call (a process that exits under a running CP-SAT thread aborts). Returns
-    whether Ctrl-C came."""
+    outlive the call (a process that exits under a running CP-SAT thread aborts). Past
+    ``deadline`` (``time.monotonic()``), ``stop`` is called too: CP-SAT can miss its own
+    time limit on a large model under load. Returns whether Ctrl-C came."""
     finished = [threading.Event() for _ in targets]
 
     def thread(target: Callable[[], None], done: threading.Event) -> threading.Thread:
@@ -80,11 +86,15 @@ def run_threads(targets: list[Callable[[], None]], stop: Callable[[], None]) -> 
     interrupted = start_all([thread(t, e) for t, e in zip(targets, finished)])
     if interrupted:
         stop()
+    overdue = False
     while True:
         try:
             for done in finished:
                 while not done.is_set():
                     done.wait(0.05)
+                    if not overdue and time.monotonic() > deadline:
+                        overdue = True
+                        stop()
             return interrupted
         except KeyboardInterrupt:
             interrupted = True
@@ -215,9 +225,15 @@ class Session:
         containers: the two fight (presolve then runs round after round, in every solve of
         the session); elsewhere CP-SAT's default (they help on hard generalized
         assignments). The user's setting of it, if any, wins (also in
-        the depth-first probe, which takes no other user parameter)."""
+        the depth-first probe, which takes no other user parameter).
+
+        CP-SAT's own symmetry detection is off: on a large model with a hint, its presolve
+        maps the hint through the symmetry group's orbits (``SolutionCrush``) for minutes,
+        past every time limit and deaf to a stop; the builder breaks the symmetry of
+        interchangeable containers itself."""
         params.keep_all_feasible_solutions_in_presolve = self.options.cpsat_parameters.get(
             "keep_all_feasible_solutions_in_presolve", bool(self.builder.container_classes))
+        params.symmetry_level = self.options.cpsat_parameters.get("symmetry_level", 0)
 
     def hint(self, counts: list[int] | None = None) -> None:
         cp = self.builder.cp
@@ -416,6 +432,7 @@ class Session:
             cp.minimize(objective)
         self.hint(counts)
         solver = cp_model.CpSolver()
+        self.presolve(solver.parameters)
         solver.parameters.fix_variables_to_their_hinted_value = True
         solver.parameters.num_workers = self.options.workers
         solver.parameters.random_seed = self.options.seed
