@@ -85,3 +85,34 @@ def test_a_search_that_finds_nothing_goes_on_for_the_whole_share(
     assert len(budgets) == 3  # the first search, then two rounds of the rest
     spent = time.monotonic() - started
     assert budgets[1] > share - spent > session.budget.pure_share * share
+
+
+def test_a_search_that_found_nothing_proves_no_bound_on_a_negative_objective(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """CP-SAT leaves its bound at 0 when a search finds nothing: at a negative incumbent
+    (an affinity's reward) that is no proof, and the bucket stays unproven."""
+    data = balance_instance(30, 6, seed=2)
+    objects = sorted(o for members in data["assignment"].values() for o in members)
+    hosts = sorted(data["assignment"])
+    data["goals"] = [{"spec": {"assignmentAffinitiesSpec": {"name": "aff", "affinities": [
+        {"objectName": o, "scopeItemName": hosts[k % len(hosts)], "affinity": 1.0 + k % 3}
+        for k, o in enumerate(objects[:12])]}}}]
+    scenario = parse_scenario(data)
+    builder, buckets = compile_model(scenario.problem, scenario.model)
+    session = Session(builder, scenario.model, SolverOptions(time_limit=LIMIT, workers=1))
+    assert session.start_from()
+    assert session.held_sum((0,)) < 0
+
+    class NothingFound:  # what CP-SAT answers after a search that found no solution
+        best_objective_bound = 0.0
+
+        class response_proto:  # noqa: N801
+            status = cp_model.UNKNOWN
+
+    monkeypatch.setattr(bucket_module, "bucket_start", lambda s, b, f, t: (None, f.lo))
+    monkeypatch.setattr(bucket_module, "pure_then_blended",
+                        lambda *args, **kwargs: (cp_model.UNKNOWN, NothingFound(), None, None,
+                                                 None))
+    report = bucket_module.solve_bucket(session, buckets[0], 5.0)
+    assert report.status == FEASIBLE
+    assert report.bound is None or report.bound < report.compiled_objective

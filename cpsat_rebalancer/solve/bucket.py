@@ -138,7 +138,12 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         incumbent = held if incumbent is None else min(incumbent, held)
         status = cp_model.FEASIBLE
         objective = float(Fraction(incumbent) / form.factor)
-        proven = math.inf if solver is None else solver.best_objective_bound
+        # (only a search that found a solution states a bound: one that found none leaves
+        # CP-SAT's field at its default, 0, which is no bound on an objective that can be
+        # negative, and was taken for a proof of optimality at a negative incumbent)
+        found = solver is not None and solver.response_proto.status in (cp_model.OPTIMAL,
+                                                                         cp_model.FEASIBLE)
+        proven = solver.best_objective_bound if found else math.inf
         if bound is None and math.isfinite(proven):
             bound = float(Fraction(min(incumbent, math.ceil(proven))) / form.factor)
     if incumbent is not None and floor > form.lo:
