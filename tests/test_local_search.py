@@ -136,3 +136,24 @@ def test_a_stop_tries_every_swap_once(seed: int, monkeypatch: pytest.MonkeyPatch
     found = descend(problem, scenario.model, problem.initial, time.monotonic() + 30, seed)
     if found is not None:
         assert not improving_swap_exists(scenario, found[0])
+
+
+@pytest.mark.parametrize("status, bound, kept", [
+    ("OPTIMAL", -633.0, False),  # above the value in hand: the proof was wrong
+    ("FEASIBLE", -633.0, False),
+    ("OPTIMAL", -718.0, True),  # at the value in hand (a tie): it stands
+    ("FEASIBLE", -1187.0, True),  # below it: it stands, and so does the gap
+])
+def test_a_bound_above_the_answers_own_value_is_dropped(status: str, bound: float,
+                                                        kept: bool) -> None:
+    """A bucket whose final value (a local search's answer, found after the chain) lies
+    below the chain's bound refutes that bound: no bound and no OPTIMAL are reported."""
+    from cpsat_rebalancer.solve.check import settle
+    from cpsat_rebalancer.solve.positions import Bucket
+
+    report = BucketReport(0, status, "optimal" if status == "OPTIMAL" else "time_limit",
+                          -718.0, bound, bound, None, None, 0.0, 0.0)
+    settle(report, Bucket(0))
+    assert (report.bound == bound) is kept
+    assert report.status == (status if kept else "FEASIBLE")
+    assert kept or report.gap is None

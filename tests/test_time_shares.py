@@ -87,6 +87,36 @@ def test_a_search_that_finds_nothing_goes_on_for_the_whole_share(
     assert budgets[1] > share - spent > session.budget.pure_share * share
 
 
+def test_a_first_search_that_stalls_hands_time_to_a_local_search_whose_answer_is_held(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """CP-SAT's first search finds nothing better than the assignment held: a local search
+    from it (priced in batches) takes a share of what is left; its answer, better than the
+    start, is kept for the end and held, and the bucket reports its compiled value."""
+    session, buckets = three_positions()
+    assert session.start_from()
+    bucket = buckets[0]
+    form = session.builder.integerize(lin_sum(bucket.terms), objective=True)
+    real_solve = session.solve
+
+    def nothing_found(objective: object, budget: float | None = None, work=None,  # noqa: ANN001
+                      probing: bool = False) -> tuple[int, cp_model.CpSolver]:
+        _, solver = real_solve(objective, 0.01)
+        return cp_model.UNKNOWN, solver
+
+    monkeypatch.setattr(session, "solve", nothing_found)
+    start = session.held_value(bucket.members, form.factor, bucket.error)
+    initial = session.held_sum(bucket.members)
+    status, _, incumbent, _, _ = bucket_module.pure_then_blended(
+        session, form, 4.0, time.monotonic(), None, [],
+        lambda values: session.held_value(bucket.members, form.factor, bucket.error, values))
+    assert session.searched is not None
+    _, evaluation = session.searched
+    assert evaluation.positions[0] < initial
+    assert status in (cp_model.FEASIBLE, cp_model.OPTIMAL)
+    assert incumbent is not None and incumbent < start
+    assert session.held_sum(bucket.members) <= evaluation.positions[0] + 1e-12
+
+
 def test_a_search_that_found_nothing_proves_no_bound_on_a_negative_objective(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """CP-SAT leaves its bound at 0 when a search finds nothing: at a negative incumbent

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from fractions import Fraction
 
 from ortools.sat.python import cp_model
@@ -11,8 +12,9 @@ from ortools.sat.python import cp_model
 from ..cpsat.builder import TargetProbe
 from ..cpsat.forms import INT_LIMIT, Integerized
 from ..cpsat.linear import Lin, lin_sum
+from ..evaluate import batchable
 from ..result import BucketReport
-from .accelerate import bucket_start, configurations_floor, expr_value
+from .accelerate import bucket_start, configurations_floor, expr_value, local_search
 from .accelerate.neighbourhoods import descend
 from .accelerate.relaxation import moves_floor
 from .accelerate.repair import PRESOLVE_SECONDS, add_move_cuts
@@ -112,7 +114,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
             again, solver_b = session.solve(form.expr, left)
             better, _, bound_b = bucket_values(again, solver_b, form.expr, form.factor)
             if better is not None:
-                bound = max(b for b in (bound, bound_b) if b is not None)
+                bound = max((b for b in (bound, bound_b) if b is not None), default=None)
                 if again == cp_model.OPTIMAL:
                     status = again
                 if better < incumbent:
@@ -130,7 +132,8 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
                     session.values = blended_values
     else:
         status, solver, incumbent, objective, bound = pure_then_blended(
-            session, form, budget, t0, weight if blend_fits else None, bucket.probes)
+            session, form, budget, t0, weight if blend_fits else None, bucket.probes,
+            lambda values: session.held_value(bucket.members, form.factor, error, values))
     if status != cp_model.OPTIMAL and session.values is not None:
         # the assignment held (new, initial or an earlier bucket's) is this bucket's
         # incumbent, at its evaluated value, with the bound CP-SAT proved
@@ -209,18 +212,32 @@ def blended(session: Session, form: Integerized, incumbent: int | None,
 
 
 def pure_then_blended(session: Session, form: Integerized, budget: float | None, t0: float,
-                       weight: int | None, probes: list[TargetProbe]
+                       weight: int | None, probes: list[TargetProbe],
+                       held: Callable[[list[int]], int] | None = None
                        ) -> tuple[int, cp_model.CpSolver, int | None, float | None,
                                   float | None]:
-    """The objective alone: a first search, the goals' target probes, a probe at its bound
-    (coarse objectives), the descent over containers from its incumbent (most of the share
-    left), the rest of the pure share; then, if still unproven, the rest of the share
-    blended with moves (``weight`` None when that does not fit in 64 bits)."""
+    """The objective alone: a first search (where it finds nothing better than the value
+    ``held`` gives the assignment held before it, a local search from there:
+    ``stalled_search``), the goals' target probes, a probe at its bound (coarse
+    objectives), the descent over containers from its incumbent (most of the share left),
+    the rest of the pure share; then, if still unproven, the rest of the share blended
+    with moves (``weight`` None when that does not fit in 64 bits)."""
     shares = session.budget
     builder = session.builder
+    before = session.values
     status, solver = session.solve(form.expr,
                                    None if budget is None else shares.first_share * budget)
     incumbent, objective, bound = bucket_values(status, solver, form.expr, form.factor)
+    if (budget is not None and status in (cp_model.FEASIBLE, cp_model.UNKNOWN)
+            and held is not None and before is not None
+            and (incumbent is None or incumbent >= held(before))):
+        found = stalled_search(session, form, shares.stalled_search_share
+                               * (budget - (time.monotonic() - t0)))
+        if found is not None and (incumbent is None or found < incumbent):
+            incumbent, objective = found, float(Fraction(found) / form.factor)
+            status = cp_model.OPTIMAL if found <= form.lo else cp_model.FEASIBLE
+            if found <= form.lo:  # at the form's lowest value: nothing below to search for
+                bound = objective
     if probes and budget is not None and status in (cp_model.FEASIBLE, cp_model.UNKNOWN):
         session.progress.phase("target probes")
         found = target_probes(session, form, probes,
@@ -266,7 +283,7 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
             solver, status = solver_b, again
         if better is not None:
             incumbent, objective = better, float(Fraction(better) / form.factor)
-            bound = max(b for b in (bound, bound_b) if b is not None)
+            bound = max((b for b in (bound, bound_b) if b is not None), default=None)
     if status == cp_model.FEASIBLE and budget is not None and weight is not None:
         # Stopped by time: spend the rest of the share on weight·objective + moves. An
         # incumbent found by large neighbourhoods tends to move far more than needed; this
@@ -276,9 +293,39 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
         if better is not None:
             incumbent = better
             objective = float(Fraction(incumbent) / form.factor)
-            bound = max(b for b in (bound, bound_b) if b is not None)
+            bound = max((b for b in (bound, bound_b) if b is not None), default=None)
             status = cp_model.OPTIMAL if again == cp_model.OPTIMAL else cp_model.FEASIBLE
     return status, solver, incumbent, objective, bound
+
+
+def stalled_search(session: Session, form: Integerized, seconds: float) -> int | None:
+    """Where CP-SAT's first search found nothing better than the assignment held (a large
+    model it had no time to get into), a local search from that assignment, priced in
+    batches, for ``seconds``: on such models it often walks far below in the time CP-SAT
+    would take to start. Its answer is kept for the end (``session.searched``) and, when
+    the model takes it, held, so that the searches after start from it. Returns its
+    objective (integer units) when held, else None."""
+    builder = session.builder
+    problem, model = builder.problem, session.model
+    if (session.values is None or not session.accelerate or seconds <= 0.05
+            or session.interrupted or not batchable(problem, model)):
+        return None
+
+    def stop() -> None:
+        session.interrupted = True
+
+    session.progress.phase("local search")
+    found = local_search.descend(problem, model, session.decode(),
+                                 time.monotonic() + seconds, session.options.seed, stop)
+    if found is None:
+        return None
+    if session.searched is None or local_search.better(
+            local_search.tuple_key(found[1]), local_search.tuple_key(session.searched[1])):
+        session.searched = found
+    counts = builder.counts_of(found[0])
+    if counts is None or not session.start_from(counts, form.expr):
+        return None
+    return session.start_value
 
 
 def outer_level(session: Session, bucket: Bucket, form: Integerized, incumbent: int,

@@ -20,6 +20,9 @@ class Budget:
     pure_share: float = 0.6  # the search on the objective alone, before moves are blended in
     blend_share: float = 0.6  # when a later goal counts moves: the blended search, first
     repair_share: float = 0.4  # at most, for the load limits, move cuts and greedy repairs
+    # where the first search finds nothing better than the assignment held: of what is left,
+    # for a local search from it (bucket.stalled_search)
+    stalled_search_share: float = 0.25
     relax_share: float = 0.4  # of what is left of that, at most, for the load relaxation
     # a movement bucket
     moves_floor_share: float = 0.03  # at most, for the floor on moves

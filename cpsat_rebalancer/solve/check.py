@@ -79,6 +79,13 @@ def settle(report: BucketReport, bucket: Bucket) -> None:
         return
     if bucket.over:
         report.bound = max(report.bound - bucket.over, min(bucket.floor, report.bound))
+    if report.bound > report.objective + EXACT * abs(report.objective) + FLOAT_NOISE:
+        # above the value of an assignment in hand (a local search's, found after the
+        # chain's proof): that proof was wrong, and neither its bound nor OPTIMAL stands
+        report.bound = report.gap = report.relative_gap = None
+        if report.status == OPTIMAL:
+            report.status, report.termination = FEASIBLE, "time_limit"
+        return
     gap = max(0.0, report.objective - report.bound)
     report.gap = gap
     report.relative_gap = gap / abs(report.objective) if report.objective else (

@@ -139,11 +139,12 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
         if floor is not None:
             unsettle_after(reports, final_eval, floor[1])
             final, final_eval = floor
-    if (early is not None and not infeasible
-            and local_search.better(local_search.tuple_key(early[1]),
-                                    local_search.tuple_key(final_eval))):
-        unsettle_after(reports, final_eval, early[1])
-        final, final_eval = early
+    for searched in (early, session.searched):  # the local searches' answers, the floor
+        if (searched is not None and not infeasible
+                and local_search.better(local_search.tuple_key(searched[1]),
+                                        local_search.tuple_key(final_eval))):
+            unsettle_after(reports, final_eval, searched[1])
+            final, final_eval = searched
     for report in reports:
         report.objective = sum(final_eval.positions.get(p, 0.0)
                                for p in buckets[report.position].members)

@@ -18,7 +18,7 @@ from ..cpsat.forms import INT64_MAX
 from ..cpsat.pwl import refine
 from ..cpsat_parameters import apply_cpsat_parameters
 from ..errors import InputError, InternalError
-from ..evaluate import evaluate
+from ..evaluate import Evaluation, evaluate
 from ..interrupts import holding_signals
 from ..progress import Progress, Scale
 from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport
@@ -157,6 +157,9 @@ class Session:
         self.lowest_caps: dict[str, np.ndarray] | None = None
         self.work = 0.0  # CP-SAT deterministic time spent so far (repeatable, unlike seconds)
         self.interrupted = False
+        # the best answer of a local search run inside the chain (bucket.stalled_search),
+        # with its evaluation: the answer returned is never worse than it
+        self.searched: tuple[np.ndarray, Evaluation] | None = None
 
     @property
     def accelerate(self) -> bool:
@@ -462,26 +465,30 @@ class Session:
             return True
         return self.start_from(self.values[: len(self.builder.count_vars)])
 
-    def held_value(self, positions: tuple[int, ...], factor: Fraction, error: float) -> int:
-        """A freeze level for a bucket at the assignment held, from the evaluator: the
-        compiled value of that assignment is within ``error`` of it (the agreement the tests
-        check), whereas a FEASIBLE solution's own objective may carry loose auxiliaries and
-        let later buckets worsen this one."""
-        value = self.held_sum(positions)
+    def held_value(self, positions: tuple[int, ...], factor: Fraction, error: float,
+                   values: list[int] | None = None) -> int:
+        """A freeze level for a bucket at the assignment held (or at ``values``), from the
+        evaluator: the compiled value of that assignment is within ``error`` of it (the
+        agreement the tests check), whereas a FEASIBLE solution's own objective may carry
+        loose auxiliaries and let later buckets worsen this one."""
+        value = self.held_sum(positions, values)
         level = float(factor) * (value + error)
         nearest = round(level)
         return nearest if abs(level - nearest) <= 1e-9 * max(1.0, abs(level)) else math.ceil(level)
 
-    def held_sum(self, positions: tuple[int, ...]) -> float:
-        """The evaluator's value of ``positions`` (summed) at the assignment held."""
-        values = evaluate(self.builder.problem, self.model, self.decode()).positions
-        return sum(values.get(position, 0.0) for position in positions)
+    def held_sum(self, positions: tuple[int, ...], values: list[int] | None = None) -> float:
+        """The evaluator's value of ``positions`` (summed) at the assignment held (or at
+        ``values``)."""
+        result = evaluate(self.builder.problem, self.model, self.decode(values)).positions
+        return sum(result.get(position, 0.0) for position in positions)
 
-    def decode(self) -> np.ndarray:
-        """The assignment of the last solution (the initial one when there is none)."""
-        if self.values is None:
+    def decode(self, values: list[int] | None = None) -> np.ndarray:
+        """The assignment of ``values``, by default the last solution's (the initial one
+        when there is none)."""
+        values = self.values if values is None else values
+        if values is None:
             return self.builder.problem.initial.copy()
-        return self.builder.decode(self.values[: len(self.builder.count_vars)])
+        return self.builder.decode(values[: len(self.builder.count_vars)])
 
     def moves(self) -> int:
         """Objects the last solution moves."""
