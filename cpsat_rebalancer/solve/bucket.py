@@ -235,9 +235,9 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
                                * (budget - (time.monotonic() - t0)))
         if found is not None and (incumbent is None or found < incumbent):
             incumbent, objective = found, float(Fraction(found) / form.factor)
-            status = cp_model.OPTIMAL if found <= form.lo else cp_model.FEASIBLE
+            status = cp_model.FEASIBLE
             if found <= form.lo:  # at the form's lowest value: nothing below to search for
-                bound = objective
+                status, bound = cp_model.OPTIMAL, objective
     if probes and budget is not None and status in (cp_model.FEASIBLE, cp_model.UNKNOWN):
         session.progress.phase("target probes")
         found = target_probes(session, form, probes,
