@@ -23,7 +23,7 @@ from ortools.sat.python import cp_model
 from ..errors import OutOfTime
 from ..problem import Problem
 from .classes import item_groups, laminar_chain, object_classes
-from .forms import DomainCountingModel
+from .domains import DomainCountingModel
 from .utilization import Utilizations
 
 # seconds of building count variables after which their pace predicts the rest (sooner, the

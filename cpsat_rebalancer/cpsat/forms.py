@@ -14,6 +14,7 @@ from ortools.sat.python import cp_model
 
 from ..errors import InputError
 from ..primitives import TOLERANCE
+from .domains import DOMAIN_ROOM, DomainCountingModel
 from .linear import Lin, lin_sum
 
 INT_LIMIT = 2**60  # keep every integerized expression's magnitude below this
@@ -31,10 +32,6 @@ MAX_FACTOR = 10**200
 VARIABLE_LIMIT = 2**50
 # unless that rounding is off by more than this part of the form's magnitude
 COARSE_ROUNDING = 1e-6
-# CP-SAT refuses a model whose variables' domain magnitudes sum to this or more (it takes
-# linear combinations in 128 bits); the model's variables keep to DOMAIN_ROOM of it
-INT64_MAX = 2**63 - 1
-DOMAIN_ROOM = 2**62
 # a new variable's domain takes at most this part of the room left (see variable_limit)
 ROOM_SHARE = 64
 # an excess whose slope exceeds this many of its units per unit of its load is written in
@@ -43,56 +40,6 @@ WELL_SCALED = 2**20
 
 
 ATOMS_PER_TIME_CHECK = 1024  # atoms built between two looks at the clock
-
-
-class DomainCountingModel(cp_model.CpModel):
-    """A CpModel that sums its integer variables' domain magnitudes as CP-SAT's validation
-    does (max of |lo|, |hi| and hi - lo), so that domains can be sized to fit."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.domain_sum = 0
-
-    def new_int_var(self, lb: int, ub: int, name: str) -> cp_model.IntVar:
-        lb, ub = int(lb), int(ub)
-        self.domain_sum += max(abs(lb), abs(ub), ub - lb)
-        return super().new_int_var(lb, ub, name)
-
-    def retire(self, var: cp_model.IntVar, constraints: list[cp_model.Constraint],
-               value: int) -> None:
-        """``var`` frozen at ``value`` in the linear ``constraints`` (the only ones it is in)
-        and taken out of the model, its domain {0}: its room for domains is given back (a
-        leximin adds a large variable per level, each frozen once solved)."""
-        for constraint in constraints:
-            linear = constraint.proto.linear
-            terms = list(zip(linear.vars, linear.coeffs))
-            shift = sum(c for v, c in terms if v == var.index) * value
-            bounds = [b if b in (-INT64_MAX - 1, INT64_MAX) else b - shift  # infinite
-                      for b in linear.domain]
-            for repeated, kept in ((linear.vars, [v for v, _ in terms if v != var.index]),
-                                   (linear.coeffs, [c for v, c in terms if v != var.index]),
-                                   (linear.domain, bounds)):
-                repeated.clear()
-                repeated.extend(kept)
-        domain = self.proto.variables[var.index].domain
-        lo, hi = list(domain)[0], list(domain)[-1]  # (the field reads no negative index)
-        self.domain_sum -= max(abs(lo), abs(hi), hi - lo)
-        domain.clear()
-        domain.extend([0, 0])
-
-    def narrow(self, var: cp_model.IntVar, lo: int, hi: int) -> None:
-        """``var``'s declared domain cut to [lo, hi] (a non-empty part of it): CP-SAT judges
-        an objective's magnitude by the declared domains of its variables."""
-        domain = self.proto.variables[var.index].domain
-        bounds = list(domain)
-        self.domain_sum -= max(abs(bounds[0]), abs(bounds[-1]), bounds[-1] - bounds[0])
-        kept = []
-        for start, end in zip(bounds[::2], bounds[1::2]):
-            if start <= hi and end >= lo:
-                kept += [max(start, lo), min(end, hi)]
-        domain.clear()
-        domain.extend(kept)
-        self.domain_sum += max(abs(kept[0]), abs(kept[-1]), kept[-1] - kept[0])
 
 
 @dataclass

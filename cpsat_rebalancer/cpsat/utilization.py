@@ -13,7 +13,8 @@ from ortools.sat.python import cp_model
 from ..errors import InputError, InternalError
 from ..problem import OUT_OF_SCOPE, Problem, Scope
 from .classes import DimensionScale, ObjectClasses, integral_scale, item_groups
-from .forms import DOMAIN_ROOM, INT_LIMIT, IntegerForms
+from .domains import DOMAIN_ROOM
+from .forms import INT_LIMIT, IntegerForms
 from .linear import Lin
 
 

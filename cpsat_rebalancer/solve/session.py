@@ -14,7 +14,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..cpsat.builder import CpBuilder, hint_first
-from ..cpsat.forms import INT64_MAX
+from ..cpsat.domains import INT64_MAX
 from ..cpsat.pwl import refine
 from ..cpsat_parameters import apply_cpsat_parameters
 from ..errors import InputError, InternalError
