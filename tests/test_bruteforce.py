@@ -30,20 +30,16 @@ def leximin_order(a: tuple[float, ...], b: tuple[float, ...]) -> int:
     return 0
 
 
-def check_against_enumeration(data: dict, seed: int | str, approximated: bool = False) -> None:
+def check_against_enumeration(data: dict, seed: int | str) -> None:
     """OPTIMAL, the enumerated lexicographic optimum at every position to relative 1e-9 (no
-    allowance for any stated error), and every bound at or below that optimum.
-    ``approximated``: a model documented to state an error may end FEASIBLE, termination
-    'approximated', instead of OPTIMAL; its values and bounds are checked all the same."""
+    allowance for any stated error), and every bound at or below that optimum."""
     scenario = parse_scenario(data)
     feasible = brute_force(scenario)
     result = solve_model(scenario.problem, scenario.model, OPTIONS)
     if not feasible:
         assert result.status == INFEASIBLE, f"seed {seed}: enumeration finds nothing"
         return
-    allowed = result.status == OPTIMAL or (approximated and all(
-        r.status == OPTIMAL or r.termination == "approximated" for r in result.buckets))
-    assert allowed, f"seed {seed}: {result.status}\n{data}"
+    assert result.status == OPTIMAL, f"seed {seed}: {result.status}\n{data}"
     assert result.final_evaluation.feasible
     candidates = feasible
     evaluation = result.final_evaluation

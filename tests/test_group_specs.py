@@ -186,14 +186,7 @@ def test_colocate_constraint_with_negative_group_weight() -> None:
 # Solving: enumeration, compiled objective, the VMware shape, aggregation
 # ---------------------------------------------------------------------------------------------
 
-# seed 34: a SOFT ColocateGroups term at cost 100 states a two-sided rounding error of
-# 5.5e-10 on a value of 0.289 (relative 1.9e-9): found at the optimum, proven only to
-# that resolution, so marked approximated. Strict: it fails once the proof is exact.
-APPROXIMATED = pytest.mark.xfail(strict=True, reason="proven only to its stated error")
-
-
-@pytest.mark.parametrize("seed", [pytest.param(s, marks=APPROXIMATED) if s == 34 else s
-                                  for s in range(40)])
+@pytest.mark.parametrize("seed", range(40))
 def test_random_group_scenarios_match_enumeration(seed: int) -> None:
     check_against_enumeration(random_scenario(seed, groups=True), seed)
 

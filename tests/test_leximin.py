@@ -126,9 +126,9 @@ def test_the_scalar_compiled_for_a_polish_leaves_the_model() -> None:
 def test_a_leximin_on_loads_divided_into_quotients_repairs_from_the_assignment_held(
         capacities: dict[str, float]) -> None:
     """Sizes near 1e12 whose utilizations need load quotients (``integerize(divide=True)``):
-    the leximin's items are built after the last solve, and its repairs read them at the
-    assignment held, completed first (they read past the values held before). The answer
-    is the enumerated leximin optimum (its stated error may leave it FEASIBLE)."""
+    the leximin's items are built after the last solve, and what reads them at the
+    assignment held (the exact closure, the repairs) completes it first (they read past
+    the values held before). The answer is the enumerated leximin optimum, proven."""
     scale = 1e12 if capacities["h0"] > 1e12 else 1e9
     sizes = {"t0": 1.470041603143, "t1": 1.476976977905, "t2": 4.80453253277,
              "t3": 5.080252046798, "t4": 9.971100204798}
@@ -136,4 +136,4 @@ def test_a_leximin_on_loads_divided_into_quotients_repairs_from_the_assignment_h
             "objectDimensions": {"cpu": {o: s * scale for o, s in sizes.items()}},
             "containerDimensions": {"cpu": capacities},
             "goals": [{"spec": {"balanceSpec": {"dimension": "cpu", "formula": "IDEAL"}}}]}
-    check_against_enumeration(data, "quotients", approximated=True)
+    check_against_enumeration(data, "quotients")

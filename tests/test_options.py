@@ -233,7 +233,7 @@ def test_capacity_per_item_refuses_what_rebalancer_refuses(fields: dict, field: 
 def test_capacity_per_item_is_solved_to_the_enumerated_optimum(fields: dict) -> None:
     data = {**PER_OBJECT_DATA, "goals": [{"spec": per_object(
         capacityPerItemCountDimension="w8", **fields)}]}
-    check_against_enumeration(data, str(fields), approximated=stated_error(data))
+    check_against_enumeration(data, str(fields))
 
 
 def test_capacity_per_item_squares_under_a_moving_threshold_is_refused_by_the_solver() -> None:
@@ -553,32 +553,19 @@ def test_option_scenarios_draw_every_option() -> None:
                      "continuous MIN"}
 
 
-def stated_error(data: dict) -> bool:
-    """Balance CAPACITY_PER_ITEM with RELATIVE_UTIL_VARIANCE: exact only while its excesses
-    fit 20 bits at their common denominator, else stated (docs/semantics.md#balance)."""
-    for goal in data["goals"]:
-        spec = goal["spec"].get("balanceSpec", {})
-        if spec.get("balanceMetric") != "CAPACITY_PER_ITEM":
-            continue
-        if spec["formula"] == "RELATIVE_UTIL_VARIANCE":
-            return True
-    return False
-
-
 @pytest.mark.parametrize("seed", range(40))
 def test_option_scenarios_match_enumeration(seed: int) -> None:
     data = option_scenario(seed)
-    check_against_enumeration(data, seed, approximated=stated_error(data))
+    check_against_enumeration(data, seed)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(1000, 1080))
 def test_larger_option_scenarios_match_enumeration(seed: int) -> None:
     """Seven objects: a bucket that mixes tabulated powers (x^1.1) with soft terms of other
-    denominators can end 'approximated' by the objective's integer scale even at its optimum
-    (seed 1029: a stated 5.3e-10 beside the optimum 0.123); values and bounds are checked to
-    1e-9 all the same."""
-    check_against_enumeration(option_scenario(seed, max_objects=7), seed, approximated=True)
+    denominators is rounded by the objective's integer scale (seed 1029: a stated 5.3e-10
+    beside the optimum 0.123); the exact closure proves it all the same."""
+    check_against_enumeration(option_scenario(seed, max_objects=7), seed)
 
 
 @pytest.mark.peer

@@ -128,6 +128,9 @@ class DimensionScale:
     values: np.ndarray  # integer value per object (int64) in its initial container
     error: float  # max |value - integer/factor| per object
     table: np.ndarray | None = None  # dynamic: integer value per (object, item of its scope)
+    # the sum over objects of |integer value - value * factor| (integer units): how far a
+    # load of the rounded values may lie from the load of the values, whichever way
+    drift: float = 0.0
 
     @property
     def most(self) -> int:

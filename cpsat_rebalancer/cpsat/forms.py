@@ -49,6 +49,9 @@ class Atom:
     hi: int
     initial: int | None = None  # value at the initial assignment, when defined by the problem
     bounding: bool = False  # only bounds its value from above (exact under minimization only)
+    # how far its value may lie, whichever way, from what it stands for (integer units): a
+    # load of sizes rounded to the dimension's scale
+    drift: float = 0.0
 
 
 @dataclass
@@ -150,10 +153,10 @@ class IntegerForms:
         self._quotients: dict[tuple[int, int], int] = {}  # (atom, divisor): quotient's atom
 
     def new_atom(self, expr: object, lo: int, hi: int, initial: int | None = None,
-                 bounding: bool = False) -> int:
+                 bounding: bool = False, drift: float = 0.0) -> int:
         if len(self.atoms) % ATOMS_PER_TIME_CHECK == 0:  # one spec's forms can take long
             self.check_build_time()
-        self.atoms.append(Atom(expr, int(lo), int(hi), initial, bounding))
+        self.atoms.append(Atom(expr, int(lo), int(hi), initial, bounding, drift))
         return len(self.atoms) - 1
 
     def check_build_time(self) -> None:
@@ -197,6 +200,12 @@ class IntegerForms:
         must stay below :data:`INT_LIMIT` even at the coarsest scale."""
         return abs(lin.const) + sum(abs(c) * max(abs(self.atoms[a].lo), abs(self.atoms[a].hi))
                                     for a, c in lin.terms.items())
+
+    def drift(self, lin: Lin) -> float:
+        """How far ``lin`` may lie from what it stands for through its atoms' drift (value
+        units): a form of rounded sizes' loads, beside the same form of the sizes'."""
+        return float(sum(abs(c) * Fraction(self.atoms[a].drift) for a, c in lin.terms.items()
+                         if self.atoms[a].drift))
 
     @staticmethod
     def denominator(lin: Lin) -> int:
@@ -286,7 +295,8 @@ class IntegerForms:
             shifted = self.variable(atom.expr - atom.lo, 0, span, "shifted")
             self.cp.add_division_equality(quotient, shifted, divisor)
             initial = None if atom.initial is None else (atom.initial - atom.lo) // divisor
-            self._quotients[key] = self.new_atom(quotient, 0, span // divisor, initial)
+            self._quotients[key] = self.new_atom(quotient, 0, span // divisor, initial,
+                                                 drift=atom.drift and atom.drift / divisor + 1)
         return self._quotients[key]
 
     def _scaled(self, lin: Lin, divided: Fraction, factor: int,
@@ -304,6 +314,7 @@ class IntegerForms:
             exact = c * factor
             coef = round(exact)
             rounding = abs(exact - coef) * max(abs(atom.lo), abs(atom.hi))
+            error += abs(exact) * Fraction(atom.drift)  # the sizes' rounding, through it
             expr, atom_lo, atom_hi, initial = atom.expr, atom.lo, atom.hi, atom.initial
             if objective and exact > 0 and atom.bounding and atom.lo >= 0:
                 # exact = p/q: q·w >= atom with w minimized is ceil(atom / q), and p·w lies
@@ -428,7 +439,8 @@ class IntegerForms:
         # the rule multiplier·z >= rhs, z in [0, top]; with a ratio rule, z = ceil(K·lin)
         # lies less than one of its units above K·lin
         multiplier, rhs, top = (1, form.expr, form.hi) if ratio is None else ratio
-        self.note_error(what or "rounding", form.error if ratio is None else 1 / form.factor)
+        self.note_error(what or "rounding", form.error if ratio is None
+                        else 1 / form.factor + self.drift(lin))
         if top <= 0:
             return Lin()
         if form.lo >= 0 and gate is None and ratio is None:

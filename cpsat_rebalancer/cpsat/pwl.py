@@ -99,7 +99,9 @@ def _coarsened(builder: CpBuilder, x: Lin, g: Callable[[float], float], what: st
     steepest = max(abs(g(ends[0] + float(coef)) - g(ends[0])),
                    abs(g(ends[1]) - g(ends[1] - float(coef))))  # per unit of U, convex g
     builder.note_error(what, steepest * divisor)
-    return Lin.atom(builder.new_atom(coarse, 0, span // divisor), coef * divisor) + (
+    drift = atom.drift and atom.drift / divisor + 1
+    return Lin.atom(builder.new_atom(coarse, 0, span // divisor, drift=drift),
+                    coef * divisor) + (
         x.const + coef * atom.lo)
 
 
@@ -155,6 +157,10 @@ def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
     if not (from_below and _cuts_hold(builder, atom, at)):
         x = _coarsened(builder, x, g, what)
         atom, coef, at = _on_atom(builder, x, g)
+    if atom.drift and atom.hi > atom.lo:  # the atom's drift (sizes rounded), through g: its
+        # steepest step on the range (at one end, g convex), one unit of room beyond it
+        steepest = max(abs(at(atom.lo + 1) - at(atom.lo)), abs(at(atom.hi) - at(atom.hi - 1)))
+        builder.note_error(what, steepest * (math.ceil(atom.drift) + 1))
     u_kinks = [float((Fraction(k) - x.const) / coef) for k in kinks]
     # g >= 0 and convex: zero at both ends of a range, it is zero throughout, so such a
     # range (below an excess's threshold) needs no breakpoint inside, and the rest of the

@@ -18,6 +18,12 @@ from .forms import INT_LIMIT, IntegerForms
 from .linear import Lin
 
 
+def drift_of(values: np.ndarray, factor: int, scaled: np.ndarray, common: int) -> float:
+    """How far a sum of the rounded values may lie from the sum of the values (integer
+    units after dividing by ``common``): the sum of every object's rounding."""
+    return float(np.abs(values * factor - scaled).sum()) / common
+
+
 class Utilizations(IntegerForms):
     """The load expressions specs compile against, cached per (scope, dimension)."""
 
@@ -70,13 +76,14 @@ class Utilizations(IntegerForms):
             common = max(1, int(np.gcd.reduce(np.abs(ints.ravel())))) if ints.size else 1
             ints //= common
             unit = Fraction(factor, common)  # integer value = value * unit
+            drift = drift_of(values, factor, scaled, common)
             if dynamic is None:
-                self._scales[dim] = DimensionScale(unit, ints, error)
+                self._scales[dim] = DimensionScale(unit, ints, error, drift=drift)
             else:
                 scope = problem.scopes[dynamic.scope]
                 at_initial = np.round(dynamic.values_at(scope, problem.initial) * factor)
                 self._scales[dim] = DimensionScale(
-                    unit, at_initial.astype(np.int64) // common, error, ints)
+                    unit, at_initial.astype(np.int64) // common, error, ints, drift)
             if error:
                 self.note_error(f"dimension {dim} rounding (per object)", error)
         return self._scales[dim]
@@ -132,7 +139,9 @@ class Utilizations(IntegerForms):
         ints //= common
         unit = Fraction(factor, common)
         for k, entry in enumerate(entries):
-            self._scales[entry] = DimensionScale(unit, np.ascontiguousarray(ints[:, k]), error)
+            drift = drift_of(values[:, k], factor, scaled[:, k], common)
+            self._scales[entry] = DimensionScale(unit, np.ascontiguousarray(ints[:, k]), error,
+                                                 drift=drift)
         if error:
             self.note_error(f"dimension {vector} rounding (per object)", error)
 
@@ -253,7 +262,8 @@ class Utilizations(IntegerForms):
                     variable = self.cp.new_int_var(0, total, f"load_{scope.name}{i}_{dim}")
                     self.cp.add(variable == load)
                     load = variable
-                after.append(self.new_atom(load, 0, total, int(initial_util[i])))
+                after.append(self.new_atom(load, 0, total, int(initial_util[i]),
+                                           drift=self.scale(dim).drift))
             reference_util = self._item_totals(scope, ints, self.problem.reference)
             self._utils[key] = (after, None, reference_util)
         after, stays, reference_util = self._utils[key]
@@ -268,8 +278,8 @@ class Utilizations(IntegerForms):
             offset = self._in_flight_stays(scope, ints)
             stays = [self.new_atom((cp_model.LinearExpr.weighted_sum(
                 [e for e, _ in terms], [v for _, v in terms]) if terms else 0) - int(offset[i]),
-                0, int(start[i] - offset[i]), int(start[i] - offset[i]))
-                for i, terms in enumerate(by_item)]
+                0, int(start[i] - offset[i]), int(start[i] - offset[i]),
+                drift=self.scale(dim).drift) for i, terms in enumerate(by_item)]
             self._utils[key] = (after, stays, reference_util)
         return self._utils[key]
 
@@ -407,7 +417,8 @@ class Utilizations(IntegerForms):
         unit = Fraction(1, self.scale(dim).factor)
         if not len(outside) and not stays:  # the scope covers every container: a constant
             return Lin(const=gone * unit)  # (whose wide bounds would coarsen every form)
-        atom = self.new_atom(arrived - stayed + gone, -total, total, gone)
+        atom = self.new_atom(arrived - stayed + gone, -total, total, gone,
+                             drift=self.scale(dim).drift)
         return Lin.atom(atom, unit)
 
     def loads(self, scope: Scope, dim: str) -> list[object]:
@@ -489,7 +500,8 @@ class Utilizations(IntegerForms):
                     return Lin()
                 expr = cp_model.LinearExpr.weighted_sum([e for e, _ in terms],
                                                         [c for _, c in terms])
-                return Lin.atom(self.new_atom(expr - less, 0, hi, start), unit)
+                return Lin.atom(self.new_atom(expr - less, 0, hi, start,
+                                              drift=self.scale(dim).drift), unit)
 
             result = []
             for i in range(n_items):

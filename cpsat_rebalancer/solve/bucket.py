@@ -14,6 +14,7 @@ from ..cpsat.forms import INT_LIMIT, Integerized
 from ..cpsat.linear import Lin, lin_sum
 from ..evaluate import batchable
 from ..result import BucketReport
+from . import closure
 from .accelerate import bucket_start, configurations_floor, expr_value, local_search
 from .accelerate.neighbourhoods import descend
 from .accelerate.relaxation import moves_floor
@@ -71,9 +72,10 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     lowest = held is not None and held <= form.lo and (
         not session.moves_later(bucket.position) or session.moves() == 0)
     if held is not None and ((form.lo < floor and held <= floor) or lowest):
-        return freeze(session, bucket, form, cp_model.OPTIMAL, held,
+        return finish(session, bucket, form, cp_model.OPTIMAL, held,
                        float(Fraction(held) / form.factor),
-                       float(Fraction(max(floor, form.lo)) / form.factor), error)
+                       float(Fraction(max(floor, form.lo)) / form.factor), error,
+                       closure_seconds(session, budget, t0))
     repaired, relaxed_floor = None, form.lo
     if builder.accelerate and bucket.terms:
         try:
@@ -87,10 +89,11 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     # error only, and the gap left adds to it: GLOP's duals can leave the floor a unit short
     # of the repair, and CP-SAT would spend its time on a gap far inside the error
     if repaired is not None and repaired <= floor + math.floor(error * form.factor):
-        return freeze(session, bucket, form, cp_model.OPTIMAL, repaired,
+        return finish(session, bucket, form, cp_model.OPTIMAL, repaired,
                        float(Fraction(repaired) / form.factor),
                        float(Fraction(floor) / form.factor),
-                       error + float(Fraction(max(repaired - floor, 0)) / form.factor))
+                       error + float(Fraction(max(repaired - floor, 0)) / form.factor),
+                       closure_seconds(session, budget, t0))
     most = builder.problem.num_objects
     weight = most + 1
     blend_fits = (form.hi - form.lo + 1) * weight < INT_LIMIT
@@ -152,7 +155,8 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     if incumbent is not None and floor > form.lo:
         implied = float(Fraction(floor) / form.factor)
         bound = implied if bound is None else max(bound, implied)
-    return freeze(session, bucket, form, status, incumbent, objective, bound, error)
+    return finish(session, bucket, form, status, incumbent, objective, bound, error,
+                  closure_seconds(session, budget, t0))
 
 
 def fit_objective(session: Session, bucket: Bucket, objective: Lin,
@@ -326,6 +330,42 @@ def stalled_search(session: Session, form: Integerized, seconds: float) -> int |
     if counts is None or not session.start_from(counts, form.expr):
         return None
     return session.start_value
+
+
+def closure_seconds(session: Session, budget: float | None, t0: float) -> float | None:
+    """The exact closure's time: what the bucket's share has left, and at least
+    ``closure_share`` of it."""
+    if budget is None:
+        return session.wall_limit()
+    return session.wall_limit(max(budget - (time.monotonic() - t0),
+                                  session.budget.closure_share * budget))
+
+
+def finish(session: Session, bucket: Bucket, form: Integerized, status: int,
+           incumbent: int | None, objective: float | None, bound: float | None,
+           error: float, seconds: float | None) -> BucketReport:
+    """Freeze the bucket and report it. A compiled optimum on rounded forms goes through
+    the exact closure first (solve.closure): it may hold a better assignment, prove the
+    exact value, and hold the buckets after to the assignments that tie it."""
+    closed = None
+    if status == cp_model.OPTIMAL and incumbent is not None and closure.wanted(
+            session, bucket, error, None if bound is None else bound - bucket.over):
+        closed = closure.close_bucket(session, bucket, form, error, seconds)
+    if closed is not None:
+        incumbent = closed.incumbent
+        objective = float(Fraction(incumbent) / form.factor)
+        if bound is not None and objective < bound:
+            # a compiled value below the compiled optimum proven: that proof was wrong
+            # (CP-SAT's presolve has claimed OPTIMAL on models with large coefficients)
+            bound = None
+            if not closed.complete:
+                status = cp_model.FEASIBLE
+        if closed.complete:
+            bucket.exact_bound = closed.value
+    report = freeze(session, bucket, form, status, incumbent, objective, bound, error)
+    if closed is not None and closed.complete:
+        session.builder.cp.add_allowed_assignments(session.builder.count_vars, closed.ties)
+    return report
 
 
 def outer_level(session: Session, bucket: Bucket, form: Integerized, incumbent: int,

@@ -24,6 +24,9 @@ class Budget:
     # for a local search from it (bucket.stalled_search)
     stalled_search_share: float = 0.25
     relax_share: float = 0.4  # of what is left of that, at most, for the load relaxation
+    # at least, of the bucket's share (more when the bucket left more), for the exact
+    # closure of a compiled optimum on rounded forms (solve.closure)
+    closure_share: float = 0.25
     # a movement bucket
     moves_floor_share: float = 0.03  # at most, for the floor on moves
     moves_floor_seconds: float = 1.0

@@ -73,11 +73,14 @@ def settle(report: BucketReport, bucket: Bucket) -> None:
     The compiled value of any assignment lies at most ``bucket.over`` above its exact value,
     so the compiled bound less that (and no less than ``bucket.floor``, the lowest exact
     value there is) bounds every assignment's exact value; the bucket is OPTIMAL only when
-    its evaluated value meets that bound to relative EXACT. A leximin bucket is proven
-    level by level and keeps its report."""
-    if report.leximin_levels is not None or report.bound is None:
+    its evaluated value meets that bound to relative EXACT. Where the exact closure
+    proved the exact optimum (``bucket.exact_bound``), that is the bound. A leximin bucket
+    is proven level by level and keeps its report."""
+    if bucket.exact_bound is not None:
+        report.bound = bucket.exact_bound
+    elif report.leximin_levels is not None or report.bound is None:
         return
-    if bucket.over:
+    elif bucket.over:
         report.bound = max(report.bound - bucket.over, min(bucket.floor, report.bound))
     if report.bound > report.objective + EXACT * abs(report.objective) + FLOAT_NOISE:
         # above the value of an assignment in hand (a local search's, found after the

@@ -11,6 +11,7 @@ from ortools.sat.python import cp_model
 
 from ..cpsat.forms import Integerized
 from ..result import FEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport
+from . import closure
 from .accelerate import descend_leximin, held_repair, polish_leximin, step_start
 from .positions import Bucket
 from .session import Session, bucket_report, bucket_values
@@ -29,6 +30,18 @@ def solve_leximin(session: Session, bucket: Bucket, budget: float | None) -> Buc
     lo = min(f.lo for f in forms)
     hi = max(f.hi for f in forms)
     deadline = None if budget is None else time.monotonic() + budget
+    item_error = bucket.error + max(f.error for f in forms)
+    if closure.wanted(session, bucket, item_error, None):
+        # rounded items: their leximin order need not be the evaluator's, but few enough
+        # assignments may beat the held one to list them all
+        closed = closure.close_leximin(session, bucket, forms, item_error, session.wall_limit(
+            None if budget is None else session.budget.closure_share * budget))
+        if closed is not None and closed.complete:
+            builder.cp.add_allowed_assignments(builder.count_vars, closed.ties)
+            report = bucket_report(bucket.position, cp_model.OPTIMAL, None, None,
+                                   bucket.error + sum(f.error for f in forms))
+            report.leximin_levels = report.leximin_items = n
+            return report
     # the part of the time left a level may take: less when a polish follows the levels (an
     # accelerator: off when the loads are not variables)
     level_fraction = session.budget.level_share if bucket.scalar and builder.accelerate else 1.0

@@ -124,7 +124,9 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     final_eval, came = (initial, False) if holding_initial else settled(
         lambda: evaluate(problem, model, final))
     proven = all(r.status == OPTIMAL and (r.position not in buckets
-                                          or not buckets[r.position].over) for r in reports)
+                                          or not buckets[r.position].over
+                                          or buckets[r.position].exact_bound is not None)
+                 for r in reports)
     if (session.reserve and not infeasible and not session.interrupted and not proven
             and options.plan.lexicographic):  # the floor improves in the plain order only
         floor = None

@@ -38,6 +38,9 @@ class Bucket:
     members: tuple[int, ...] = ()
     # how far later buckets may worsen this one once solved (an allowed worsening)
     allowance: Allowance | None = None
+    # a bound on its exact value proven by the exact closure (solve/closure.py), which the
+    # compiled bound less ``over`` would only approach
+    exact_bound: float | None = None
 
     def __post_init__(self) -> None:
         self.members = self.members or (self.position,)

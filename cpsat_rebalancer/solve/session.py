@@ -250,16 +250,18 @@ class Session:
         hint_first(cp, self.values)
 
     def solve(self, objective: object | None, budget: float | None = None,
-              work: float | None = None, probing: bool = False) -> tuple[int, cp_model.CpSolver]:
+              work: float | None = None, probing: bool = False,
+              engine: dict[str, object] | None = None) -> tuple[int, cp_model.CpSolver]:
         """CP-SAT solves of at most ``budget`` seconds in all (and never past the deadline),
         or under a deterministic run of at most ``work`` deterministic seconds each; keeps
         the solution (if any) for hints and decoding. ``probing``: the solve holds a target
         probe, which the solution kept need not meet. Where the model has outer pieces
         (``pwl.refine``) lying below g at the solution, they are cut there and the solve
-        runs again in what is left, until the solution's compiled value is exact."""
+        runs again in what is left, until the solution's compiled value is exact.
+        ``engine``: CP-SAT parameters of these solves (see _solver)."""
         started, left = time.monotonic(), budget
         while True:
-            status, solver = self._solve_once(objective, left, work, probing)
+            status, solver = self._solve_once(objective, left, work, probing, engine)
             if (status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or self.interrupted
                     or not refine(self.builder, self.values)):
                 return status, solver
@@ -267,15 +269,39 @@ class Session:
             if any(t is not None and t <= 0.05 for t in (left, self.remaining())):
                 return status, solver
 
+    def solve_excluding(self, objective: object, budget: float | None, work: float
+                        ) -> tuple[int, cp_model.CpSolver]:
+        """A solve of a model that excludes the solution held (the exact closure's), of at
+        most ``work`` deterministic seconds in every run, where INFEASIBLE is an answer, not
+        an impossibility: it stands once a second solve, under the next seed and without
+        presolve, says it too (CP-SAT has said INFEASIBLE of feasible models with large
+        coefficients); else UNKNOWN."""
+        started = time.monotonic()
+        status, solver = self.solve(objective, budget, probing=True,
+                                    engine={"max_deterministic_time": work})
+        if status != cp_model.INFEASIBLE or self.interrupted:
+            return status, solver
+        params = solver.parameters
+        if budget is not None:
+            params.max_time_in_seconds = max(budget - (time.monotonic() - started), 0.01)
+        params.random_seed += 1
+        params.cp_model_presolve = False
+        status = self.run_all([(solver, self.builder.cp)])[0]
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            self.values = list(solver.response_proto.solution)
+        return (status if status in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE)
+                else cp_model.UNKNOWN), solver
+
     def _solve_once(self, objective: object | None, budget: float | None,
-                    work: float | None, probing: bool) -> tuple[int, cp_model.CpSolver]:
+                    work: float | None, probing: bool,
+                    engine: dict[str, object] | None = None) -> tuple[int, cp_model.CpSolver]:
         cp = self.builder.cp
         if objective is None:
             cp.clear_objective()
         else:
             cp.minimize(objective)
         self.hint()
-        solver = self._solver(budget, work)
+        solver = self._solver(budget, work, engine)
         reporter = self._reporter(solver, objective, probing)
         started = time.monotonic()
         status = self.run_all([(solver, cp)], [reporter])[0]

@@ -361,7 +361,9 @@ def _polish_with_scalar(session: Session, bucket: Bucket, budget: float) -> None
 
 
 def expr_value(expr: object, values: list[int]) -> int:
-    """A linear expression's value in a full solution."""
+    """A linear expression's value in a full solution (a constant's, when it is one)."""
+    if isinstance(expr, int):
+        return expr
     flat = cp_model_helper.FlatIntExpr(expr)
     return int(flat.offset) + sum(int(c) * values[v.index]
                                   for v, c in zip(flat.vars, flat.coeffs))
