@@ -314,7 +314,8 @@ class IntegerForms:
             exact = c * factor
             coef = round(exact)
             rounding = abs(exact - coef) * max(abs(atom.lo), abs(atom.hi))
-            error += abs(exact) * Fraction(atom.drift)  # the sizes' rounding, through it
+            if atom.drift:  # the sizes' rounding, through it
+                error += abs(exact) * Fraction(atom.drift)
             expr, atom_lo, atom_hi, initial = atom.expr, atom.lo, atom.hi, atom.initial
             if objective and exact > 0 and atom.bounding and atom.lo >= 0:
                 # exact = p/q: q·w >= atom with w minimized is ceil(atom / q), and p·w lies

@@ -22,7 +22,7 @@ from ortools.sat.python import cp_model
 from ..cpsat.forms import Integerized
 from ..evaluate import Evaluation, evaluate
 from .accelerate import expr_value
-from .accelerate.local_search import better, tuple_key
+from .accelerate.local_search import tuple_key
 from .positions import EXACT, FLOAT_NOISE, Bucket
 from .session import Session
 
@@ -73,6 +73,17 @@ def chain_key(evaluation: Evaluation, bucket: Bucket) -> list[tuple[float, ...]]
     if bucket.leximin is not None:
         return [*earlier, tuple(evaluation.leximin[bucket.position])]
     return [*earlier, (sum(evaluation.positions.get(p, 0.0) for p in bucket.members),)]
+
+
+def ahead(a: list[tuple[float, ...]], b: list[tuple[float, ...]]) -> bool:
+    """Whether key ``a`` is lexicographically below ``b``, entries within relative EXACT
+    of each other tying: what OPTIMAL promises, so that among assignments tied at a
+    position the later positions decide."""
+    for x, y in zip(a, b):
+        for u, v in zip(x, y):
+            if abs(u - v) > EXACT * max(abs(u), abs(v)):
+                return u < v
+    return False
 
 
 def tolerance(value: float) -> float:
@@ -165,14 +176,14 @@ def listed(session: Session, bucket: Bucket, objective: Callable[[], object],
                 key = chain_key(found, bucket)
                 if found.feasible:
                     seen.append((values[:counted], key))
-                    if better(key, best_key):
+                    if ahead(key, best_key):
                         best_values, best_key = values, key
                         band(best_key)
                 exclude(builder, values[:counted])
     finally:  # (Ctrl-C included) the best assignment found is the one held
         session.values = best_values
     ties = [counts for counts, key in seen
-            if not better(key, best_key) and not better(best_key, key)]
+            if not ahead(key, best_key) and not ahead(best_key, key)]
     value = best_key[-1][0] if bucket.leximin is None else max(best_key[-1], default=0.0)
     return Closed(0 if compiled is None else expr_value(compiled, best_values), value,
                   complete, ties)
