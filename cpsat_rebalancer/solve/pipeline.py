@@ -279,19 +279,22 @@ def solve_buckets(session: Session, buckets: dict[int, Bucket]
             session.interrupted = True
             report = BucketReport(position, "NOT_SOLVED", "interrupted", 0.0, None, None,
                                   None, None, bucket.error, 0.0)
-        report.seconds = time.monotonic() - t0
-        reports.append(report)
-        if report.status == INFEASIBLE:
-            stop = "infeasible"
-        elif report.status == NO_SOLUTION:
-            # nothing better found in time; an earlier bucket's assignment (if any) stands
-            stop = "time_limit"
-            if session.values is not None:
-                report.status = FEASIBLE
+        with holding_signals() as came:  # a Ctrl-C here stops the chain, the report kept
+            report.seconds = time.monotonic() - t0
+            reports.append(report)
+            if report.status == INFEASIBLE:
+                stop = "infeasible"
+            elif report.status == NO_SOLUTION:
+                # nothing better found in time; an earlier bucket's assignment (if any) stands
+                stop = "time_limit"
+                if session.values is not None:
+                    report.status = FEASIBLE
+            session.progress.end_bucket(report.status, report.compiled_objective,
+                                        report.bound)
+        session.interrupted |= bool(came)
         if session.interrupted:
             stop = "interrupted"
             report.termination = "interrupted"
-        session.progress.end_bucket(report.status, report.compiled_objective, report.bound)
     return reports, stop
 
 
