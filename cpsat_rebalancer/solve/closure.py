@@ -19,6 +19,7 @@ from fractions import Fraction
 
 from ortools.sat.python import cp_model
 
+from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Integerized
 from ..evaluate import Evaluation, evaluate
 from .accelerate import expr_value
@@ -189,7 +190,7 @@ def listed(session: Session, bucket: Bucket, objective: Callable[[], object],
                   complete, ties)
 
 
-def exclude(builder: object, counts: list[int]) -> None:
+def exclude(builder: CpBuilder, counts: list[int]) -> None:
     """A no-good: the class counts differ from ``counts`` somewhere."""
     cp = builder.cp
     differs = []
