@@ -122,6 +122,12 @@ def integral_scale(values: np.ndarray, total: float = 0.0, total_limit: float = 
     return scale, error
 
 
+def drift_of(values: np.ndarray, factor: int, scaled: np.ndarray, common: int) -> float:
+    """How far a sum of the rounded values may lie from the sum of the values (integer
+    units after dividing by ``common``): the sum of every object's rounding."""
+    return float(np.abs(values * factor - scaled).sum()) / common
+
+
 @dataclass
 class DimensionScale:
     factor: Fraction  # integer value = round(value * factor)

@@ -12,16 +12,10 @@ from ortools.sat.python import cp_model
 
 from ..errors import InputError, InternalError
 from ..problem import OUT_OF_SCOPE, Problem, Scope
-from .classes import DimensionScale, ObjectClasses, integral_scale, item_groups
+from .classes import DimensionScale, ObjectClasses, drift_of, integral_scale, item_groups
 from .domains import DOMAIN_ROOM
 from .forms import INT_LIMIT, IntegerForms
 from .linear import Lin
-
-
-def drift_of(values: np.ndarray, factor: int, scaled: np.ndarray, common: int) -> float:
-    """How far a sum of the rounded values may lie from the sum of the values (integer
-    units after dividing by ``common``): the sum of every object's rounding."""
-    return float(np.abs(values * factor - scaled).sum()) / common
 
 
 class Utilizations(IntegerForms):
