@@ -279,14 +279,11 @@ class Session:
         started = time.monotonic()
         status, solver = self.solve(objective, budget, probing=True,
                                     engine={"max_deterministic_time": work})
-        if status != cp_model.INFEASIBLE or self.interrupted:
+        if status != cp_model.INFEASIBLE:
             return status, solver
-        params = solver.parameters
-        if budget is not None:
-            params.max_time_in_seconds = max(budget - (time.monotonic() - started), 0.01)
-        params.random_seed += 1
-        params.cp_model_presolve = False
-        status = self.run_all([(solver, self.builder.cp)])[0]
+        until = started + solver.parameters.max_time_in_seconds
+        status = self._again(solver, self.builder.cp, None, until,
+                             solver.parameters.random_seed + 1, False)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.values = list(solver.response_proto.solution)
         return (status if status in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE)
@@ -330,17 +327,27 @@ class Session:
         solve's time, under the next seed and then without presolve; if CP-SAT still says
         INFEASIBLE, UNKNOWN: no solution found, never a proof of infeasibility."""
         params = solver.parameters
-        limit, seed = params.max_time_in_seconds, params.random_seed
+        until, seed = started + params.max_time_in_seconds, params.random_seed
         for next_seed, presolve in ((seed + 1, params.cp_model_presolve), (seed, False)):
-            left = limit - (time.monotonic() - started)
-            if left <= 0 or self.interrupted:
+            status = self._again(solver, cp, reporter, until, next_seed, presolve)
+            if status is None:
                 break
-            params.random_seed, params.cp_model_presolve = next_seed, presolve
-            params.max_time_in_seconds = left
-            status = self.run_all([(solver, cp)], [reporter])[0]
             if status != cp_model.INFEASIBLE:
                 return status
         return cp_model.UNKNOWN
+
+    def _again(self, solver: cp_model.CpSolver, cp: cp_model.CpModel,
+               reporter: SolutionReporter | None, until: float, seed: int,
+               presolve: bool) -> int | None:
+        """Solve ``cp`` again with ``solver`` under ``seed`` and ``presolve`` until ``until``
+        (``time.monotonic()``); None when no time is left or the session was stopped."""
+        left = until - time.monotonic()
+        if left <= 0 or self.interrupted:
+            return None
+        params = solver.parameters
+        params.random_seed, params.cp_model_presolve = seed, presolve
+        params.max_time_in_seconds = left
+        return self.run_all([(solver, cp)], [reporter])[0]
 
     def _reporter(self, solver: cp_model.CpSolver, objective: object | None,
                   probing: bool) -> SolutionReporter | None:
