@@ -32,6 +32,11 @@ class EvalContext:
                                 else EvalContext(self.problem, self.initial, self.initial))
         return self._at_initial
 
+    def final_at(self, objects: np.ndarray) -> np.ndarray:
+        """Where ``objects`` end (per candidate, in a batch): what a spec that names a few
+        objects reads, without building every candidate's whole assignment."""
+        return self.final[..., objects]
+
     def _after_initial_stayed(self, scope: Scope, dim: str):
         key = (scope.name, dim)
         if key not in self._base:
@@ -165,6 +170,21 @@ class MoveBatch(EvalContext):
                 final[rows[moved], self.objects[moved, j]] = self.targets[moved, j]
             self._final = final
         return self._final
+
+    def final_at(self, objects: np.ndarray) -> np.ndarray:
+        if self._final is not None:
+            return self._final[:, objects]
+        objects = np.asarray(objects, dtype=np.int64)
+        at = np.repeat(self.current[objects][None, :], self.size, axis=0)
+        order = np.argsort(objects, kind="stable")
+        listed = objects[order]
+        for j in range(self.objects.shape[1]):  # each moved object, at every place listed
+            first = np.searchsorted(listed, self.objects[:, j], side="left")
+            places = np.searchsorted(listed, self.objects[:, j], side="right") - first
+            rows = np.repeat(np.arange(self.size), places)
+            columns = order[np.repeat(first, places) + _ranks(places)]
+            at[rows, columns] = np.repeat(self.targets[:, j], places)
+        return at
 
     def _shifts(self, scope: Scope, dim: str):
         """Per candidate and moved object: its value, and its scope item before, after and

@@ -68,3 +68,24 @@ def test_the_best_row_is_the_lexicographic_minimum_below_the_current_tuple() -> 
     assert best_below(keys, np.ones(5, dtype=bool), current) == 2
     assert best_below(keys, np.array([True, False, False, True, True]), current) == 0
     assert best_below(keys[3:], np.ones(2, dtype=bool), current) is None  # noise is no gain
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_batch_reads_where_listed_objects_end_without_building_every_assignment(
+        seed: int) -> None:
+    """``final_at`` (what specs naming a few objects read) equals the listed columns of the
+    candidates' whole assignments, for lists with repeats and moves of unlisted objects."""
+    scenario = parse_scenario(random_shape_scenario(30, 6, seed))
+    problem = scenario.problem
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, problem.num_containers, problem.num_objects)
+    objects = rng.integers(-1, problem.num_objects, (12, 3))
+    targets = rng.integers(0, problem.num_containers, (12, 3))
+    listed = rng.integers(0, problem.num_objects, 9)
+    listed[-1] = listed[0]  # an object listed twice (as moves in flight may list it)
+    fresh = MoveBatch(EvalContext(problem, problem.initial, x), objects, targets)
+    built = MoveBatch(EvalContext(problem, problem.initial, x), objects, targets)
+    expected = np.stack([moved(x, objects[k], targets[k])[listed] for k in range(12)])
+    assert np.array_equal(fresh.final_at(listed), expected)
+    assert np.array_equal(built.final[:, listed], expected)
+    assert np.array_equal(built.final_at(listed), expected)

@@ -95,7 +95,7 @@ class AssignmentAffinitiesSpec(Spec):
     batched: ClassVar[bool] = True
 
     def evaluate(self, ctx: EvalContext) -> np.ndarray:
-        landed = self.scope.container_item[ctx.final[..., self.objects]] == self.items
+        landed = self.scope.container_item[ctx.final_at(self.objects)] == self.items
         return -(self.affinities * landed).sum(axis=-1)
 
     def compile_goal(self, b: CpBuilder) -> GoalForm:

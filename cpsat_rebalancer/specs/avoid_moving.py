@@ -41,7 +41,7 @@ class AvoidMovingSpec(Spec):
     batched: ClassVar[bool] = True
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
-        stayed = ctx.final[..., self.objects] == ctx.initial[self.objects]
+        stayed = ctx.final_at(self.objects) == ctx.initial[self.objects]
         return (len(self.objects) - stayed.sum(axis=-1, keepdims=True)).astype(float)
 
     def compile_infos(self, b: CpBuilder) -> list[Info]:

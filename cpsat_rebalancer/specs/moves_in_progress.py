@@ -71,7 +71,7 @@ class MovesInProgressSpec(Spec):
     def infos(self, ctx: EvalContext) -> np.ndarray:
         """One expression: the listed moves whose object is not at its destination. It is 0
         unless an object is listed with two destinations (only the first one holds)."""
-        done = ctx.final[..., self.objects] == self.destinations
+        done = ctx.final_at(self.objects) == self.destinations
         return (len(self.objects) - done.sum(axis=-1, keepdims=True)).astype(float)
 
     def compile_infos(self, b: CpBuilder) -> list[Info]:
