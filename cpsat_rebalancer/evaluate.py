@@ -106,11 +106,17 @@ def hard_excess(infos: np.ndarray, split: PolicySplit) -> np.ndarray:
 
 def check_restrictions(problem: Problem, model: Model, final: np.ndarray) -> list[str]:
     moved = final != problem.initial
+    for obj, cont in model.held.items():  # held where it is: it entered no container
+        moved[obj] &= final[obj] != cont
     problems = []
     for spec, restriction in model.restrictions:
         for obj in restriction.fixed_objects:
             if moved[obj]:
                 problems.append(f"{spec.name}: object {problem.objects[obj]} must not move")
+        for obj, cont in restriction.held.items():
+            if final[obj] != cont:
+                problems.append(f"{spec.name}: object {problem.objects[obj]} is held in "
+                                f"{problem.containers[cont]}")
         for cont in restriction.non_accepting:
             entering = np.flatnonzero(moved & (final == cont))
             if len(entering):

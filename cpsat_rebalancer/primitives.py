@@ -3,7 +3,7 @@ model takes, and the moves a constraint forbids outright."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -18,10 +18,13 @@ MAX_AMOUNT = 1e18
 class Restrictions:
     """Moves a (non-SOFT) constraint forbids outright: fixed objects, non-accepting
     containers. Under DEFAULT and HARD its hard parts forbid them too; as domains they cost
-    the model nothing. A SOFT constraint only prices them (see Model.restrictions)."""
+    the model nothing. A SOFT constraint only prices them (see Model.restrictions).
+    ``held`` (object -> container) keeps objects where a search holds them, which may not
+    be where they start: no constraint states it, only a sub-model (solve.large) does."""
 
     fixed_objects: frozenset[int] = frozenset()
     non_accepting: frozenset[int] = frozenset()
+    held: dict[int, int] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,11 @@ class Model:
         return named
 
     @property
+    def held(self) -> dict[int, int]:
+        """Objects held in a container other than their own (see Restrictions.held)."""
+        return {o: c for _, r in self.restrictions for o, c in r.held.items()}
+
+    @property
     def non_accepting(self) -> frozenset[int]:
         return frozenset().union(*(r.non_accepting for _, r in self.restrictions))
 

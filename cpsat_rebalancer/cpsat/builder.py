@@ -75,7 +75,7 @@ class CpBuilder(Utilizations):
                  non_accepting: frozenset[int] = frozenset(), named: set[int] | None = None,
                  aggregate: bool = True, dims: frozenset[str] | None = None, *,
                  accelerate: bool = True, seconds: float | None = None,
-                 deadline: float | None = None):
+                 deadline: float | None = None, held: dict[int, int] | None = None):
         super().__init__()
         self.problem = problem
         # the dimensions objects are classed by (None: all; the count dimension always, as
@@ -85,7 +85,7 @@ class CpBuilder(Utilizations):
         self.cp = DomainCountingModel()
         chain = laminar_chain(problem) if aggregate else None
         self.scope_chain = chain or []  # custom scopes, finest first, for decoding
-        self.classes = object_classes(problem, set(named or ()) | set(fixed),
+        self.classes = object_classes(problem, set(named or ()) | set(fixed) | set(held or {}),
                                       by_initial_container=chain is None,
                                       dims=self.class_dims)
         self.guard: object | None = None  # when set, hard rules hold only if it is true
@@ -109,7 +109,7 @@ class CpBuilder(Utilizations):
         self.symmetry: object | None = None  # literal enforcing the container order
         self._class_rank = np.zeros(0, dtype=np.int64)  # cache of class_rank()
         self._order_dim = ""
-        self._build_counts(fixed, non_accepting)
+        self._build_counts(fixed, non_accepting, held or {})
 
     def check_build_time(self) -> None:
         """``check_time`` while the model is being compiled (``compiled`` not yet set): the
@@ -143,9 +143,11 @@ class CpBuilder(Utilizations):
             raise OutOfTime
 
     # ---- variables ----
-    def _build_counts(self, fixed: frozenset[int], non_accepting: frozenset[int]) -> None:
+    def _build_counts(self, fixed: frozenset[int], non_accepting: frozenset[int],
+                      held: dict[int, int]) -> None:
         """A count per (class, allowed container); non-accepting containers take no more of a
-        class than they held; fixed objects (singletons) keep their container."""
+        class than they held; fixed objects (singletons) keep their container, and held ones
+        stay in theirs."""
         m = self.problem.num_containers
         accepting = np.ones(m, dtype=bool)
         accepting[list(non_accepting)] = False
@@ -162,7 +164,9 @@ class CpBuilder(Utilizations):
                 self._check_pace(started, len(variables), total)
             size = len(members)
             home = self.classes.home[k]
-            if size == 1 and int(members[0]) in fixed:
+            if size == 1 and int(members[0]) in held:
+                bounds = {held[int(members[0])]: 1}
+            elif size == 1 and int(members[0]) in fixed:
                 bounds = {next(iter(home)): 1}
             else:
                 bounds = {int(c): size for c in np.flatnonzero(accepting)}

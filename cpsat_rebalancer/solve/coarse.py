@@ -48,7 +48,8 @@ class Relaxation:
 
 def class_count(problem: Problem, model: Model) -> int:
     """Object classes the compiler would build for ``model`` (see CpBuilder)."""
-    return len(object_classes(problem, model.named_objects() | set(model.fixed_objects),
+    return len(object_classes(problem, model.named_objects() | set(model.fixed_objects)
+                              | set(model.held),
                               by_initial_container=not classes_may_span_containers(model),
                               dims=model.dimensions() | {problem.count_dimension}).members)
 

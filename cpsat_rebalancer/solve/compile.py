@@ -97,12 +97,14 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
     # from where the definitions count (Problem.origin)
     accelerate = accelerate and problem.origin is None
     aggregate = aggregate and classes_may_span_containers(model)
-    named = model.named_objects() | fixed
+    held = model.held
+    named = model.named_objects() | fixed | set(held)
     # objects differing only in dimensions no spec reads share a class
     dims = model.dimensions()
     if guards is None:
         builder = CpBuilder(problem, fixed, non_accepting, named, aggregate, dims,
-                            accelerate=accelerate, seconds=seconds, deadline=deadline)
+                            accelerate=accelerate, seconds=seconds, deadline=deadline,
+                            held=held)
         if accelerate:
             builder.break_symmetry(interchangeable_containers(problem, model, fixed,
                                                               non_accepting),

@@ -12,13 +12,13 @@ import numpy as np
 
 from ..cpsat.builder import CpBuilder
 from ..errors import OutOfTime
-from ..evaluate import Evaluation, evaluate
+from ..evaluate import Evaluation, batchable, evaluate
 from ..interrupts import holding_signals
 from ..problem import Problem
 from ..progress import Progress, ProgressEvent
 from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport, SolveResult
 from ..scenario import Model, SolverOptions
-from . import coarse
+from . import coarse, large
 from .accelerate import local_search
 from .bucket import solve_bucket
 from .budget import DEFAULT_BUDGET, Budget
@@ -86,6 +86,9 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
                     local_search.tuple_key(fallback.final_evaluation),
                     local_search.tuple_key(evaluate(problem, model, hint))):
                 hint = fallback.final
+    if large.too_large(problem, model, options) and options.plan.lexicographic:
+        return neighbourhood_answer(problem, model, options, budget, progress, initial,
+                                    fallback)
     try:
         progress.phase("compile")
         builder, buckets = compile_model(problem, model, aggregate, accelerate=accelerate,
@@ -180,6 +183,65 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     return SolveResult(problem, status, termination, final, initial, final_eval, reports,
                        time.monotonic() - started, dict(builder.errors), conflict,
                        classes=len(builder.classes.members))
+
+
+def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
+                         budget: Budget, progress: Progress, initial: Evaluation,
+                         fallback: SolveResult | None) -> SolveResult:
+    """The whole model is too large to build in the time limit: the start (the coarse
+    relaxation's lift where there is one) improved by single moves and swaps where a batch
+    prices them, then by the large-neighbourhood search (``large``); FEASIBLE with the
+    bounds the lift proved before the first position the searches improved, none after."""
+    started = progress.started
+    base = fallback if fallback is not None else stopped_at_start(
+        problem, initial, started, "time_limit")
+    if not base.final_evaluation.feasible:
+        base.seconds = time.monotonic() - started
+        return base
+    progress.phase("neighbourhood search")
+    interrupted = False
+
+    def sub_solve(sub_model: Model, start: np.ndarray, sub_options: SolverOptions
+                  ) -> SolveResult:
+        # without the accelerators: they read the start, where held objects no longer are
+        nonlocal interrupted
+        result = _solve(problem, sub_model, sub_options, True, start, False, budget, progress)
+        interrupted |= result.termination == "interrupted"
+        return result
+
+    def stop() -> None:
+        nonlocal interrupted
+        interrupted = True
+
+    deadline = started + options.time_limit
+    final, final_eval = base.final, base.final_evaluation
+    reports = base.buckets
+    if batchable(problem, model):  # single moves first, where a batch prices them
+        searched = local_search.descend(
+            problem, model, final, time.monotonic() + budget.large_search_share * (
+                deadline - time.monotonic()), options.seed, stop)
+        if searched is not None:
+            unsettle_after(reports, final_eval, searched[1])
+            final, final_eval = searched
+    found = None if interrupted else large.search(
+        problem, model, options, final, final_eval, deadline, sub_solve, lambda: interrupted,
+        stop)
+    if found is not None:
+        unsettle_after(reports, final_eval, found[1])
+        final, final_eval = found
+    for report in reports:  # a position no search improved stays as the start left it
+        report.objective = final_eval.positions.get(report.position, report.objective)
+        if report.status != OPTIMAL:
+            if final_eval is not base.final_evaluation:
+                report.status = FEASIBLE
+            report.termination = "interrupted" if interrupted else "time_limit"
+    check_result(final_eval, reports)
+    status = OPTIMAL if all(r.status == OPTIMAL for r in reports) else FEASIBLE
+    termination = ("optimal" if status == OPTIMAL
+                   else "interrupted" if interrupted else "time_limit")
+    return SolveResult(problem, status, termination, final, initial, final_eval, reports,
+                       time.monotonic() - started, dict(base.approximation), [],
+                       classes=base.classes)
 
 
 def early_floor(session: Session, initial: Evaluation

@@ -86,7 +86,7 @@ class BatchedDescent:
         self.current, self.key = current, tuple_key(current)
         self.rng = np.random.default_rng(seed)
         self.splits = policy_splits(problem, model)
-        fixed = model.fixed_objects
+        fixed = model.fixed_objects | set(model.held)
         self.classes = object_classes(problem, model.named_objects() | set(fixed),
                                       by_initial_container=True).of_object
         self.movable = np.ones(problem.num_objects, dtype=bool)

@@ -1,0 +1,143 @@
+"""A model too large to build within the time limit: a large-neighbourhood search over
+sub-models, each the whole model with all but a few containers held.
+
+Objects of distinct sizes are a class each, so 10,000 of them on 500 containers make 5 M
+count variables: creating them takes most of a minute, and CP-SAT could not search them in
+what would be left. Instead a few containers at a time are freed: their objects may move
+among them, every other object is held where the incumbent has it. Such a sub-model keeps
+every spec and rule (the incumbent is its hint; every definition still counts from the
+problem's own start), is small, and is solved by the same chain of buckets. Its answer is
+judged by the evaluator on the whole problem and kept when its tuple is lexicographically
+better. Nothing is proven about the whole model: the answer is FEASIBLE, without a bound.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..evaluate import Evaluation, evaluate
+from ..primitives import Restrictions
+from ..problem import Problem
+from ..result import OPTIMAL, SolveResult
+from ..scenario import Model, SolverOptions
+from .accelerate import local_search
+from .coarse import class_count
+
+# seconds per count variable to create it and hand it to CP-SAT, with room for a busy
+# machine: what decides, before building, that the whole model does not fit the limit
+SECONDS_PER_COUNT = 8e-6
+BUILD_SHARE = 0.25  # of the time limit: a whole model that would take longer is too large
+FIRST_SIZE = 24  # containers freed per sub-model at first
+LARGEST_SIZE = 96
+STEP_SHARE = 0.1  # of the time limit, at most, for one sub-model's solve
+STEP_SECONDS = (2.0, 8.0)  # and within these seconds
+GROW_AFTER = 3  # sub-models in a row proven without a gain before freeing more containers
+HOT_SHARE = 0.5  # of the containers freed, the ones whose loads are farthest from the mean
+
+# solves a sub-model from the assignment given (a hint), under the options given
+SubSolve = Callable[[Model, np.ndarray, SolverOptions], SolveResult]
+
+
+def too_large(problem: Problem, model: Model, options: SolverOptions) -> bool:
+    """Whether building the whole model would take more than its share of the time limit
+    (never without a limit: then the whole model is built and proven)."""
+    if options.time_limit is None:
+        return False
+    accepting = problem.num_containers - len(model.non_accepting)
+    single = len(model.fixed_objects | set(model.held))  # a class each, with one count
+    counts = (class_count(problem, model) - single) * max(accepting, 1) + single
+    return counts * SECONDS_PER_COUNT > BUILD_SHARE * options.time_limit
+
+
+@dataclass(frozen=True)
+class Freed:
+    """Stands for a spec in a sub-model's restriction: the name the evaluator gives when a
+    held object moves."""
+
+    name: str = "neighbourhood"
+
+    def reads_groups(self) -> bool:
+        return False
+
+
+def search(problem: Problem, model: Model, options: SolverOptions, start: np.ndarray,
+           start_evaluation: Evaluation, deadline: float, solve: SubSolve,
+           stopped: Callable[[], bool], on_interrupt: Callable[[], None]
+           ) -> tuple[np.ndarray, Evaluation] | None:
+    """Improve ``start`` (an assignment that keeps the hard rules, evaluated) one sub-model
+    at a time until ``deadline`` (monotonic clock) or ``stopped()``; the best assignment
+    found and its evaluation, None when none beat the start. Ctrl-C ends it with the best
+    found (and calls ``on_interrupt``)."""
+    rng = np.random.default_rng(options.seed)
+    x, current = start.copy(), start_evaluation
+    key = local_search.tuple_key(current)
+    improved = False
+    size, idle = min(FIRST_SIZE, problem.num_containers), 0
+    limit = options.time_limit or deadline - time.monotonic()
+    try:
+        while not stopped():
+            left = deadline - time.monotonic()
+            step = min(max(STEP_SECONDS[0], STEP_SHARE * limit), STEP_SECONDS[1], left)
+            if step < 0.5:
+                break
+            freed = _neighbourhood(problem, model, x, size, rng)
+            result = solve(_restricted(problem, model, x, freed), x.copy(),
+                           replace(options, time_limit=step))
+            if result.termination == "interrupted":
+                break
+            found = evaluate(problem, model, result.final)
+            found_key = local_search.tuple_key(found)
+            if found.feasible and local_search.better(found_key, key):
+                x, current, key, improved, idle = result.final.copy(), found, found_key, True, 0
+            elif result.status == OPTIMAL:
+                idle += 1
+                if idle >= GROW_AFTER:
+                    size, idle = min(LARGEST_SIZE, size + size // 2, problem.num_containers), 0
+            else:
+                size = max(4, size - size // 4)
+    except KeyboardInterrupt:
+        on_interrupt()
+    return (x, current) if improved else None
+
+
+def _restricted(problem: Problem, model: Model, x: np.ndarray, freed: np.ndarray) -> Model:
+    """``model`` with every object outside the ``freed`` containers held where ``x`` has it,
+    and no other container taking objects it did not start with (an object that ``x``
+    moved into a freed container may go back to its own)."""
+    outside = np.flatnonzero(~np.isin(x, freed))
+    others = np.setdiff1d(np.arange(problem.num_containers), freed)
+    restriction = Restrictions(non_accepting=frozenset(others.tolist()),
+                               held=dict(zip(outside.tolist(), x[outside].tolist())))
+    return replace(model, restrictions=[*model.restrictions, (Freed(), restriction)])
+
+
+def _neighbourhood(problem: Problem, model: Model, x: np.ndarray, size: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """``size`` containers: about half those whose relative loads (in the dimensions the
+    model reads) are farthest from the mean (the farthest quarter of them always, the rest
+    at random among the farthest quarter of all, so that consecutive sub-models differ),
+    the others at random."""
+    m = problem.num_containers
+    scope = problem.container_scope
+    heat = np.zeros(m)
+    dims = sorted(problem.scalar_dimensions(model.dimensions()) & set(problem.object_dims))
+    for dim in dims:
+        caps = scope.capacity(dim)
+        load = np.bincount(x, weights=problem.values_at(dim, x), minlength=m)
+        relative = load / np.where(caps > 0, caps, 1.0)
+        mean = relative.mean()  # in multiples of the mean: dimensions of any scale compare
+        heat = np.maximum(heat, np.abs(relative - mean) / (mean if mean > 0 else 1.0))
+    hot = int(round(HOT_SHARE * size)) if dims else 0
+    ranked = np.argsort(-heat, kind="stable")
+    hottest = ranked[:hot // 2]  # always: a MAX term moves only with its hottest items
+    pool = ranked[hot // 2:max(hot, m // 4)]
+    chosen = np.concatenate([hottest, rng.choice(pool, size=min(hot - len(hottest), len(pool)),
+                                                 replace=False)])
+    rest = np.setdiff1d(np.arange(m), chosen)
+    chosen = np.concatenate([chosen, rng.choice(rest, size=min(size - len(chosen), len(rest)),
+                                                replace=False)])
+    return np.sort(chosen.astype(np.int64))

@@ -1,0 +1,135 @@
+"""A model too large to build in its time limit (solve.large): its sub-models are the whole
+model with all but a few containers held, solved exactly; the search over them never
+returns worse than its start, and claims nothing it did not prove."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from randomized import brute_force, random_scenario
+
+from cpsat_rebalancer import evaluate, parse_scenario
+from cpsat_rebalancer.result import FEASIBLE, OPTIMAL
+from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.shapes import random_shape_scenario
+from cpsat_rebalancer.solve import large
+from cpsat_rebalancer.solve.accelerate.local_search import better, tuple_key
+from cpsat_rebalancer.solve.pipeline import solve_model
+
+REL = 1e-9
+
+
+def same_tuple(a: list[tuple[float, ...]], b: list[tuple[float, ...]]) -> bool:
+    return all(abs(u - v) <= REL * max(1.0, abs(u), abs(v))
+               for x, y in zip(a, b) for u, v in zip(x, y))
+
+
+def seeds_with_containers(count: int, least: int = 3) -> list[int]:
+    """The first ``count`` drawn tiny scenarios with at least ``least`` containers."""
+    seeds, seed = [], 0
+    while len(seeds) < count:
+        if parse_scenario(random_scenario(seed, max_objects=5)).problem.num_containers >= least:
+            seeds.append(seed)
+        seed += 1
+    return seeds
+
+
+@pytest.mark.parametrize("seed", seeds_with_containers(40))
+def test_a_sub_model_is_solved_to_the_enumerated_optimum_of_what_it_frees(seed: int) -> None:
+    """From a feasible assignment other than the start, freeing two containers: the solve
+    of the sub-model (hinted there, as the search runs it) is OPTIMAL at the lexicographic
+    minimum of every assignment that keeps its held objects where they are and brings no
+    object into a container not freed (besides its own), found by enumeration."""
+    scenario = parse_scenario(random_scenario(seed, max_objects=5))
+    problem, model = scenario.problem, scenario.model
+    feasible = brute_force(scenario)
+    if not feasible:
+        pytest.skip("no assignment keeps the hard rules")
+    rng = np.random.default_rng(seed)
+    x = feasible[int(rng.integers(len(feasible)))][0]
+    freed = np.sort(rng.choice(problem.num_containers, 2, replace=False))
+    sub_model = large._restricted(problem, model, x, freed)
+    allowed = brute_force(replace(scenario, model=sub_model))
+    assert any(np.array_equal(y, x) for y, _ in allowed)
+    best = min((tuple_key(e) for _, e in allowed), key=lambda k: [v for p in k for v in p])
+    for _, e in allowed:  # the enumerated minimum, to the tolerance
+        assert not better(tuple_key(e), best)
+    result = solve_model(problem, sub_model, SolverOptions(workers=1, seed=0), hint=x,
+                         accelerate=False)
+    assert result.status == OPTIMAL
+    assert result.final_evaluation.feasible
+    assert same_tuple(tuple_key(result.final_evaluation), best), (seed, freed, x)
+    held = np.setdiff1d(np.arange(problem.num_objects), np.flatnonzero(np.isin(x, freed)))
+    assert np.array_equal(result.final[held], x[held])
+
+
+def shape(seed: int) -> tuple:
+    """A drawn shape at 60 objects and 8 containers whose start keeps the hard rules."""
+    while True:
+        scenario = parse_scenario(random_shape_scenario(60, 8, seed))
+        start = evaluate(scenario.problem, scenario.model, scenario.problem.initial)
+        if start.feasible:
+            return scenario, start
+        seed += 1000
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_model_too_large_returns_its_start_improved_never_worse(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Priced as too large to build (any count variable a second), the solve searches
+    sub-models: its answer keeps the hard rules, is never lexicographically worse than the
+    start, is evaluated as the evaluator evaluates it, and states no bound it did not
+    prove (none without the coarse relaxation)."""
+    monkeypatch.setattr(large, "SECONDS_PER_COUNT", 1.0)
+    scenario, start = shape(seed)
+    problem, model = scenario.problem, scenario.model
+    options = SolverOptions(time_limit=4.0, workers=1, seed=0)
+    assert large.too_large(problem, model, options)
+    result = solve_model(problem, model, options)
+    evaluation = evaluate(problem, model, result.final)
+    assert evaluation.feasible
+    assert not better(tuple_key(start), tuple_key(evaluation))
+    assert same_tuple(tuple_key(evaluation), tuple_key(result.final_evaluation))
+    assert result.status == FEASIBLE or result.status == OPTIMAL and all(
+        b.status == OPTIMAL for b in result.buckets)
+    for report in result.buckets:
+        value = evaluation.positions.get(report.position, 0.0)
+        assert report.bound is None or report.bound <= value + REL * max(1.0, abs(value))
+
+
+def test_the_search_over_sub_models_improves_a_start_single_moves_cannot() -> None:
+    """Two hosts each hold one of a job's two tasks, and the job is to be colocated on one
+    host with a movement goal after: no single move keeps the capacity rule, so the start
+    is stuck for a local search; freeing both hosts (a sub-model of the whole) swaps a
+    task for filler and reaches the colocated assignment."""
+    data = {
+        "objectName": "task", "containerName": "host",
+        "objectDimensions": {"cpu": {"a": 4, "b": 4, "f1": 4, "f2": 4}},
+        "containerDimensions": {"cpu": {"h0": 8, "h1": 8}},
+        "assignment": {"h0": ["a", "f1"], "h1": ["b", "f2"]},
+        "partitions": {"job": {"j": ["a", "b"], "g1": ["f1"], "g2": ["f2"]}},
+        "goals": [{"spec": {"colocateGroupsSpec": {"name": "coloc", "scope": "host",
+                                                   "partitionName": "job"}}, "tuplePos": 0},
+                  {"spec": {"minimizeMovementSpec": {"name": "moves", "scope": "host"}},
+                   "tuplePos": 1}],
+        "constraints": [{"spec": {"capacitySpec": {"name": "cap", "scope": "host",
+                                                   "dimension": "cpu"}}, "policy": "HARD"}],
+    }
+    scenario = parse_scenario(data)
+    problem, model = scenario.problem, scenario.model
+    start = evaluate(problem, model, problem.initial)
+    options = SolverOptions(time_limit=10.0, workers=1, seed=0)
+
+    def sub_solve(sub_model, hint, sub_options):
+        return solve_model(problem, sub_model, sub_options, hint=hint, accelerate=False)
+
+    found = large.search(problem, model, options, problem.initial, start,
+                         time.monotonic() + 5.0, sub_solve, lambda: False, lambda: None)
+    assert found is not None
+    final, evaluation = found
+    assert evaluation.feasible
+    assert evaluation.positions[0] < start.positions[0]
+    assert final[problem.object_index["a"]] == final[problem.object_index["b"]]
