@@ -53,6 +53,11 @@ class Evaluation:
             c.hard_excess <= TOLERANCE for c in self.constraints
         )
 
+    @property
+    def hard_excess(self) -> float:
+        """How far the hard constraints are broken, summed over them (0 when they hold)."""
+        return float(sum(c.hard_excess for c in self.constraints))
+
     def broken_hard(self) -> list[str]:
         names = [c.name for c in self.constraints if c.hard_excess > TOLERANCE]
         return names + self.restriction_violations
@@ -171,10 +176,11 @@ def batchable(problem: Problem, model: Model) -> bool:
 def evaluate_moves(problem: Problem, model: Model, batch: MoveBatch,
                    splits: list[PolicySplit]) -> tuple[np.ndarray, np.ndarray]:
     """The evaluator's tuple of every candidate of ``batch`` (rows: positions in order, a
-    leximin position as its sorted vector, as the local search orders tuples) and whether
-    each keeps the hard constraints (``splits``: each constraint's policy split, from
-    ``policy_splits``). Restrictions (pinned objects, closed containers) are the caller's
-    to respect: candidates are assumed to keep them."""
+    leximin position as its sorted vector, as the local search orders tuples) and how far
+    each breaks the hard constraints (the sum of ``Evaluation.hard_excess``; 0 where they
+    hold. ``splits``: each constraint's policy split, from ``policy_splits``). Restrictions
+    (pinned objects, closed containers) are the caller's to respect: candidates are assumed
+    to keep them."""
     k = batch.size
     positions: dict[int, np.ndarray] = {}
 
@@ -197,7 +203,7 @@ def evaluate_moves(problem: Problem, model: Model, batch: MoveBatch,
     columns = [leximin[p] if p in leximin else positions.get(p, np.zeros(k))[:, None]
                for p in sorted(set(positions) | set(leximin))]
     keys = np.concatenate(columns, axis=1) if columns else np.zeros((k, 0))
-    return keys, broken <= TOLERANCE
+    return keys, broken
 
 
 def policy_splits(problem: Problem, model: Model) -> list[PolicySplit]:

@@ -53,13 +53,15 @@ def test_a_batch_prices_every_candidate_as_the_evaluator_does(seed: int) -> None
     objects[: count // 2, 1] = -1  # half single moves, half swaps or double moves
     targets = rng.integers(0, problem.num_containers, (count, 2))
     batch = MoveBatch(EvalContext(problem, problem.initial, x), objects, targets)
-    keys, feasible = evaluate_moves(problem, model, batch, policy_splits(problem, model))
+    keys, excess = evaluate_moves(problem, model, batch, policy_splits(problem, model))
     for k in range(count):
         evaluation = evaluate(problem, model, moved(x, objects[k], targets[k]))
         expected = flat_key(tuple_key(evaluation))
         assert keys[k].shape == expected.shape
         np.testing.assert_allclose(keys[k], expected, rtol=1e-9, atol=1e-12)
-        assert feasible[k] == all(c.hard_excess <= 1e-10 for c in evaluation.constraints)
+        assert (excess[k] <= 1e-10) == all(c.hard_excess <= 1e-10
+                                          for c in evaluation.constraints)
+        np.testing.assert_allclose(excess[k], evaluation.hard_excess, rtol=1e-9, atol=1e-12)
 
 
 def test_the_best_row_is_the_lexicographic_minimum_below_the_current_tuple() -> None:

@@ -43,9 +43,10 @@ SubSolve = Callable[[Model, np.ndarray, SolverOptions], SolveResult]
 
 
 def too_large(problem: Problem, model: Model, options: SolverOptions) -> bool:
-    """Whether building the whole model would take more than its share of the time limit
-    (never without a limit: then the whole model is built and proven)."""
-    if options.time_limit is None:
+    """Whether building the whole model would take more than its share of the time limit.
+    Never without a limit (the whole model is built and proven), nor in a repeatable run
+    (a deterministic budget): the search here stops by the clock."""
+    if options.time_limit is None or options.deterministic_time is not None:
         return False
     accepting = problem.num_containers - len(model.non_accepting)
     single = len(model.fixed_objects | set(model.held))  # a class each, with one count
@@ -117,10 +118,10 @@ def _restricted(problem: Problem, model: Model, x: np.ndarray, freed: np.ndarray
 
 def _neighbourhood(problem: Problem, model: Model, x: np.ndarray, size: int,
                    rng: np.random.Generator) -> np.ndarray:
-    """``size`` containers: about half those whose relative loads (in the dimensions the
-    model reads) are farthest from the mean (the farthest quarter of them always, the rest
-    at random among the farthest quarter of all, so that consecutive sub-models differ),
-    the others at random."""
+    """``size`` containers. Half are hot: their relative loads (in each dimension the model
+    reads, in multiples of its mean) are farthest from the mean; the farthest ``size / 4``
+    always, the rest drawn from the farthest quarter of all containers, so that
+    consecutive sub-models differ. The other half are drawn from all the others."""
     m = problem.num_containers
     scope = problem.container_scope
     heat = np.zeros(m)

@@ -195,9 +195,9 @@ def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
     started = progress.started
     base = fallback if fallback is not None else stopped_at_start(
         problem, initial, started, "time_limit")
-    if not base.final_evaluation.feasible:
+    if not base.final_evaluation.feasible and not batchable(problem, model):
         base.seconds = time.monotonic() - started
-        return base
+        return base  # nothing here repairs it
     progress.phase("neighbourhood search")
     interrupted = False
 
@@ -216,13 +216,16 @@ def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
     deadline = started + options.time_limit
     final, final_eval = base.final, base.final_evaluation
     reports = base.buckets
-    if batchable(problem, model):  # single moves first, where a batch prices them
-        searched = local_search.descend(
+    if batchable(problem, model):  # single moves first (a repair first), where a batch
+        searched = local_search.descend(  # prices them
             problem, model, final, time.monotonic() + budget.large_search_share * (
                 deadline - time.monotonic()), options.seed, stop)
         if searched is not None:
             unsettle_after(reports, final_eval, searched[1])
             final, final_eval = searched
+    if not final_eval.feasible:
+        base.seconds = time.monotonic() - started
+        return base
     found = None if interrupted else large.search(
         problem, model, options, final, final_eval, deadline, sub_solve, lambda: interrupted,
         stop)
@@ -252,10 +255,10 @@ def early_floor(session: Session, initial: Evaluation
     worse than it: a local search from the same start is the floor of what the solve
     returns. Skipped where the share cannot hold a useful part of a pass of single moves
     (priced by ``local_search.pass_seconds``): there it would only take time from the
-    search."""
-    if not session.reserve or not initial.feasible:
-        return None
+    search. A start that breaks hard rules is repaired where a batch prices moves."""
     problem, shares = session.builder.problem, session.budget
+    if not session.reserve or not (initial.feasible or batchable(problem, session.model)):
+        return None
     seconds = min(shares.early_search_share * session.options.time_limit,
                   shares.early_search_seconds)
     if local_search.pass_seconds(problem, session.model) * shares.early_search_passes > seconds:

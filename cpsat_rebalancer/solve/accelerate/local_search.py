@@ -25,6 +25,7 @@ import numpy as np
 from ...context import EvalContext, MoveBatch
 from ...cpsat.classes import object_classes
 from ...evaluate import Evaluation, batchable, evaluate, evaluate_moves, policy_splits
+from ...primitives import TOLERANCE
 from ...problem import Problem
 from ...scenario import Model
 
@@ -101,6 +102,7 @@ class BatchedDescent:
     def _keep(self, x: np.ndarray, evaluation: Evaluation) -> None:
         self.x[:] = x
         self.current, self.key = evaluation, tuple_key(evaluation)
+        self.excess = evaluation.hard_excess  # above 0: repairing the hard rules first
         self.context = EvalContext(self.problem, self.problem.initial, self.x)
         self.load_spread = float(self.spread(self.context))
 
@@ -132,10 +134,14 @@ class BatchedDescent:
                 return False
             chunk = slice(start, start + BATCH)
             batch = MoveBatch(self.context, objects[chunk], targets[chunk])
-            keys, feasible = evaluate_moves(self.problem, self.model, batch, self.splits)
+            keys, excess = evaluate_moves(self.problem, self.model, batch, self.splits)
             spread = np.broadcast_to(self.spread(batch), (batch.size,))
-            row = best_below(np.column_stack([keys, spread]), feasible,
-                             np.append(flat_key(self.key), self.load_spread))
+            if self.excess > 0:  # less broken first, then the tuple
+                row = best_below(np.column_stack([excess, keys]), np.ones(batch.size, bool),
+                                 np.append(self.excess, flat_key(self.key)))
+            else:
+                row = best_below(np.column_stack([keys, spread]), excess <= TOLERANCE,
+                                 np.append(flat_key(self.key), self.load_spread))
             if row is None:
                 continue
             candidate = self.x.copy()
@@ -144,9 +150,14 @@ class BatchedDescent:
                     candidate[o] = c
             evaluation = evaluate(self.problem, self.model, candidate)
             key = tuple_key(evaluation)
-            if evaluation.feasible and (better(key, self.key) or (
+            if self.excess > 0:
+                was, now = [(self.excess,), *self.key], [(evaluation.hard_excess,), *key]
+                kept = not evaluation.restriction_violations and better(now, was)
+            else:
+                kept = evaluation.feasible and (better(key, self.key) or (
                     not better(self.key, key) and better([(spread[row],)],
-                                                         [(self.load_spread,)]))):
+                                                         [(self.load_spread,)])))
+            if kept:
                 self.kept = candidate
                 self._keep(candidate, evaluation)
                 return True
@@ -156,7 +167,10 @@ class BatchedDescent:
         """One pass of best moves over the representatives; whether any was kept."""
         m = self.problem.num_containers
         improved = False
-        for o in self.rng.permutation(self.representatives()):
+        order = self.rng.permutation(self.representatives())
+        if self.excess > 0:
+            order = self._breakers_first(order, deadline)
+        for o in order:
             if time.monotonic() >= deadline:
                 break
             targets = np.delete(np.arange(m), self.x[o])
@@ -164,6 +178,28 @@ class BatchedDescent:
             allowed = self._allowed(objects, targets)
             improved |= self._try(objects[allowed, None], targets[allowed, None], deadline)
         return improved
+
+    def _breakers_first(self, objects: np.ndarray, deadline: float) -> np.ndarray:
+        """``objects`` ordered by how much moving each to the least loaded container that
+        takes it lowers the hard rules' excess (most first): among thousands of objects,
+        the few that break a rule are where a repair starts."""
+        scope = self.problem.container_scope
+        relative = np.zeros(self.problem.num_containers)
+        for dim in self.dims:
+            caps = scope.capacity(dim)
+            relative += self.context.util(scope, dim, "AFTER") / np.where(caps > 0, caps, 1.0)
+        ranked = np.argsort(relative, kind="stable")
+        ranked = ranked[~self.closed[ranked]] if not self.closed.all() else ranked
+        targets = np.where(self.x[objects] == ranked[0], ranked[min(1, len(ranked) - 1)],
+                           ranked[0])
+        excess = np.full(len(objects), self.excess)
+        for start in range(0, len(objects), BATCH):
+            if time.monotonic() >= deadline:
+                break
+            chunk = slice(start, start + BATCH)
+            batch = MoveBatch(self.context, objects[chunk, None], targets[chunk, None])
+            excess[chunk] = evaluate_moves(self.problem, self.model, batch, self.splits)[1]
+        return objects[np.argsort(excess, kind="stable")]
 
     def swaps(self, deadline: float) -> bool:
         """One pass of best swaps: each representative with every representative of another
@@ -224,11 +260,14 @@ def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
     """Single moves (objects in random order, each to the first container that improves
     the tuple), then random swaps once no move helps, until neither helps or the deadline.
     Returns the better assignment and its evaluation, or None when none was found. Ctrl-C
-    ends it with the best found so far (and calls ``on_interrupt``)."""
+    ends it with the best found so far (and calls ``on_interrupt``). A start that breaks
+    hard rules is repaired first (less broken, then a better tuple), where a batch prices
+    moves; what is returned keeps every hard rule."""
     rng = random.Random(seed)
     x = start.copy()
     current = evaluate(problem, model, x)
-    if not current.feasible:
+    repair = not current.feasible  # a start that breaks hard rules: repaired by a batch only
+    if current.restriction_violations or (repair and not batchable(problem, model)):
         return None
     key = tuple_key(current)
     best: np.ndarray | None = None  # the last assignment kept (a copy: Ctrl-C may land
@@ -246,7 +285,8 @@ def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
             return None
         # evaluated again: Ctrl-C may have landed between keeping a step and its evaluation
         evaluation = evaluate(problem, model, search.kept)
-        return (search.kept, evaluation) if better(tuple_key(evaluation), key) else None
+        return (search.kept, evaluation) if evaluation.feasible and (
+            repair or better(tuple_key(evaluation), key)) else None
 
     def accept(candidate: np.ndarray) -> bool:
         nonlocal current, key, best
