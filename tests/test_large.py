@@ -12,6 +12,7 @@ import pytest
 from randomized import brute_force, random_scenario
 
 from cpsat_rebalancer import evaluate, parse_scenario
+from cpsat_rebalancer.evaluate import batchable
 from cpsat_rebalancer.result import FEASIBLE, OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.shapes import random_shape_scenario
@@ -133,3 +134,31 @@ def test_the_search_over_sub_models_improves_a_start_single_moves_cannot() -> No
     assert evaluation.feasible
     assert evaluation.positions[0] < start.positions[0]
     assert final[problem.object_index["a"]] == final[problem.object_index["b"]]
+
+
+@pytest.mark.parametrize("phase", ["single moves", "sub-model"])
+def test_ctrl_c_in_a_model_too_large_returns_the_best_answer(
+        phase: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the single moves run, or while a sub-model is being made: the answer
+    is the best held (at least the start), its termination interrupted."""
+    from cpsat_rebalancer.solve.accelerate import local_search
+
+    def interrupt(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(large, "SECONDS_PER_COUNT", 1.0)
+    if phase == "single moves":
+        monkeypatch.setattr(local_search.BatchedDescent, "run", interrupt)
+    else:
+        monkeypatch.setattr(large, "_restricted", interrupt)
+    seed = 0
+    while not batchable(shape(seed)[0].problem, shape(seed)[0].model):  # single moves run
+        seed += 1
+    scenario, start = shape(seed)
+    problem, model = scenario.problem, scenario.model
+    result = solve_model(problem, model, SolverOptions(time_limit=20.0, workers=1, seed=0))
+    assert result.termination == "interrupted"
+    assert result.seconds < 10
+    evaluation = evaluate(problem, model, result.final)
+    assert evaluation.feasible
+    assert not better(tuple_key(start), tuple_key(evaluation))
