@@ -167,3 +167,32 @@ def test_a_bound_above_the_answers_own_value_is_dropped(status: str, bound: floa
     assert (report.bound == bound) is kept
     assert report.status == (status if kept else "FEASIBLE")
     assert kept or report.gap is None
+
+
+def test_a_hot_first_pass_starts_with_the_most_loaded_container(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a pass cannot visit every object in its time, the objects of the most loaded
+    containers come first: the first object priced sits on the container of the largest
+    relative load."""
+    from cpsat_rebalancer.shapes import random_shape_scenario
+    from cpsat_rebalancer.solve.accelerate.local_search import BatchedDescent
+
+    seed = 0
+    while True:
+        scenario = parse_scenario(random_shape_scenario(60, 8, seed))
+        problem, model = scenario.problem, scenario.model
+        initial = evaluate(problem, model, problem.initial)
+        if batchable(problem, model) and initial.feasible:
+            break
+        seed += 1
+    search = BatchedDescent(problem, model, problem.initial.copy(), initial, 0, hot_first=True)
+    priced: list[int] = []
+
+    def record(objects, targets, deadline):
+        priced.append(int(objects[0, 0]))
+        return False
+
+    monkeypatch.setattr(search, "_try", record)
+    search.moves(time.monotonic() + 10)
+    loads = search.relative_loads()
+    assert loads[problem.initial[priced[0]]] == loads.max()

@@ -219,7 +219,7 @@ def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
     if batchable(problem, model):  # single moves first (a repair first), where a batch
         searched = local_search.descend(  # prices them
             problem, model, final, time.monotonic() + budget.large_search_share * (
-                deadline - time.monotonic()), options.seed, stop)
+                deadline - time.monotonic()), options.seed, stop, hot_first=True)
         if searched is not None:
             unsettle_after(reports, final_eval, searched[1])
             final, final_eval = searched

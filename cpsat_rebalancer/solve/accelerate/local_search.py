@@ -82,8 +82,9 @@ class BatchedDescent:
     later (Rebalancer's local search values LEGACY with squared excesses for that reason)."""
 
     def __init__(self, problem: Problem, model: Model, x: np.ndarray, current: Evaluation,
-                 seed: int):
+                 seed: int, hot_first: bool = False):
         self.problem, self.model, self.x = problem, model, x
+        self.hot_first = hot_first  # each pass from the most loaded containers down
         self.current, self.key = current, tuple_key(current)
         self.rng = np.random.default_rng(seed)
         self.splits = policy_splits(problem, model)
@@ -170,6 +171,8 @@ class BatchedDescent:
         order = self.rng.permutation(self.representatives())
         if self.excess > 0:
             order = self._breakers_first(order, deadline)
+        elif self.hot_first:
+            order = order[np.argsort(-self.relative_loads()[self.x[order]], kind="stable")]
         for o in order:
             if time.monotonic() >= deadline:
                 break
@@ -179,16 +182,23 @@ class BatchedDescent:
             improved |= self._try(objects[allowed, None], targets[allowed, None], deadline)
         return improved
 
+    def relative_loads(self) -> np.ndarray:
+        """Per container, the largest of its relative loads in the dimensions read, each in
+        multiples of that dimension's mean (so dimensions of any scale compare)."""
+        scope = self.problem.container_scope
+        largest = np.zeros(self.problem.num_containers)
+        for dim in self.dims:
+            caps = scope.capacity(dim)
+            relative = self.context.util(scope, dim, "AFTER") / np.where(caps > 0, caps, 1.0)
+            mean = relative.mean()
+            largest = np.maximum(largest, relative / (mean if mean > 0 else 1.0))
+        return largest
+
     def _breakers_first(self, objects: np.ndarray, deadline: float) -> np.ndarray:
         """``objects`` ordered by how much moving each to the least loaded container that
         takes it lowers the hard rules' excess (most first): among thousands of objects,
         the few that break a rule are where a repair starts."""
-        scope = self.problem.container_scope
-        relative = np.zeros(self.problem.num_containers)
-        for dim in self.dims:
-            caps = scope.capacity(dim)
-            relative += self.context.util(scope, dim, "AFTER") / np.where(caps > 0, caps, 1.0)
-        ranked = np.argsort(relative, kind="stable")
+        ranked = np.argsort(self.relative_loads(), kind="stable")
         ranked = ranked[~self.closed[ranked]] if not self.closed.all() else ranked
         targets = np.where(self.x[objects] == ranked[0], ranked[min(1, len(ranked) - 1)],
                            ranked[0])
@@ -255,14 +265,16 @@ def pass_seconds(problem: Problem, model: Model) -> float:
 
 
 def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
-            seed: int = 0, on_interrupt: Callable[[], None] | None = None
-            ) -> tuple[np.ndarray, Evaluation] | None:
+            seed: int = 0, on_interrupt: Callable[[], None] | None = None,
+            hot_first: bool = False) -> tuple[np.ndarray, Evaluation] | None:
     """Single moves (objects in random order, each to the first container that improves
     the tuple), then random swaps once no move helps, until neither helps or the deadline.
     Returns the better assignment and its evaluation, or None when none was found. Ctrl-C
     ends it with the best found so far (and calls ``on_interrupt``). A start that breaks
     hard rules is repaired first (less broken, then a better tuple), where a batch prices
-    moves; what is returned keeps every hard rule."""
+    moves; what is returned keeps every hard rule. ``hot_first``: a batched pass takes the
+    objects of the most loaded containers first (where a pass cannot visit every object
+    in the time, the ones a MAX term waits for)."""
     rng = random.Random(seed)
     x = start.copy()
     current = evaluate(problem, model, x)
@@ -275,7 +287,7 @@ def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
     if n == 0 or m < 2:  # nothing can move
         return None
     if batchable(problem, model):
-        search = BatchedDescent(problem, model, x, current, seed)
+        search = BatchedDescent(problem, model, x, current, seed, hot_first)
         try:
             search.run(deadline)
         except KeyboardInterrupt:
