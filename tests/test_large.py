@@ -162,3 +162,26 @@ def test_ctrl_c_in_a_model_too_large_returns_the_best_answer(
     evaluation = evaluate(problem, model, result.final)
     assert evaluation.feasible
     assert not better(tuple_key(start), tuple_key(evaluation))
+
+
+def test_a_sub_model_stopped_while_compiling_gets_twice_the_time_next() -> None:
+    """A sub-model whose compile did not end in its step was never searched: the next
+    gets twice the time, up to LONGEST_STEP_SHARE of the limit."""
+    from cpsat_rebalancer.result import SolveResult
+
+    scenario, start = shape(0)
+    problem, model = scenario.problem, scenario.model
+    limits: list[float] = []
+
+    def never_compiled(sub_model, hint, sub_options):
+        limits.append(sub_options.time_limit)
+        return SolveResult(problem, FEASIBLE, "time_limit", problem.initial.copy(), start,
+                           start, [], 0.0, classes=0)
+
+    options = SolverOptions(time_limit=60.0, workers=1, seed=0)
+    calls = iter(range(4))
+    found = large.search(problem, model, options, problem.initial, start,
+                         time.monotonic() + 60, never_compiled,
+                         lambda: next(calls, None) is None, lambda: None)
+    assert found is None
+    assert [round(t) for t in limits] == [6, 12, 24, 24]

@@ -35,6 +35,9 @@ FIRST_SIZE = 24  # containers freed per sub-model at first
 LARGEST_SIZE = 96
 STEP_SHARE = 0.1  # of the time limit, at most, for one sub-model's solve
 STEP_SECONDS = (2.0, 8.0)  # and within these seconds
+# a sub-model whose compile did not end in its step gets twice the time next, up to this
+# share of the time limit (a spec may compile over every object, held or not)
+LONGEST_STEP_SHARE = 0.4
 GROW_AFTER = 3  # sub-models in a row proven without a gain before freeing more containers
 HOT_SHARE = 0.5  # of the containers freed, the ones whose loads are farthest from the mean
 
@@ -79,17 +82,20 @@ def search(problem: Problem, model: Model, options: SolverOptions, start: np.nda
     improved = False
     size, idle = min(FIRST_SIZE, problem.num_containers), 0
     limit = options.time_limit or deadline - time.monotonic()
+    step = min(max(STEP_SECONDS[0], STEP_SHARE * limit), STEP_SECONDS[1])
+    longest = max(step, LONGEST_STEP_SHARE * limit)
     try:
         while not stopped():
-            left = deadline - time.monotonic()
-            step = min(max(STEP_SECONDS[0], STEP_SHARE * limit), STEP_SECONDS[1], left)
-            if step < 0.5:
+            if min(step, deadline - time.monotonic()) < 0.5:
                 break
             freed = _neighbourhood(problem, model, x, size, rng)
             result = solve(_restricted(problem, model, x, freed), x.copy(),
-                           replace(options, time_limit=step))
+                           replace(options, time_limit=min(step, deadline - time.monotonic())))
             if result.termination == "interrupted":
                 break
+            if result.classes == 0:  # stopped while compiling: nothing was searched
+                step = min(2 * step, longest)
+                continue
             found = evaluate(problem, model, result.final)
             found_key = local_search.tuple_key(found)
             if found.feasible and local_search.better(found_key, key):
