@@ -22,7 +22,7 @@ import numpy as np
 from ..evaluate import Evaluation, evaluate
 from ..primitives import Restrictions
 from ..problem import Problem
-from ..result import OPTIMAL, SolveResult
+from ..result import FEASIBLE, OPTIMAL, SolveResult
 from ..scenario import Model, SolverOptions
 from .accelerate import local_search
 from .coarse import class_count
@@ -35,10 +35,10 @@ FIRST_SIZE = 24  # containers freed per sub-model at first
 LARGEST_SIZE = 96
 STEP_SHARE = 0.1  # of the time limit, at most, for one sub-model's solve
 STEP_SECONDS = (2.0, 8.0)  # and within these seconds
-# a sub-model whose compile did not end in its step gets twice the time next, up to this
-# share of the time limit (a spec may compile over every object, held or not)
+# a sub-model whose compile left its search no time to find a solution gets twice the time
+# next, up to this share of the time limit (a spec may compile over every object, held or
+# not)
 LONGEST_STEP_SHARE = 0.4
-GROW_AFTER = 3  # sub-models in a row proven without a gain before freeing more containers
 HOT_SHARE = 0.5  # of the containers freed, the ones whose loads are farthest from the mean
 
 # solves a sub-model from the assignment given (a hint), under the options given
@@ -60,7 +60,7 @@ def too_large(problem: Problem, model: Model, options: SolverOptions) -> bool:
 @dataclass(frozen=True)
 class Freed:
     """Stands for a spec in a sub-model's restriction: the name the evaluator gives when a
-    held object moves."""
+    held object moves, and what the coarse relaxation asks of a restriction's spec."""
 
     name: str = "neighbourhood"
 
@@ -80,7 +80,7 @@ def search(problem: Problem, model: Model, options: SolverOptions, start: np.nda
     x, current = start.copy(), start_evaluation
     key = local_search.tuple_key(current)
     improved = False
-    size, idle = min(FIRST_SIZE, problem.num_containers), 0
+    size = min(FIRST_SIZE, problem.num_containers)
     limit = options.time_limit or deadline - time.monotonic()
     step = min(max(STEP_SECONDS[0], STEP_SHARE * limit), STEP_SECONDS[1])
     longest = max(step, LONGEST_STEP_SHARE * limit)
@@ -93,17 +93,17 @@ def search(problem: Problem, model: Model, options: SolverOptions, start: np.nda
                            replace(options, time_limit=min(step, deadline - time.monotonic())))
             if result.termination == "interrupted":
                 break
-            if result.classes == 0:  # stopped while compiling: nothing was searched
+            if not any(b.status in (OPTIMAL, FEASIBLE) for b in result.buckets):
+                # stopped while compiling, or no search found a solution in what the
+                # compile left: nothing was searched, or too little
                 step = min(2 * step, longest)
                 continue
             found = evaluate(problem, model, result.final)
             found_key = local_search.tuple_key(found)
             if found.feasible and local_search.better(found_key, key):
-                x, current, key, improved, idle = result.final.copy(), found, found_key, True, 0
-            elif result.status == OPTIMAL:
-                idle += 1
-                if idle >= GROW_AFTER:
-                    size, idle = min(LARGEST_SIZE, size + size // 2, problem.num_containers), 0
+                x, current, key, improved = result.final.copy(), found, found_key, True
+            if result.status == OPTIMAL:  # proven in its step: a larger one may fit
+                size = min(LARGEST_SIZE, size + size // 2, problem.num_containers)
             else:
                 size = max(4, size - size // 4)
     except KeyboardInterrupt:
