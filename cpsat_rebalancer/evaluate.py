@@ -111,20 +111,25 @@ def hard_excess(infos: np.ndarray, split: PolicySplit) -> np.ndarray:
 
 def check_restrictions(problem: Problem, model: Model, final: np.ndarray) -> list[str]:
     moved = final != problem.initial
-    for obj, cont in model.held.items():  # held where it is: it entered no container
-        moved[obj] &= final[obj] != cont
+    held = model.held
+    if held:  # held where it is: it entered no container
+        objects = np.fromiter(held, dtype=np.int64, count=len(held))
+        moved[objects] &= final[objects] != np.fromiter(held.values(), dtype=np.int64,
+                                                         count=len(held))
+    entered = set(np.unique(final[moved]).tolist())
     problems = []
     for spec, restriction in model.restrictions:
         for obj in restriction.fixed_objects:
             if moved[obj]:
                 problems.append(f"{spec.name}: object {problem.objects[obj]} must not move")
-        for obj, cont in restriction.held.items():
-            if final[obj] != cont:
+        if restriction.held:
+            objects = np.fromiter(restriction.held, dtype=np.int64, count=len(restriction.held))
+            places = np.fromiter(restriction.held.values(), dtype=np.int64, count=len(objects))
+            for obj, cont in zip(*(a[final[objects] != places] for a in (objects, places))):
                 problems.append(f"{spec.name}: object {problem.objects[obj]} is held in "
                                 f"{problem.containers[cont]}")
         for cont in restriction.non_accepting:
-            entering = np.flatnonzero(moved & (final == cont))
-            if len(entering):
+            if cont in entered:
                 problems.append(
                     f"{spec.name}: container {problem.containers[cont]} accepts no new objects"
                 )

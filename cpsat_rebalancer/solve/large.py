@@ -129,14 +129,9 @@ def _neighbourhood(problem: Problem, model: Model, x: np.ndarray, size: int,
     always, the rest drawn from the farthest quarter of all containers, so that
     consecutive sub-models differ. The other half are drawn from all the others."""
     m = problem.num_containers
-    scope = problem.container_scope
     heat = np.zeros(m)
     dims = sorted(problem.scalar_dimensions(model.dimensions()) & set(problem.object_dims))
-    for dim in dims:
-        caps = scope.capacity(dim)
-        load = np.bincount(x, weights=problem.values_at(dim, x), minlength=m)
-        relative = load / np.where(caps > 0, caps, 1.0)
-        mean = relative.mean()  # in multiples of the mean: dimensions of any scale compare
+    for relative, mean in local_search.relative_loads(problem, dims, x):
         heat = np.maximum(heat, np.abs(relative - mean) / (mean if mean > 0 else 1.0))
     hot = int(round(HOT_SHARE * size)) if dims else 0
     ranked = np.argsort(-heat, kind="stable")

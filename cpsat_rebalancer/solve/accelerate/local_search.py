@@ -66,6 +66,21 @@ def best_below(keys: np.ndarray, feasible: np.ndarray, current: np.ndarray) -> i
     return int(candidates[order[0]])
 
 
+def relative_loads(problem: Problem, dims: list[str], x: np.ndarray
+                   ) -> list[tuple[np.ndarray, float]]:
+    """Per dimension of ``dims``: each container's load over its capacity under ``x``, and
+    the mean of those (how hot a container is, in units any dimension shares)."""
+    scope = problem.container_scope
+    loads = []
+    for dim in dims:
+        caps = scope.capacity(dim)
+        load = np.bincount(x, weights=problem.values_at(dim, x),
+                           minlength=problem.num_containers)
+        relative = load / np.where(caps > 0, caps, 1.0)
+        loads.append((relative, float(relative.mean())))
+    return loads
+
+
 def flat_key(key: list[tuple[float, ...]]) -> np.ndarray:
     return np.asarray([v for part in key for v in part], dtype=float)
 
@@ -185,12 +200,8 @@ class BatchedDescent:
     def relative_loads(self) -> np.ndarray:
         """Per container, the largest of its relative loads in the dimensions read, each in
         multiples of that dimension's mean (so dimensions of any scale compare)."""
-        scope = self.problem.container_scope
         largest = np.zeros(self.problem.num_containers)
-        for dim in self.dims:
-            caps = scope.capacity(dim)
-            relative = self.context.util(scope, dim, "AFTER") / np.where(caps > 0, caps, 1.0)
-            mean = relative.mean()
+        for relative, mean in relative_loads(self.problem, self.dims, self.x):
             largest = np.maximum(largest, relative / (mean if mean > 0 else 1.0))
         return largest
 
