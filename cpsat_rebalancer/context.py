@@ -4,6 +4,9 @@ no CP-SAT: the evaluator and every spec's ``evaluate`` stand on it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
+from typing import Any
+
 import numpy as np
 
 from .primitives import TOLERANCE
@@ -22,7 +25,16 @@ class EvalContext:
         self.reference = initial if problem.origin is None else problem.origin
         self._base: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._groups: dict[tuple[int, str, str], tuple[list[np.ndarray], np.ndarray]] = {}
+        self._memo: dict[Hashable, Any] = {}
         self._at_initial: EvalContext | None = None
+
+    def memo(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """``compute()``, once while this context lives: what a spec derives from this
+        assignment alone (keyed by the spec and a name), which every batch of candidates
+        around it reads again."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     @property
     def at_initial(self) -> EvalContext:
@@ -153,7 +165,13 @@ class MoveBatch(EvalContext):
         self.size = len(self.objects)
         self._parent = base
         self._base = {}
+        self._memo = {}
         self._final: np.ndarray | None = None
+
+    @property
+    def base(self) -> EvalContext:
+        """The assignment every candidate starts from."""
+        return self._parent
 
     @property
     def at_initial(self) -> EvalContext:
@@ -222,6 +240,29 @@ class MoveBatch(EvalContext):
             self._base[key] = (after_batch, initial, stayed_batch)
         return self._base[key]
 
+    def group_moves(self, members: list[np.ndarray]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every (move, group of the moved object) pair of the batch, as aligned arrays: the
+        candidate, the object moved, where it goes, and the group (an object in two groups
+        gives two pairs)."""
+        def sorted_membership() -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+            objects, groups = membership(members)
+            order = np.argsort(objects, kind="stable")
+            return members, objects[order], groups[order]
+
+        kept = self._parent.memo(("membership", id(members)), sorted_membership)
+        if kept[0] is not members:  # (an id is reused once its list is gone)
+            kept = sorted_membership()
+        _, objects, groups = kept
+        moved = self.objects >= 0
+        candidate = np.repeat(np.arange(self.size), self.objects.shape[1])[moved.ravel()]
+        mover, target = self.objects[moved], self.targets[moved]
+        first = np.searchsorted(objects, mover, side="left")
+        per_move = np.searchsorted(objects, mover, side="right") - first
+        move = np.repeat(np.arange(len(mover)), per_move)
+        group = groups[np.repeat(first, per_move) + _ranks(per_move)]
+        return candidate[move], mover[move], target[move], group
+
     def touched_groups(self, scope: Scope, dim: str, members: list[np.ndarray]
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The groups a candidate's moves change, and their AFTER utilizations in it: only
@@ -230,33 +271,43 @@ class MoveBatch(EvalContext):
         group. Returns the base's (group, item) array and, per (candidate, group) pair
         touched (each once): the candidate, the group and the group's row (pair, item)."""
         base = self._parent.group_after(scope, dim, members)
-        objects, groups = membership(members)
-        order = np.argsort(objects, kind="stable")
-        objects, groups = objects[order], groups[order]
-        moved = self.objects >= 0
-        candidate = np.repeat(np.arange(self.size), self.objects.shape[1])[moved.ravel()]
-        mover = self.objects[moved]
-        target = self.targets[moved]
-        # every (move, group of its object) pair
-        first = np.searchsorted(objects, mover, side="left")
-        last = np.searchsorted(objects, mover, side="right")
-        per_move = last - first
-        move = np.repeat(np.arange(len(mover)), per_move)
-        group = groups[np.repeat(first, per_move) + _ranks(per_move)]
+        candidate, mover, target, group = self.group_moves(members)
         n_groups = len(members)
-        pair_key = candidate[move] * n_groups + group
-        pairs, pair_of = np.unique(pair_key, return_inverse=True)
+        pairs, pair_of = np.unique(candidate * n_groups + group, return_inverse=True)
         rows = base[pairs % n_groups].copy()
         n = len(scope.items)
-        values = self.problem.object_dims[dim][mover[move]]
+        values = self.problem.object_dims[dim][mover]
         item = scope.container_item
-        source, arriving = item[self.current[mover[move]]], item[target[move]]
+        source, arriving = item[self.current[mover]], item[target]
         flat = rows.reshape(-1)
         out = source != OUT_OF_SCOPE
         np.add.at(flat, pair_of[out] * n + source[out], -values[out])
         into = arriving != OUT_OF_SCOPE
         np.add.at(flat, pair_of[into] * n + arriving[into], values[into])
         return base, pairs // n_groups, pairs % n_groups, rows
+
+    def touched_cells(self, scope: Scope, dim: str, members: list[np.ndarray]
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The (group, item) cells of ``group_after`` a candidate's moves change (the items
+        its moved objects leave and enter, for each of their groups), each once per
+        candidate: the candidate, the group, the item, and the cell's AFTER utilization in
+        the base assignment and in the candidate. A spec whose value is a sum over cells
+        prices a candidate by these alone."""
+        candidate, mover, target, group = self.group_moves(members)
+        values = self.problem.object_dims[dim][mover]
+        item = scope.container_item
+        cells = np.concatenate([item[self.current[mover]], item[target]])
+        inside = cells != OUT_OF_SCOPE
+        n_groups, n_items = len(members), len(scope.items)
+        key = ((np.concatenate([candidate, candidate]) * n_groups
+                + np.concatenate([group, group])) * n_items + cells)[inside]
+        unique, of = np.unique(key, return_inverse=True)
+        change = np.bincount(of, weights=np.concatenate([-values, values])[inside],
+                             minlength=len(unique))
+        cell_item, rest = unique % n_items, unique // n_items
+        cell_group, cell_candidate = rest % n_groups, rest // n_groups
+        before = self._parent.group_after(scope, dim, members)[cell_group, cell_item]
+        return cell_candidate, cell_group, cell_item, before, before + change
 
     def out_of_scope_new(self, scope: Scope, dim: str) -> np.ndarray:
         entries = self.problem.vector_dims.get(dim)

@@ -5,26 +5,34 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import test_capacity_with_group_presence as capacity_with_group_presence
+import test_exclusive_scope_items as exclusive_scope_items
+import test_group_diversity as group_diversity
+import test_group_move_limit as group_move_limit
 
 from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.context import EvalContext, MoveBatch
 from cpsat_rebalancer.evaluate import batchable, evaluate, evaluate_moves, policy_splits
+from cpsat_rebalancer.problem import Problem
+from cpsat_rebalancer.scenario import Model
 from cpsat_rebalancer.shapes import random_shape_scenario
 from cpsat_rebalancer.solve.accelerate.local_search import best_below, flat_key, tuple_key
 
-GROUP_SPECS = {"GroupDiversitySpec", "CapacityWithGroupPresenceSpec"}  # priced by touched rows
+# priced from the base and the groups (or items) a candidate's moves touch
+DELTA_SPECS = ("GroupDiversitySpec", "CapacityWithGroupPresenceSpec", "GroupMoveLimitSpec",
+               "ExclusiveScopeItemsSpec")
 
 
-def batchable_seeds(count: int, groups: bool = False) -> list[int]:
+def batchable_seeds(count: int, spec: str | None = None) -> list[int]:
     """The first ``count`` drawn shapes (30 objects, 6 containers) whose every spec takes a
-    batch (``groups``: and one of them prices the groups a move touches)."""
+    batch (``spec``: and one of them is of that type)."""
     seeds: list[int] = []
     seed = 0
     while len(seeds) < count:
         scenario = parse_scenario(random_shape_scenario(30, 6, seed))
         model = scenario.model
         names = {type(e.spec).__name__ for e in [*model.goals, *model.constraints]}
-        if batchable(scenario.problem, model) and (not groups or names & GROUP_SPECS):
+        if batchable(scenario.problem, model) and (spec is None or spec in names):
             seeds.append(seed)
         seed += 1
     return seeds
@@ -38,14 +46,10 @@ def moved(x: np.ndarray, objects: np.ndarray, targets: np.ndarray) -> np.ndarray
     return y
 
 
-@pytest.mark.parametrize("seed", sorted(set(batchable_seeds(40)
-                                            + batchable_seeds(12, groups=True))))
-def test_a_batch_prices_every_candidate_as_the_evaluator_does(seed: int) -> None:
+def check_batch_prices(problem: Problem, model: Model, seed: int) -> None:
     """Single moves and swaps from a random assignment: each candidate's tuple and
     feasibility equal the evaluator's on that assignment, to relative 1e-9 (the group
     specs among them: a swap within one group, two moved objects of one group)."""
-    scenario = parse_scenario(random_shape_scenario(30, 6, seed))
-    problem, model = scenario.problem, scenario.model
     rng = np.random.default_rng(seed)
     x = rng.integers(0, problem.num_containers, problem.num_objects)
     count = 16
@@ -62,6 +66,29 @@ def test_a_batch_prices_every_candidate_as_the_evaluator_does(seed: int) -> None
         assert (excess[k] <= 1e-10) == all(c.hard_excess <= 1e-10
                                           for c in evaluation.constraints)
         np.testing.assert_allclose(excess[k], evaluation.hard_excess, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", sorted(set(batchable_seeds(40) + [
+    seed for spec in DELTA_SPECS for seed in batchable_seeds(6, spec)])))
+def test_a_batch_prices_every_candidate_as_the_evaluator_does(seed: int) -> None:
+    scenario = parse_scenario(random_shape_scenario(30, 6, seed))
+    check_batch_prices(scenario.problem, scenario.model, seed)
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+@pytest.mark.parametrize("seed", range(25))
+@pytest.mark.parametrize("generator", [
+    group_move_limit.scenario, exclusive_scope_items.scenario, group_diversity.scenario,
+    capacity_with_group_presence.random_presence_scenario],
+    ids=["GroupMoveLimit", "ExclusiveScopeItems", "GroupDiversity", "CapacityWithGroupPresence"])
+def test_every_option_of_the_specs_priced_by_touched_groups(generator, seed: int,
+                                                            overlap: bool) -> None:
+    """The specs' own random scenarios (every option and role, groups that overlap):
+    where every spec takes a batch, it prices as the evaluator does."""
+    scenario = parse_scenario(generator(seed, overlap=overlap))
+    if not batchable(scenario.problem, scenario.model):
+        pytest.skip("a spec of this draw prices no batch")
+    check_batch_prices(scenario.problem, scenario.model, seed)
 
 
 def test_the_best_row_is_the_lexicographic_minimum_below_the_current_tuple() -> None:

@@ -256,39 +256,39 @@ class CapacityWithGroupPresenceSpec(Spec):
     # ---------- evaluation ----------
     batched: ClassVar[bool] = True  # (a MoveBatch has static dimensions only)
 
-    def _side(self, base: np.ndarray, side: str, groups: np.ndarray | None) -> np.ndarray:
-        """``base`` per (group, item) through a side's multipliers; ``groups``: the group of
-        each row, where the rows are not every group in order."""
+    def _side(self, base: np.ndarray, side: str, at: Any) -> np.ndarray:
+        """``base`` through a side's multipliers; ``at`` indexes the (group, item) arrays
+        where ``base`` is not every cell in order (rows, or (groups, items) cells)."""
         value = ceil_tolerant(base) if self.round_up else base
         zero = np.zeros(base.shape, dtype=bool)
         for m in self.multipliers[side]:
-            rows = m if groups is None else m[groups]
+            rows = m if at is None else m[at]
             zero |= np.abs(rows) <= TOLERANCE
             value = value * rows
             if self.round_up:
                 value = ceil_tolerant(value)
         return np.where(zero, 0.0, value)
 
-    def _contributions(self, after: np.ndarray, groups: np.ndarray | None = None
-                       ) -> np.ndarray:
-        """Contribution per (aggregation group, aggregation item) of the groups' AFTER
-        utilizations ``after`` (rows: every group, or the ``groups`` given)."""
+    def _contributions(self, after: np.ndarray, at: Any = None) -> np.ndarray:
+        """Contribution of the groups' AFTER utilizations ``after``: per (aggregation
+        group, aggregation item), or at the cells ``at`` indexes. A cell where nothing is
+        contributes 0."""
         present = (after > TOLERANCE).astype(float)
-        weight = self.presence if groups is None else self.presence[groups]
-        return np.maximum(self._side(weight * present, "presence", groups),
-                          self._side(after, "utilization", groups))
+        weight = self.presence if at is None else self.presence[at]
+        return np.maximum(self._side(weight * present, "presence", at),
+                          self._side(after, "utilization", at))
 
-    def contributions(self, ctx: EvalContext) -> np.ndarray:
-        """Contribution per (aggregation group, aggregation item)."""
-        after = ctx.group_after(self.aggregation_scope, self.dimension, self.groups)
-        return self._contributions(after)
-
-    def _per_item(self, c: np.ndarray) -> np.ndarray:
-        """Contributions (rows, aggregation items) summed per (row, main item)."""
-        kept = self.main_of_item >= 0
-        per_item = np.zeros((c.shape[0], len(self.scope.items)))
-        np.add.at(per_item.T, self.main_of_item[kept], c[:, kept].T)
-        return per_item
+    def _per_item(self, after: np.ndarray) -> np.ndarray:
+        """Contributions per (group, main item), from the cells where something is (the
+        others contribute 0)."""
+        group, item = np.nonzero(after)
+        contributions = self._contributions(after[group, item], (group, item))
+        main = self.main_of_item[item]
+        kept = main >= 0
+        n = len(self.scope.items)
+        totals = np.bincount(group[kept] * n + main[kept], weights=contributions[kept],
+                             minlength=len(self.groups) * n)
+        return totals.astype(float).reshape(len(self.groups), n)  # (int when no cell is)
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
         if isinstance(ctx, MoveBatch):
@@ -296,7 +296,8 @@ class CapacityWithGroupPresenceSpec(Spec):
             util = np.repeat(util[None, :], ctx.size, axis=0)
             np.add.at(util, (candidate, info), change)
         else:
-            util = self._utils(self._per_item(self.contributions(ctx)))
+            util = self._utils(self._per_item(
+                ctx.group_after(self.aggregation_scope, self.dimension, self.groups)))
         return self._expressions(util)
 
     def _expressions(self, util: np.ndarray, infos: np.ndarray | None = None) -> np.ndarray:
@@ -307,44 +308,58 @@ class CapacityWithGroupPresenceSpec(Spec):
     def _utils(self, per_item: np.ndarray) -> np.ndarray:
         """Each expression's utilization: the contributions per (group, main item) summed
         per kept main group, or over all groups, at the expression's main item."""
-        per_group = self.inside.T.astype(float) @ per_item
-        everything = per_item.sum(axis=0)
         at, _ = self._info_arrays
-        return np.where(at[:, 1] < 0, everything[at[:, 0]],
-                        per_group[np.maximum(at[:, 1], 0), at[:, 0]] if len(per_group)
-                        else 0.0)
+        util = per_item.sum(axis=0)[at[:, 0]]
+        within = at[:, 1] >= 0
+        if within.any():  # Σ over the groups inside each expression's main group
+            group, main = np.nonzero(self.inside)
+            per_group = np.zeros((self.inside.shape[1], per_item.shape[1]))
+            np.add.at(per_group, main, per_item[group])
+            util[within] = per_group[at[within, 1], at[within, 0]]
+        return util
 
     def _changes_in_batch(self, batch: MoveBatch
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Each expression's utilization in the base assignment, and what the groups each
+        """Each expression's utilization in the base assignment, and what the cells each
         candidate's moves touch change of it, as (candidate, expression, change) entries
         (one pair may repeat): a group counts in the expressions over all groups, and in
         those of each main group it lies in."""
-        base, candidate, group, rows = batch.touched_groups(
+        base = batch.base
+        util = base.memo((self, "utils"), lambda: self._utils(self._per_item(
+            base.group_after(self.aggregation_scope, self.dimension, self.groups))))
+        candidate, group, item, before, after = batch.touched_cells(
             self.aggregation_scope, self.dimension, self.groups)
-        util = self._utils(self._per_item(self._contributions(base)))
-        change = self._per_item(self._contributions(rows, group)
-                                - self._contributions(base[group], group))
+        cells = (group, item)
+        change = self._contributions(after, cells) - self._contributions(before, cells)
+        main = self.main_of_item[item]
+        kept = (main >= 0) & (change != 0)
+        candidate, group, main, change = candidate[kept], group[kept], main[kept], change[kept]
         everything, per_main = self._info_index
-        at, _ = self._info_arrays
-        pair, main = np.nonzero(self.inside[group])  # the main groups each touched one is in
-        ids = per_main[main]  # (pair, main item): the expression there, -1 none
-        kept = ids >= 0
-        candidates = [np.repeat(candidate, len(everything)),
-                      np.broadcast_to(candidate[pair][:, None], ids.shape)[kept]]
-        infos = [np.tile(everything, len(candidate)), ids[kept]]
-        changes = [change[:, at[everything, 0]].ravel(), change[pair][kept]]
+        ids = everything[main]
+        over_all = ids >= 0
+        candidates, infos, changes = [candidate[over_all]], [ids[over_all]], [change[over_all]]
+        if per_main.size and (per_main >= 0).any():
+            cell, main_group = np.nonzero(self.inside[group])  # the main groups it lies in
+            ids = per_main[main_group, main[cell]]
+            within = ids >= 0
+            candidates.append(candidate[cell][within])
+            infos.append(ids[within])
+            changes.append(change[cell][within])
         return util, np.concatenate(candidates), np.concatenate(infos), np.concatenate(changes)
 
     @functools.cached_property
     def _info_index(self) -> tuple[np.ndarray, np.ndarray]:
-        """The expressions over all groups, and per (kept main group, main item) the
-        expression there (-1: none)."""
+        """Per main item, its expression over all groups (-1: none), and per (kept main
+        group, main item) the expression there (-1: none)."""
         at, _ = self._info_arrays
-        per_main = np.full((self.inside.shape[1], len(self.scope.items)), -1, dtype=np.int64)
+        n = len(self.scope.items)
+        everything = np.full(n, -1, dtype=np.int64)
+        over_all = np.flatnonzero(at[:, 1] < 0)
+        everything[at[over_all, 0]] = over_all
+        per_main = np.full((self.inside.shape[1], n), -1, dtype=np.int64)
         within = np.flatnonzero(at[:, 1] >= 0)
         per_main[at[within, 1], at[within, 0]] = within
-        return np.flatnonzero(at[:, 1] < 0), per_main
+        return everything, per_main
 
     @functools.cached_property
     def _info_arrays(self) -> tuple[np.ndarray, np.ndarray]:

@@ -12,12 +12,13 @@ in use (conflicts made symmetric); AGGRESSIVE_PACKING is ``−Σ_i w_i·P_i²`` 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..context import EvalContext, step
+from ..context import EvalContext, MoveBatch
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Info
 from ..cpsat.linear import Lin, lin_sum, to_fraction
@@ -35,6 +36,15 @@ from .common import (
     spec_name,
 )
 from .group_diversity import group_after, group_after_forms, presence
+
+
+def _segments(heads: list[int], tails: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lists of items as arrays for ``np.add.reduceat``: the head of each, every list
+    flattened, and where each list starts in it (every list non-empty)."""
+    lengths = [len(t) for t in tails]
+    flat = np.asarray([i for t in tails for i in t], dtype=np.int64)
+    starts = np.cumsum([0, *lengths[:-1]]).astype(np.int64)
+    return np.asarray(heads, dtype=np.int64), flat, starts
 
 
 @dataclass(frozen=True)
@@ -152,34 +162,71 @@ class ExclusiveScopeItemsSpec(Spec):
         return [f"group {group} on conflicting items" for group in self.groups]
 
     # ---------- evaluation ----------
-    def _broken(self, util: np.ndarray) -> float:
-        """1 when some entry's item and conflicting items are both in use."""
-        for conflict in self.conflicts:
-            main = step(util[conflict.item])
-            others = step(util[list(conflict.others)].sum())
-            if main + others - 1 > TOLERANCE:
-                return 1.0
-        return 0.0
+    # on utilizations with leading candidate axes (items last), so a batch prices K at once
+    batched: ClassVar[bool] = True  # (a MoveBatch has static dimensions only)
+
+    @functools.cached_property
+    def _entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The conflict entries as arrays: each entry's item, and its conflicting items
+        flattened with each entry's start among them."""
+        return _segments([c.item for c in self.conflicts], [c.others for c in self.conflicts])
+
+    @functools.cached_property
+    def _neighbourhoods(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per item in a conflict: its symmetric neighbours, flattened, with starts."""
+        return _segments(list(self.neighbours), list(self.neighbours.values()))
+
+    @functools.cached_property
+    def _packing(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """AGGRESSIVE_PACKING's terms: per item with overlaps, its neighbours flattened
+        (with starts) and each neighbour's overlap."""
+        items, flat, starts = _segments(list(self.overlaps),
+                                        [list(o) for o in self.overlaps.values()])
+        overlaps = np.asarray([v for o in self.overlaps.values() for v in o.values()],
+                              dtype=float)
+        return items, flat, starts, overlaps
+
+    def _broken(self, util: np.ndarray) -> np.ndarray:
+        """1 where some entry's item and conflicting items are both in use (per row of
+        ``util``, items last)."""
+        items, flat, starts = self._entries
+        main = util[..., items] > TOLERANCE
+        others = np.add.reduceat(util[..., flat], starts, axis=-1) > TOLERANCE
+        return (main & others).any(axis=-1).astype(float)
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
+        batch = ctx.size if isinstance(ctx, MoveBatch) else None
         if not self.conflicts:
-            return np.zeros(0)
+            return np.zeros((0,) if batch is None else (batch, 0))
         if self.members is None:
-            return np.asarray([self._broken(ctx.util(self.scope, self.dimension, "AFTER"))])
-        after = group_after(ctx, self.scope, self.dimension, self.members)
-        return np.asarray([self._broken(after[g]) for g in range(len(self.members))])
+            return self._broken(ctx.util(self.scope, self.dimension, "AFTER"))[..., None]
+        if batch is None:
+            return self._broken(group_after(ctx, self.scope, self.dimension, self.members))
+        # the base's broken groups, changed in the groups a candidate's moves touch
+        base_after, candidate, group, rows = ctx.touched_groups(self.scope, self.dimension,
+                                                                self.members)
+        broken = ctx.base.memo((self, "broken"), lambda: self._broken(base_after))
+        infos = np.repeat(broken[None, :], batch, axis=0)
+        infos[candidate, group] = self._broken(rows)
+        return infos
 
-    def evaluate(self, ctx: EvalContext) -> float:
+    def evaluate(self, ctx: EvalContext) -> float | np.ndarray:
         util = ctx.util(self.scope, self.dimension, "AFTER")
+        value: float | np.ndarray
         if self.formula == "AGGRESSIVE_PACKING":
-            used = step(util)
-            total = 0.0
-            for item, overlaps in self.overlaps.items():
-                packed = self.weights[item] * used[item] + sum(
-                    overlap * used[other] for other, overlap in overlaps.items())
-                total -= self.weights[item] * packed**2
-            return float(total)
-        return float(sum(step(util[others].sum()) for others in self.neighbours.values()))
+            if not self.overlaps:
+                return np.zeros(util.shape[:-1]) if util.ndim > 1 else 0.0
+            items, flat, starts, overlaps = self._packing
+            used = (util > TOLERANCE).astype(float)
+            packed = self.weights[items] * used[..., items] + np.add.reduceat(
+                used[..., flat] * overlaps, starts, axis=-1)
+            value = -(self.weights[items] * packed**2).sum(axis=-1)
+        elif not self.neighbours:
+            return np.zeros(util.shape[:-1]) if util.ndim > 1 else 0.0
+        else:
+            _, flat, starts = self._neighbourhoods
+            value = (np.add.reduceat(util[..., flat], starts, axis=-1) > TOLERANCE).sum(axis=-1)
+        return value.astype(float) if util.ndim > 1 else float(value)
 
     # ---------- compilation ----------
     @staticmethod

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..context import EvalContext
+from ..context import EvalContext, MoveBatch
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Info
 from ..cpsat.linear import Lin, to_fraction
@@ -138,20 +138,64 @@ class GroupMoveLimitSpec(Spec):
         return ["largest group excess of moves"]
 
     # ---------- evaluation ----------
+    @property
+    def batched(self) -> bool:  # type: ignore[override]
+        """A batch prices static sizes only (a dynamic one weighs where the object lands)."""
+        return not self.dynamic
+
+    def _counted(self, home: np.ndarray, final: np.ndarray, weights: np.ndarray
+                 ) -> np.ndarray:
+        """Each object's weight where its move counts (out of a source, into a
+        destination), else 0."""
+        return np.where((final != home) & self.source[home] & self.destination[final],
+                        weights, 0.0)
+
     def _moved(self, ctx: EvalContext) -> np.ndarray:
         """M_g per listed group."""
         problem = ctx.problem
         home, final = ctx.initial, ctx.final
-        counts = (final != home) & self.source[home] & self.destination[final]
         weights = problem.values_at(self.dimension, home)
         if self.dynamic:
             weights = np.maximum(weights, problem.values_at(self.dimension, final))
-        return np.asarray([float(weights[objects][counts[objects]].sum())
-                           for objects in self.members])
+        counted = self._counted(home, final, weights)
+        return np.asarray([float(counted[objects].sum()) for objects in self.members])
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
+        if isinstance(ctx, MoveBatch):
+            return self._largest_excess_in_batch(ctx)[:, None]
         excess = self._moved(ctx) - self.limits
         return np.asarray([max(0.0, float(excess.max())) if len(excess) else 0.0])
+
+    def _largest_excess_in_batch(self, batch: MoveBatch) -> np.ndarray:
+        """max(0, max_g (M_g − L_g)) per candidate: the base's excess per group, changed in
+        the groups a candidate's moves touch; the largest of the others is the first of the
+        base's largest that the candidate leaves alone."""
+        if not len(self.limits):
+            return np.zeros(batch.size)
+        base = batch.base
+        excess = base.memo((self, "excess"), lambda: self._moved(base) - self.limits)
+        largest = base.memo((self, "largest"), lambda: np.argsort(-excess, kind="stable"))
+        candidate, mover, target, group = batch.group_moves(self.members)
+        home = batch.initial[mover]
+        weights = batch.problem.object_dims[self.dimension][mover]
+        change = (self._counted(home, target, weights)
+                  - self._counted(home, batch.current[mover], weights))
+        n_groups = len(self.limits)
+        pairs, pair_of = np.unique(candidate * n_groups + group, return_inverse=True)
+        owner, touched = pairs // n_groups, pairs % n_groups
+        now = excess[touched] + np.bincount(pair_of, weights=change, minlength=len(pairs))
+        result = np.full(batch.size, -np.inf)
+        np.maximum.at(result, owner, now)
+        count = np.bincount(owner, minlength=batch.size)
+        top = largest[:min(n_groups, int(count.max(initial=0)) + 1)]
+        rank = np.full(n_groups, -1)
+        rank[top] = np.arange(len(top))
+        taken = np.zeros((batch.size, len(top)), dtype=bool)
+        ranked = rank[touched] >= 0
+        taken[owner[ranked], rank[touched][ranked]] = True
+        free = ~taken
+        others = np.where(free.any(axis=1), excess[top][free.argmax(axis=1)], -np.inf)
+        return np.maximum(0.0, np.maximum(result, others))
 
     # ---------- compilation ----------
     def _moved_units(self, b: CpBuilder, members: np.ndarray) -> tuple[list, list[int]]:
