@@ -107,6 +107,28 @@ class EvalContext:
             self._groups[key] = kept
         return kept[1]
 
+    def group_utils(self, scope: Scope, dim: str, members: list[np.ndarray]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """AFTER, INITIAL and STAYED utilization of each group (``members``: object indices
+        per group) per item of ``scope``, a static dimension: arrays (group, item), at
+        scope-item level as ``util``. Groups may overlap: an object in two groups counts in
+        both, as in Rebalancer (docs/semantics.md#partitions)."""
+        def compute() -> tuple[list[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+            objects, groups = membership(members)
+            values = self.problem.object_dims[dim][objects]
+            before = scope.container_item[self.reference[objects]]
+            after = scope.container_item[self.final[objects]]
+            shape = (len(members), len(scope.items))
+            stayed = group_totals(groups, np.where(after == before, after, OUT_OF_SCOPE),
+                                  values, *shape)
+            return members, (self.group_after(scope, dim, members),
+                             group_totals(groups, before, values, *shape), stayed)
+
+        kept = self.memo(("group utils", id(members), scope.name, dim), compute)
+        if kept[0] is not members:  # (an id is reused once its list is gone)
+            kept = compute()
+        return kept[1]
+
     def out_of_scope_new(self, scope: Scope, dim: str) -> float:
         """Size of objects finally out of ``scope`` that were initially in it
         (docs/semantics.md#minimizemovement); for a vector dimension the largest over its
@@ -285,6 +307,34 @@ class MoveBatch(EvalContext):
         into = arriving != OUT_OF_SCOPE
         np.add.at(flat, pair_of[into] * n + arriving[into], values[into])
         return base, pairs // n_groups, pairs % n_groups, rows
+
+    def touched_group_utils(self, scope: Scope, dim: str, members: list[np.ndarray]
+                            ) -> tuple[np.ndarray, np.ndarray,
+                                       tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """``group_utils`` of the groups a candidate's moves change: per (candidate, group)
+        pair touched (each once), the candidate, the group, and the pair's AFTER, INITIAL
+        and STAYED rows (pair, item)."""
+        after, initial, stayed = self._parent.group_utils(scope, dim, members)
+        candidate, mover, target, group = self.group_moves(members)
+        n_groups, n = len(members), len(scope.items)
+        pairs, pair_of = np.unique(candidate * n_groups + group, return_inverse=True)
+        touched = pairs % n_groups
+        values = self.problem.object_dims[dim][mover]
+        item = scope.container_item
+        source, arriving = item[self.current[mover]], item[target]
+        home = item[self.reference[mover]]
+        after_rows, stayed_rows = after[touched].copy(), stayed[touched].copy()
+        for rows, leaving, entering in (
+                (after_rows, source, arriving),
+                # an object counts as stayed where its item is its reference item
+                (stayed_rows, np.where(source == home, source, OUT_OF_SCOPE),
+                 np.where(arriving == home, arriving, OUT_OF_SCOPE))):
+            flat = rows.reshape(-1)
+            out = leaving != OUT_OF_SCOPE
+            np.add.at(flat, pair_of[out] * n + leaving[out], -values[out])
+            into = entering != OUT_OF_SCOPE
+            np.add.at(flat, pair_of[into] * n + entering[into], values[into])
+        return pairs // n_groups, touched, (after_rows, initial[touched], stayed_rows)
 
     def touched_cells(self, scope: Scope, dim: str, members: list[np.ndarray]
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -9,6 +9,7 @@ import test_capacity_with_group_presence as capacity_with_group_presence
 import test_exclusive_scope_items as exclusive_scope_items
 import test_group_diversity as group_diversity
 import test_group_move_limit as group_move_limit
+import test_options as options
 
 from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.context import EvalContext, MoveBatch
@@ -86,6 +87,22 @@ def test_every_option_of_the_specs_priced_by_touched_groups(generator, seed: int
     """The specs' own random scenarios (every option and role, groups that overlap):
     where every spec takes a batch, it prices as the evaluator does."""
     scenario = parse_scenario(generator(seed, overlap=overlap))
+    if not batchable(scenario.problem, scenario.model):
+        pytest.skip("a spec of this draw prices no batch")
+    check_batch_prices(scenario.problem, scenario.model, seed)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_utilization_bound_is_priced_as_the_evaluator_does(seed: int) -> None:
+    """A Capacity with a utilizationBound (every field drawn) beside the scenario's specs
+    that take a batch."""
+    data = options.option_scenario(seed)
+    for role in ("goals", "constraints"):
+        data[role] = [entry for entry in data[role]
+                      if not {"groupCountSpec", "colocateGroupsSpec"} & set(entry["spec"])]
+    scenario = parse_scenario(data)
+    assert any(getattr(e.spec, "utilization_bound", None) is not None
+               for e in [*scenario.model.goals, *scenario.model.constraints])
     if not batchable(scenario.problem, scenario.model):
         pytest.skip("a spec of this draw prices no batch")
     check_batch_prices(scenario.problem, scenario.model, seed)

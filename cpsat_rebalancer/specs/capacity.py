@@ -7,7 +7,7 @@ import math
 from collections.abc import Hashable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -155,6 +155,8 @@ class CapacitySpec(Spec):
         return [(metric, p) for metric in metrics for p in kept]
 
     # ---------- evaluation ----------
+    batched: ClassVar[bool] = True  # (a MoveBatch has static dimensions only)
+
     def _utils(self, ctx: EvalContext, metric: str) -> np.ndarray:
         """Utilization of each filtered item, with the groups' shares bounded if asked."""
         if self.utilization_bound is not None:
@@ -174,11 +176,6 @@ class CapacitySpec(Spec):
 
     def _initial_during(self, ctx: EvalContext) -> np.ndarray:
         return self._expressions(ctx.at_initial, "DURING")
-
-    @property
-    def batched(self) -> bool:  # type: ignore[override]
-        """Group shares (utilizationBound) are read per assignment, not per candidate."""
-        return self.utilization_bound is None
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
         initial = self._initial_during(ctx) if self.is_constraint else None

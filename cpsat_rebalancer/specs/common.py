@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..context import group_totals, membership
 from ..errors import InputError, did_you_mean
 from ..fields import Fields, check_number
 from ..primitives import MoveBudget, Restrictions
@@ -384,8 +383,8 @@ class GroupLimit:
 def group_of(problem: Problem, groups: list[np.ndarray], path: str = "") -> np.ndarray:
     """Index of each object's group among ``groups`` (-1: in none of them), for a spec that
     needs each object in one group at most: overlapping groups are an InputError at ``path``
-    (Rebalancer's group specs count an object in each of its groups, through ``group_utils``;
-    docs/semantics.md#partitions)."""
+    (Rebalancer's group specs count an object in each of its groups, as
+    ``EvalContext.group_utils`` does; docs/semantics.md#partitions)."""
     result = np.full(problem.num_objects, -1, dtype=np.int64)
     for g, members in enumerate(groups):
         if (result[members] >= 0).any():
@@ -393,22 +392,6 @@ def group_of(problem: Problem, groups: list[np.ndarray], path: str = "") -> np.n
                              "needs each object in one group at most")
         result[members] = g
     return result
-
-
-def group_utils(ctx: EvalContext, scope: Scope, dim: str,
-                members: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """AFTER, INITIAL and STAYED utilization of each group (``members``: object indices per
-    group) per item of ``scope``: arrays (group, item), at scope-item level as
-    ``EvalContext.util``. Groups may overlap: an object in two groups counts in both, as in
-    Rebalancer (docs/semantics.md#partitions)."""
-    objects, groups = membership(members)
-    values = ctx.problem.object_dims[dim][objects]
-    before = scope.container_item[ctx.reference[objects]]
-    after = scope.container_item[ctx.final[objects]]
-    shape = (len(members), len(scope.items))
-    stayed = group_totals(groups, np.where(after == before, after, OUT_OF_SCOPE), values, *shape)
-    return (ctx.group_after(scope, dim, members), group_totals(groups, before, values, *shape),
-            stayed)
 
 
 def parse_group_filter(data: Any, path: str, groups: list[str]) -> np.ndarray:

@@ -29,7 +29,6 @@ from .common import (
     GoalForm,
     GroupLimit,
     Spec,
-    group_utils,
     parse_filter,
     register,
     resolve_dimension,
@@ -190,7 +189,7 @@ class GroupCountSpec(Spec):
     # ---------- evaluation ----------
     def _group_util(self, ctx: EvalContext, metric: str) -> np.ndarray:
         """(filtered item, group) utilization of each group under ``metric``."""
-        after, initial, stayed = group_utils(ctx, self.scope, self.dimension, self.members)
+        after, initial, stayed = ctx.group_utils(self.scope, self.dimension, self.members)
         util = {"AFTER": after, "STAYED": stayed, "DURING": after + initial - stayed}[metric]
         return util[:, self.items].T
 

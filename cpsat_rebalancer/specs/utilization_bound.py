@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from ..context import EvalContext, step
+from ..context import EvalContext, MoveBatch, step
 from ..cpsat.builder import CpBuilder
 from ..cpsat.linear import Lin, lin_sum, to_fraction
 from ..errors import InputError
 from ..fields import Fields
 from ..problem import OUT_OF_SCOPE, Problem, Scope
-from .common import GroupLimit, group_utils, resolve_partition, resolve_scope
+from .common import GroupLimit, resolve_partition, resolve_scope
 
 NEEDS = {"AFTER": ("AFTER",), "INITIAL": ("INITIAL",), "STAYED": ("STAYED",),
          "DURING": ("AFTER", "INITIAL", "STAYED"), "NEW": ("AFTER", "STAYED"),
@@ -131,25 +131,43 @@ class UtilizationBound:
                 for values in group_values]
 
     # ---------- evaluation ----------
-    def utils(self, ctx: EvalContext, scope: Scope, dim: str, metric: str,
-              items: np.ndarray) -> np.ndarray:
-        """The bounded utilization of every filtered item under ``metric``."""
-        where = self.aggregation or scope
-        after, initial, stayed = group_utils(ctx, where, dim, self.members)
+    def _changes(self, after: np.ndarray, initial: np.ndarray, stayed: np.ndarray,
+                 metric: str, items: np.ndarray, groups: np.ndarray | None = None
+                 ) -> np.ndarray:
+        """What bounding changes of each filtered item's utilization, per group: (filtered
+        item, row) for rows of (group, item) utilizations, every group in order or the
+        ``groups`` given."""
         by_group = np.asarray(_metric(after, initial, stayed, metric), dtype=float)
-        # u[p, g]: group g's utilization of filtered item p (summed over its image)
+        # u[p, r]: row r's utilization of filtered item p (summed over its image)
         if self.aggregation is None:
             u = by_group[:, items].T
         else:
             u = np.stack([by_group[:, image].sum(axis=1) for image in self.image]) \
-                if len(items) else np.zeros((0, len(self.members)))
-        limits = self.limits
+                if len(items) else np.zeros((0, len(by_group)))
+        limits = self.limits if groups is None else self.limits[:, groups]
         bounded = (np.minimum(u, limits) if self.upper
                    else np.maximum(u, step(u) * limits))
         kept = ~np.isnan(limits)
-        change = np.where(kept, bounded - np.where(self.bound_all[:, None], 0.0, u), 0.0)
+        return np.where(kept, bounded - np.where(self.bound_all[:, None], 0.0, u), 0.0)
+
+    def utils(self, ctx: EvalContext, scope: Scope, dim: str, metric: str,
+              items: np.ndarray) -> np.ndarray:
+        """The bounded utilization of every filtered item under ``metric`` (per candidate,
+        items last, under a ``MoveBatch``: the base's changes, and the touched groups')."""
+        where = self.aggregation or scope
         totals = ctx.util(scope, dim, metric)
-        return np.where(self.bound_all, 0.0, totals[items]) + change.sum(axis=1)
+        unbounded = np.where(self.bound_all, 0.0, totals[..., items])
+        if not isinstance(ctx, MoveBatch):
+            changes = self._changes(*ctx.group_utils(where, dim, self.members), metric, items)
+            return unbounded + changes.sum(axis=1)
+        base = ctx.base
+        changes = base.memo((self, metric, tuple(items.tolist())), lambda: self._changes(
+            *base.group_utils(where, dim, self.members), metric, items))
+        candidate, group, rows = ctx.touched_group_utils(where, dim, self.members)
+        result = unbounded + changes.sum(axis=1)
+        np.add.at(result, candidate,
+                  (self._changes(*rows, metric, items, group) - changes[:, group]).T)
+        return result
 
     # ---------- compilation ----------
     def forms(self, b: CpBuilder, scope: Scope, dim: str, metric: str,
