@@ -196,3 +196,47 @@ def test_a_hot_first_pass_starts_with_the_most_loaded_container(
     search.moves(time.monotonic() + 10)
     loads = search.relative_loads()
     assert loads[problem.initial[priced[0]]] == loads.max()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_batch_that_misprices_is_caught_by_the_evaluator(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Steps are kept on the batch's price between the evaluator's checks. A batch that
+    prices candidates ever further below the truth (a bug) walks a few steps, the next
+    check stops the trust, and what the descent returns is judged by the evaluator:
+    better than the start by its own value, or nothing."""
+    from cpsat_rebalancer.shapes import random_shape_scenario
+    from cpsat_rebalancer.solve.accelerate import local_search
+
+    while True:  # a shape where a true descent walks (so a lying one walks on)
+        scenario = parse_scenario(random_shape_scenario(40, 6, seed))
+        problem, model = scenario.problem, scenario.model
+        initial = evaluate(problem, model, problem.initial)
+        if batchable(problem, model) and initial.feasible and descend(
+                problem, model, problem.initial, time.monotonic() + 1, seed) is not None:
+            break
+        seed += 100
+    true_prices = local_search.evaluate_moves
+    batches = iter(range(1, 10**9))
+
+    def lying(*args):  # each batch lower than the last: every feasible step looks better
+        keys, excess = true_prices(*args)
+        return keys - next(batches), excess
+
+    monkeypatch.setattr(local_search, "evaluate_moves", lying)
+    judged: list[bool] = []
+    original = local_search.BatchedDescent._judged
+
+    def spy(self, *args):
+        kept = original(self, *args)
+        judged.append(self.trusted)
+        return kept
+
+    monkeypatch.setattr(local_search.BatchedDescent, "_judged", spy)
+    found = descend(problem, model, problem.initial, time.monotonic() + 3, seed)
+    assert judged and not judged[0]  # the first check found the lie
+    if found is not None:
+        final, evaluation = found
+        assert evaluation.feasible
+        assert better(tuple_key(evaluation), tuple_key(initial))
+        assert tuple_key(evaluate(problem, model, final)) == tuple_key(evaluation)
