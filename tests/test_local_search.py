@@ -193,9 +193,53 @@ def test_a_hot_first_pass_starts_with_the_most_loaded_container(
         return False
 
     monkeypatch.setattr(search, "_try", record)
+    monkeypatch.setattr(search, "_most_promising_first", lambda objects, deadline: objects)
     search.moves(time.monotonic() + 10)
     loads = search.relative_loads()
     assert loads[problem.initial[priced[0]]] == loads.max()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_pass_starts_with_the_move_that_lowers_the_tuple_most(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each object's move to the least loaded container that takes it, judged by the
+    evaluator: the pass prices first the object whose move gives the lowest tuple (when
+    some move lowers it), and every object whose move lowers it before any that does not."""
+    from cpsat_rebalancer.shapes import random_shape_scenario
+    from cpsat_rebalancer.solve.accelerate.local_search import BatchedDescent
+
+    while True:
+        scenario = parse_scenario(random_shape_scenario(40, 6, seed))
+        problem, model = scenario.problem, scenario.model
+        initial = evaluate(problem, model, problem.initial)
+        if batchable(problem, model) and initial.feasible:
+            break
+        seed += 100
+    search = BatchedDescent(problem, model, problem.initial.copy(), initial, seed)
+    priced: list[int] = []
+
+    def record(objects, targets, deadline):
+        priced.append(int(objects[0, 0]))
+        return False
+
+    monkeypatch.setattr(search, "_try", record)
+    search.moves(time.monotonic() + 10)
+    loads = search.relative_loads()
+    open_ = [c for c in np.argsort(loads, kind="stable") if c not in model.non_accepting]
+    key = tuple_key(initial)
+    lowers = {}
+    for o in priced:
+        moved = problem.initial.copy()
+        moved[o] = open_[0] if problem.initial[o] != open_[0] else open_[1]
+        evaluation = evaluate(problem, model, moved)
+        lowers[o] = evaluation.feasible and better(tuple_key(evaluation), key)
+        if lowers[o]:
+            lowers[o] = tuple_key(evaluation)
+    improving = [o for o in priced if lowers[o]]
+    assert priced[:len(improving)] == improving
+    if improving:
+        best = min(lowers[o] for o in improving)
+        assert not better(best, lowers[priced[0]])
 
 
 @pytest.mark.parametrize("seed", range(6))

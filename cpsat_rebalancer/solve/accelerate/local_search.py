@@ -60,14 +60,19 @@ def better(a: list[tuple[float, ...]], b: list[tuple[float, ...]]) -> bool:
     return False
 
 
-def best_below(keys: np.ndarray, feasible: np.ndarray, current: np.ndarray) -> int | None:
-    """The row of ``keys`` (flattened tuples) lexicographically smallest among the feasible
-    rows below ``current`` by more than float noise; None when there is none."""
+def rows_below(keys: np.ndarray, current: np.ndarray) -> np.ndarray:
+    """Which rows of ``keys`` (flattened tuples) are lexicographically below ``current`` by
+    more than float noise."""
     differ = np.abs(keys - current) > NOISE * np.maximum(
         1.0, np.maximum(np.abs(keys), np.abs(current)))
     first = differ.argmax(axis=1)
-    rows = np.arange(len(keys))
-    below = feasible & differ.any(axis=1) & (keys[rows, first] < current[first])
+    return differ.any(axis=1) & (keys[np.arange(len(keys)), first] < current[first])
+
+
+def best_below(keys: np.ndarray, feasible: np.ndarray, current: np.ndarray) -> int | None:
+    """The row of ``keys`` (flattened tuples) lexicographically smallest among the feasible
+    rows below ``current`` by more than float noise; None when there is none."""
+    below = feasible & rows_below(keys, current)
     if not below.any():
         return None
     candidates = np.flatnonzero(below)
@@ -225,10 +230,9 @@ class BatchedDescent:
         """One pass of best moves over the representatives; whether any was kept."""
         improved = False
         order = self.rng.permutation(self.representatives())
-        if self.excess > 0:
-            order = self._breakers_first(order, deadline)
-        elif self.hot_first:
+        if self.hot_first and self.excess <= 0:
             order = order[np.argsort(-self.relative_loads()[self.x[order]], kind="stable")]
+        order = self._most_promising_first(order, deadline)
         for o in order:
             if time.monotonic() >= deadline:
                 break
@@ -246,22 +250,31 @@ class BatchedDescent:
             largest = np.maximum(largest, relative / (mean if mean > 0 else 1.0))
         return largest
 
-    def _breakers_first(self, objects: np.ndarray, deadline: float) -> np.ndarray:
-        """``objects`` ordered by how much moving each to the least loaded container that
-        takes it lowers the hard rules' excess (most first): among thousands of objects,
-        the few that break a rule are where a repair starts."""
+    def _most_promising_first(self, objects: np.ndarray, deadline: float) -> np.ndarray:
+        """``objects`` ordered by what moving each to the least loaded container that takes
+        it does: while repairing, by the hard rules' excess it leaves (least first); else
+        the objects whose move lowers the tuple first, lowest tuple first, then the others
+        in the order given. Among thousands of objects, the few that break a rule or a
+        soft constraint are where a pass should start."""
         ranked = np.argsort(self.relative_loads(), kind="stable")
         ranked = ranked[~self.closed[ranked]] if not self.closed.all() else ranked
         targets = np.where(self.x[objects] == ranked[0], ranked[min(1, len(ranked) - 1)],
                            ranked[0])
         excess = np.full(len(objects), self.excess)
+        keys = np.tile(self.key, (len(objects), 1))
         for start in range(0, len(objects), BATCH):
             if time.monotonic() >= deadline:
                 break
             chunk = slice(start, start + BATCH)
             batch = MoveBatch(self.context, objects[chunk, None], targets[chunk, None])
-            excess[chunk] = evaluate_moves(self.problem, self.model, batch, self.splits)[1]
-        return objects[np.argsort(excess, kind="stable")]
+            keys[chunk], excess[chunk] = evaluate_moves(self.problem, self.model, batch,
+                                                        self.splits)
+        if self.excess > 0:
+            return objects[np.argsort(excess, kind="stable")]
+        lower = rows_below(keys, self.key) & (excess <= TOLERANCE)
+        first = np.flatnonzero(lower)
+        first = first[np.lexsort(keys[first].T[::-1])]
+        return np.concatenate([objects[first], objects[~lower]])
 
     def swaps(self, deadline: float) -> bool:
         """One pass of best swaps: each representative with every representative of another
