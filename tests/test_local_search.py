@@ -202,7 +202,8 @@ def test_a_hot_first_pass_starts_with_the_most_loaded_container(
 @pytest.mark.parametrize("seed", range(8))
 def test_a_pass_starts_with_the_move_that_lowers_the_tuple_most(
         seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each object's move to the least loaded container that takes it, judged by the
+    """Each object's moves to the least loaded other open container and to the least
+    loaded one in no scope item of its own (another rack, another row), judged by the
     evaluator: the pass prices first the object whose move gives the lowest tuple (when
     some move lowers it), and every object whose move lowers it before any that does not."""
     from cpsat_rebalancer.shapes import random_shape_scenario
@@ -226,15 +227,26 @@ def test_a_pass_starts_with_the_move_that_lowers_the_tuple_most(
     search.moves(time.monotonic() + 10)
     loads = search.relative_loads()
     open_ = [c for c in np.argsort(loads, kind="stable") if c not in model.non_accepting]
+
+    def elsewhere(here: int) -> int:  # the least loaded sharing no scope item with here
+        for c in open_:
+            if all(s.container_item[c] != s.container_item[here] or s.container_item[c] < 0
+                   for s in problem.scopes.values()):
+                return c
+        return next(c for c in open_ if c != here)
+
     key = tuple_key(initial)
     lowers = {}
     for o in priced:
-        moved = problem.initial.copy()
-        moved[o] = open_[0] if problem.initial[o] != open_[0] else open_[1]
-        evaluation = evaluate(problem, model, moved)
-        lowers[o] = evaluation.feasible and better(tuple_key(evaluation), key)
-        if lowers[o]:
-            lowers[o] = tuple_key(evaluation)
+        here = int(problem.initial[o])
+        lowers[o] = False
+        for target in (next(c for c in open_ if c != here), elsewhere(here)):
+            moved = problem.initial.copy()
+            moved[o] = target
+            evaluation = evaluate(problem, model, moved)
+            if evaluation.feasible and better(tuple_key(evaluation), key) and (
+                    not lowers[o] or better(tuple_key(evaluation), lowers[o])):
+                lowers[o] = tuple_key(evaluation)
     improving = [o for o in priced if lowers[o]]
     assert priced[:len(improving)] == improving
     if improving:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -51,11 +52,21 @@ class AvoidAssignmentsSpec(Spec):
     batched: ClassVar[bool] = True
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
-        final_item = self.scope.container_item[ctx.final]
-        counts = [(final_item[..., objs] == item).sum(axis=-1) for item, objs in self.item_objects]
-        if not counts:
+        if not self.item_objects:
             return np.zeros(0)
+        named, first = self._named
+        final_item = self.scope.container_item[ctx.final_at(named)]
+        counts = [(final_item[..., first[k]:first[k + 1]] == item).sum(axis=-1)
+                  for k, (item, _) in enumerate(self.item_objects)]
         return np.stack(counts, axis=-1).astype(float)
+
+    @functools.cached_property
+    def _named(self) -> tuple[np.ndarray, list[int]]:
+        """Every item's objects, one list after another, and where each item's start (a
+        batch then reads where these objects end, not every candidate's assignment)."""
+        lengths = [len(objs) for _, objs in self.item_objects]
+        named = np.concatenate([objs for _, objs in self.item_objects])
+        return named, [0, *np.cumsum(lengths).tolist()]
 
     def info_labels(self, problem: Problem) -> list[str]:
         return [", ".join(problem.objects[o] for o in objs) + f" not on {self.scope.items[i]}"

@@ -26,7 +26,7 @@ from ...context import EvalContext, MoveBatch
 from ...cpsat.classes import object_classes
 from ...evaluate import Evaluation, batchable, evaluate, evaluate_moves, policy_splits
 from ...primitives import TOLERANCE
-from ...problem import Problem
+from ...problem import OUT_OF_SCOPE, Problem
 from ...scenario import Model
 
 SWAPS_PER_ROUND = 2000  # swaps tried once no single move helps, before giving up
@@ -250,31 +250,53 @@ class BatchedDescent:
             largest = np.maximum(largest, relative / (mean if mean > 0 else 1.0))
         return largest
 
-    def _most_promising_first(self, objects: np.ndarray, deadline: float) -> np.ndarray:
-        """``objects`` ordered by what moving each to the least loaded container that takes
-        it does: while repairing, by the hard rules' excess it leaves (least first); else
-        the objects whose move lowers the tuple first, lowest tuple first, then the others
-        in the order given. Among thousands of objects, the few that break a rule or a
-        soft constraint are where a pass should start."""
+    def _probes(self, sources: np.ndarray) -> np.ndarray:
+        """Per container of ``sources``, two destinations a pass probes: the least loaded
+        other open container, and the least loaded one that shares no item with it in any
+        scope (another rack, another row; the first again where there is none)."""
         ranked = np.argsort(self.relative_loads(), kind="stable")
         ranked = ranked[~self.closed[ranked]] if not self.closed.all() else ranked
-        targets = np.where(self.x[objects] == ranked[0], ranked[min(1, len(ranked) - 1)],
-                           ranked[0])
-        excess = np.full(len(objects), self.excess)
-        keys = np.tile(self.key, (len(objects), 1))
-        for start in range(0, len(objects), BATCH):
+        top = ranked[:FIRST_CHUNK]
+        unique, of = np.unique(sources, return_inverse=True)
+        other = unique[:, None] != top[None, :]
+        apart = other.copy()
+        for scope in self.problem.scopes.values():
+            item = scope.container_item
+            here, there = item[unique][:, None], item[top][None, :]
+            apart &= (here != there) | (here == OUT_OF_SCOPE)
+        nearest = other.argmax(axis=1)
+        farthest = np.where(apart.any(axis=1), apart.argmax(axis=1), nearest)
+        return np.stack([top[nearest][of], top[farthest][of]])
+
+    def _most_promising_first(self, objects: np.ndarray, deadline: float) -> np.ndarray:
+        """``objects`` ordered by what moving each to its probes (``_probes``) does: while
+        repairing, by the least hard-rule excess a probe leaves; else the objects whose
+        move lowers the tuple first, by the lowest tuple a probe reaches, then the others in
+        the order given. Among thousands of objects, the few that break a rule or a soft
+        constraint are where a pass should start."""
+        probes = self._probes(self.x[objects])
+        n = len(objects)
+        movers = np.concatenate([objects, objects])
+        targets = probes.reshape(-1)
+        excess = np.full(2 * n, self.excess)
+        keys = np.tile(self.key, (2 * n, 1))
+        for start in range(0, 2 * n, BATCH):
             if time.monotonic() >= deadline:
                 break
             chunk = slice(start, start + BATCH)
-            batch = MoveBatch(self.context, objects[chunk, None], targets[chunk, None])
+            batch = MoveBatch(self.context, movers[chunk, None], targets[chunk, None])
             keys[chunk], excess[chunk] = evaluate_moves(self.problem, self.model, batch,
                                                         self.splits)
         if self.excess > 0:
-            return objects[np.argsort(excess, kind="stable")]
+            return objects[np.argsort(np.minimum(excess[:n], excess[n:]), kind="stable")]
         lower = rows_below(keys, self.key) & (excess <= TOLERANCE)
-        first = np.flatnonzero(lower)
-        first = first[np.lexsort(keys[first].T[::-1])]
-        return np.concatenate([objects[first], objects[~lower]])
+        rows = np.flatnonzero(lower)
+        rows = rows[np.lexsort(keys[rows].T[::-1])] % n  # each object at its best probe
+        _, first = np.unique(rows, return_index=True)
+        promising = rows[np.sort(first)]
+        rest = np.ones(n, dtype=bool)
+        rest[promising] = False
+        return np.concatenate([objects[promising], objects[rest]])
 
     def swaps(self, deadline: float) -> bool:
         """One pass of best swaps: each representative with every representative of another
