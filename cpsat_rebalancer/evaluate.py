@@ -211,6 +211,16 @@ def evaluate_moves(problem: Problem, model: Model, batch: MoveBatch,
     return keys, broken
 
 
+def guide(model: Model, ctx: EvalContext) -> float | np.ndarray:
+    """The sum of the specs' guides (``Spec.guide``; per candidate under a batch)."""
+    total: float | np.ndarray = 0.0
+    for entry in [*model.goals, *model.constraints]:
+        value = entry.spec.guide(ctx)
+        if value is not None:
+            total = total + np.asarray(value, dtype=float)
+    return total
+
+
 def policy_splits(problem: Problem, model: Model) -> list[PolicySplit]:
     """Each constraint's policy split (it depends on the initial assignment only)."""
     ctx0 = EvalContext(problem, problem.initial, problem.initial)

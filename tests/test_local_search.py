@@ -296,3 +296,46 @@ def test_a_batch_that_misprices_is_caught_by_the_evaluator(
         assert evaluation.feasible
         assert better(tuple_key(evaluation), tuple_key(initial))
         assert tuple_key(evaluate(problem, model, final)) == tuple_key(evaluation)
+
+
+def test_a_goals_rewarded_containers_are_tried_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An object with affinities: its pass prices the containers of its rewarded items
+    (most rewarded first) before the least loaded ones."""
+    from cpsat_rebalancer.shapes import random_shape_scenario
+    from cpsat_rebalancer.solve.accelerate.local_search import BatchedDescent
+
+    seed = 0
+    while True:
+        scenario = parse_scenario(random_shape_scenario(40, 6, seed))
+        problem, model = scenario.problem, scenario.model
+        initial = evaluate(problem, model, problem.initial)
+        specs = [e.spec for e in model.goals
+                 if type(e.spec).__name__ == "AssignmentAffinitiesSpec"]
+        if specs and batchable(problem, model) and initial.feasible:
+            break
+        seed += 1
+    (spec,) = specs
+    search = BatchedDescent(problem, model, problem.initial.copy(), initial, seed)
+    priced: dict[int, list[int]] = {}
+
+    def record(objects, targets, deadline):
+        priced[int(objects[0, 0])] = targets[:, 0].tolist()
+        return False
+
+    monkeypatch.setattr(search, "_try", record)
+    search.moves(time.monotonic() + 10)
+    item = spec.scope.container_item
+    checked = 0
+    for obj, targets in priced.items():
+        rewards = {int(i): a for o, i, a in zip(spec.objects, spec.items, spec.affinities)
+                   if o == obj and a > 0}
+        open_ = [c for c in range(problem.num_containers) if c != problem.initial[obj]
+                 and (c not in model.non_accepting or c == problem.initial[obj])]
+        rewarded = [c for c in open_ if int(item[c]) in rewards]
+        if not rewarded:
+            continue
+        checked += 1
+        assert set(targets[:len(rewarded)]) == set(rewarded)
+        values = [rewards[int(item[c])] for c in targets[:len(rewarded)]]
+        assert values == sorted(values, reverse=True)
+    assert checked

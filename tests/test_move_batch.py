@@ -13,7 +13,13 @@ import test_options as options
 
 from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.context import EvalContext, MoveBatch
-from cpsat_rebalancer.evaluate import batchable, evaluate, evaluate_moves, policy_splits
+from cpsat_rebalancer.evaluate import (
+    batchable,
+    evaluate,
+    evaluate_moves,
+    guide,
+    policy_splits,
+)
 from cpsat_rebalancer.problem import Problem
 from cpsat_rebalancer.scenario import Model
 from cpsat_rebalancer.shapes import random_shape_scenario
@@ -48,8 +54,8 @@ def moved(x: np.ndarray, objects: np.ndarray, targets: np.ndarray) -> np.ndarray
 
 
 def check_batch_prices(problem: Problem, model: Model, seed: int) -> None:
-    """Single moves and swaps from a random assignment: each candidate's tuple and
-    feasibility equal the evaluator's on that assignment, to relative 1e-9 (the group
+    """Single moves and swaps from a random assignment: each candidate's tuple,
+    feasibility and guide equal the evaluator's on that assignment, to relative 1e-9 (the group
     specs among them: a swap within one group, two moved objects of one group)."""
     rng = np.random.default_rng(seed)
     x = rng.integers(0, problem.num_containers, problem.num_objects)
@@ -59,6 +65,7 @@ def check_batch_prices(problem: Problem, model: Model, seed: int) -> None:
     targets = rng.integers(0, problem.num_containers, (count, 2))
     batch = MoveBatch(EvalContext(problem, problem.initial, x), objects, targets)
     keys, excess = evaluate_moves(problem, model, batch, policy_splits(problem, model))
+    guides = guide(model, batch)
     for k in range(count):
         evaluation = evaluate(problem, model, moved(x, objects[k], targets[k]))
         expected = flat_key(tuple_key(evaluation))
@@ -67,6 +74,9 @@ def check_batch_prices(problem: Problem, model: Model, seed: int) -> None:
         assert (excess[k] <= 1e-10) == all(c.hard_excess <= 1e-10
                                           for c in evaluation.constraints)
         np.testing.assert_allclose(excess[k], evaluation.hard_excess, rtol=1e-9, atol=1e-12)
+        alone = EvalContext(problem, problem.initial, moved(x, objects[k], targets[k]))
+        np.testing.assert_allclose(np.broadcast_to(guides, (count,))[k], guide(model, alone),
+                                   rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("seed", sorted(set(batchable_seeds(40) + [

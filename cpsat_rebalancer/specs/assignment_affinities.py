@@ -94,6 +94,17 @@ class AssignmentAffinitiesSpec(Spec):
 
     batched: ClassVar[bool] = True
 
+    def suggested_containers(self, problem: Problem) -> dict[int, np.ndarray]:
+        """The containers of each object's items of positive affinity, most first."""
+        rewarded = self.affinities > 0
+        order = np.argsort(-self.affinities[rewarded], kind="stable")
+        containers: dict[int, list[int]] = {}
+        item = self.scope.container_item
+        for obj, at in zip(self.objects[rewarded][order].tolist(),
+                           self.items[rewarded][order].tolist()):
+            containers.setdefault(obj, []).extend(np.flatnonzero(item == at).tolist())
+        return {obj: np.asarray(c, dtype=np.int64) for obj, c in containers.items()}
+
     def evaluate(self, ctx: EvalContext) -> np.ndarray:
         landed = self.scope.container_item[ctx.final_at(self.objects)] == self.items
         return -(self.affinities * landed).sum(axis=-1)

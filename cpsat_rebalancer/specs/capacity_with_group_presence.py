@@ -278,11 +278,13 @@ class CapacityWithGroupPresenceSpec(Spec):
         return np.maximum(self._side(weight * present, "presence", at),
                           self._side(after, "utilization", at))
 
-    def _per_item(self, after: np.ndarray) -> np.ndarray:
+    def _per_item(self, after: np.ndarray, raw: bool = False) -> np.ndarray:
         """Contributions per (group, main item), from the cells where something is (the
-        others contribute 0)."""
+        others contribute 0); ``raw``: the utilizations themselves, neither rounded nor
+        weighed by presence."""
         group, item = np.nonzero(after)
-        contributions = self._contributions(after[group, item], (group, item))
+        contributions = (after[group, item] if raw
+                         else self._contributions(after[group, item], (group, item)))
         main = self.main_of_item[item]
         kept = main >= 0
         n = len(self.scope.items)
@@ -292,7 +294,7 @@ class CapacityWithGroupPresenceSpec(Spec):
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
         if isinstance(ctx, MoveBatch):
-            util, candidate, info, change = self._changes_in_batch(ctx)
+            util, candidate, info, change, _ = self._changes_in_batch(ctx)
             util = np.repeat(util[None, :], ctx.size, axis=0)
             np.add.at(util, (candidate, info), change)
         else:
@@ -318,12 +320,12 @@ class CapacityWithGroupPresenceSpec(Spec):
             util[within] = per_group[at[within, 1], at[within, 0]]
         return util
 
-    def _changes_in_batch(self, batch: MoveBatch
-                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _changes_in_batch(self, batch: MoveBatch) -> tuple[np.ndarray, ...]:
         """Each expression's utilization in the base assignment, and what the cells each
-        candidate's moves touch change of it, as (candidate, expression, change) entries
-        (one pair may repeat): a group counts in the expressions over all groups, and in
-        those of each main group it lies in."""
+        candidate's moves touch change of it, as (candidate, expression, change, raw
+        change) entries (one pair may repeat; the raw change is the utilization's, see
+        ``guide``): a group counts in the expressions over all groups, and in those of each
+        main group it lies in."""
         base = batch.base
         util = base.memo((self, "utils"), lambda: self._utils(self._per_item(
             base.group_after(self.aggregation_scope, self.dimension, self.groups))))
@@ -331,21 +333,22 @@ class CapacityWithGroupPresenceSpec(Spec):
             self.aggregation_scope, self.dimension, self.groups)
         cells = (group, item)
         change = self._contributions(after, cells) - self._contributions(before, cells)
+        raw = after - before
         main = self.main_of_item[item]
-        kept = (main >= 0) & (change != 0)
-        candidate, group, main, change = candidate[kept], group[kept], main[kept], change[kept]
+        kept = main >= 0
+        candidate, group, main = candidate[kept], group[kept], main[kept]
+        change, raw = change[kept], raw[kept]
         everything, per_main = self._info_index
         ids = everything[main]
         over_all = ids >= 0
-        candidates, infos, changes = [candidate[over_all]], [ids[over_all]], [change[over_all]]
+        entries = [(candidate[over_all], ids[over_all], change[over_all], raw[over_all])]
         if per_main.size and (per_main >= 0).any():
             cell, main_group = np.nonzero(self.inside[group])  # the main groups it lies in
             ids = per_main[main_group, main[cell]]
             within = ids >= 0
-            candidates.append(candidate[cell][within])
-            infos.append(ids[within])
-            changes.append(change[cell][within])
-        return util, np.concatenate(candidates), np.concatenate(infos), np.concatenate(changes)
+            entries.append((candidate[cell][within], ids[within], change[cell][within],
+                            raw[cell][within]))
+        return (util, *(np.concatenate(column) for column in zip(*entries)))
 
     @functools.cached_property
     def _info_index(self) -> tuple[np.ndarray, np.ndarray]:
@@ -372,12 +375,44 @@ class CapacityWithGroupPresenceSpec(Spec):
         if not isinstance(ctx, MoveBatch):
             return float(positive(self.infos(ctx)).sum())
         # the base's value, changed where a candidate changes an expression
-        util, candidate, info, change = self._changes_in_batch(ctx)
+        util, candidate, info, change, _ = self._changes_in_batch(ctx)
         before = positive(self._expressions(util))
         changed, where = np.unique(candidate * len(util) + info, return_inverse=True)
         total = np.bincount(where, weights=change, minlength=len(changed))
         infos = changed % len(util)
         after = positive(self._expressions(util[infos] + total, infos))
+        return before.sum() + np.bincount(changed // len(util), after - before[infos],
+                                          minlength=ctx.size)
+
+    def guide(self, ctx: EvalContext) -> float | np.ndarray | None:
+        """Under a MAX bound: over the expressions above their limit, the utilization there
+        (neither rounded nor weighed by presence) over the limit. A group's last object
+        leaving a host lowers the value, and the moves before it leave the value flat:
+        this measure falls with each of them (Rebalancer's local search adds a continuous
+        penalty to this spec for the same reason)."""
+        if self.bound != "MAX":
+            return None
+        limit = self._info_arrays[1]
+        scale = np.where(limit > 0, limit, 1.0)
+
+        def term(util: np.ndarray, raw: np.ndarray, infos: np.ndarray | None = None):
+            over = self._expressions(util, infos) > TOLERANCE
+            return np.where(over, raw, 0.0) / (scale if infos is None else scale[infos])
+
+        if not isinstance(ctx, MoveBatch):
+            after = ctx.group_after(self.aggregation_scope, self.dimension, self.groups)
+            return float(term(self._utils(self._per_item(after)),
+                              self._utils(self._per_item(after, raw=True))).sum())
+        base = ctx.base
+        raw = base.memo((self, "raw"), lambda: self._utils(self._per_item(
+            base.group_after(self.aggregation_scope, self.dimension, self.groups), raw=True)))
+        util, candidate, info, change, raw_change = self._changes_in_batch(ctx)
+        before = term(util, raw)
+        changed, where = np.unique(candidate * len(util) + info, return_inverse=True)
+        infos = changed % len(util)
+        after = term(util[infos] + np.bincount(where, change, minlength=len(changed)),
+                     raw[infos] + np.bincount(where, raw_change, minlength=len(changed)),
+                     infos)
         return before.sum() + np.bincount(changed // len(util), after - before[infos],
                                           minlength=ctx.size)
 

@@ -105,6 +105,19 @@ class Spec:
         """step(e_k)·P_k as exact forms (Lin) for the compiled ``infos``, in their order."""
         return None
 
+    def suggested_containers(self, problem: Problem) -> dict[int, np.ndarray]:
+        """Per object this spec rewards somewhere, the containers where it does: a local
+        search tries them first for that object (a reward far from the least loaded
+        containers would otherwise come last)."""
+        return {}
+
+    def guide(self, ctx: EvalContext) -> float | np.ndarray | None:
+        """A continuous measure that falls as the value nears its next step down, where the
+        value is flat for most moves (per candidate under a ``MoveBatch``): a local search
+        takes it into account between moves of equal tuple. It is never a value, only a
+        direction. None when the spec needs none (almost every spec)."""
+        return None
+
     def leximin_values(self, ctx: EvalContext) -> np.ndarray | None:
         """The vector whose descending sort orders this goal leximin, if it has that order
         (per candidate, items last, under a ``MoveBatch``)."""

@@ -108,6 +108,18 @@ class MinimizeContainersSpec(Spec):
         used = step(self._relative(ctx.util(self.scope, self.dimension, "AFTER")))
         return positive(used @ self.costs - len(self.items) + self.free_limit)
 
+    def guide(self, ctx: EvalContext) -> np.ndarray:
+        """``−Σ_s (u_s / Σu)^1.1 / cost_s`` over the filtered items (of positive cost): an
+        item is emptied by a run of moves that each leave the count flat, and this measure
+        falls with each move from a lighter item to a heavier one (Rebalancer's local
+        search values the spec with this power, formula NEW)."""
+        util = np.maximum(ctx.util(self.scope, self.dimension, "AFTER")[..., self.items], 0.0)
+        total = util.sum(axis=-1, keepdims=True)
+        share = util / np.where(total > 0, total, 1.0)
+        weights = np.divide(1.0, self.costs, out=np.zeros(len(self.costs)),
+                            where=self.costs > 0)  # a free item: no pull
+        return -(share**1.1 * weights).sum(axis=-1)
+
     def compile_goal(self, b: CpBuilder) -> GoalForm:
         util = b.util(self.scope, self.dimension, "AFTER")
         caps = self.scope.capacity(self.dimension)

@@ -24,7 +24,14 @@ import numpy as np
 
 from ...context import EvalContext, MoveBatch
 from ...cpsat.classes import object_classes
-from ...evaluate import Evaluation, batchable, evaluate, evaluate_moves, policy_splits
+from ...evaluate import (
+    Evaluation,
+    batchable,
+    evaluate,
+    evaluate_moves,
+    guide,
+    policy_splits,
+)
 from ...primitives import TOLERANCE
 from ...problem import OUT_OF_SCOPE, Problem
 from ...scenario import Model
@@ -113,10 +120,13 @@ class BatchedDescent:
     of a repair and every JUDGED_EVERY-th step otherwise; the others are kept on the
     batch's price, which equals the evaluator's.
 
-    Between steps of equal tuple, the one that spreads the load more (a lower sum of
-    squared relative loads over the containers) is taken: the tuple's MAX and LEGACY terms
-    are flat for most moves, and a spread load leaves room for the moves that lower them
-    later (Rebalancer's local search values LEGACY with squared excesses for that reason)."""
+    Between steps of equal tuple, the one that lowers the specs' guides (``Spec.guide``:
+    where a value is flat until a group's last object leaves, say) is taken, then the one
+    that spreads the load more (a lower sum of squared relative loads over the containers):
+    the tuple's MAX and LEGACY terms are flat for most moves, and a spread load leaves room
+    for the moves that lower them later (Rebalancer's local search values LEGACY with
+    squared excesses for that reason). A goal's rewarded containers for an object
+    (``Spec.suggested_containers``) are its first destinations."""
 
     def __init__(self, problem: Problem, model: Model, x: np.ndarray, current: Evaluation,
                  seed: int, hot_first: bool = False):
@@ -134,6 +144,11 @@ class BatchedDescent:
         self.kept: np.ndarray | None = None  # the last assignment kept
         self.dims = sorted(problem.scalar_dimensions(model.dimensions())
                            & set(problem.object_dims))
+        self.suggested: dict[int, np.ndarray] = {}  # containers tried first, per object
+        for entry in model.goals:
+            for obj, containers in entry.spec.suggested_containers(problem).items():
+                self.suggested[obj] = np.concatenate([self.suggested.get(obj, []),
+                                                      containers]).astype(np.int64)
         self.steps = 0  # steps kept
         self.trusted = True  # whether a step may be kept on the batch's price alone
         self._keep(x, flat_key(tuple_key(current)), current.hard_excess)
@@ -144,11 +159,20 @@ class BatchedDescent:
         self.x[:] = x
         self.key, self.excess = key, excess
         self.context = EvalContext(self.problem, self.problem.initial, self.x)
-        self.load_spread = float(self.spread(self.context))
+        self.tie = self.ties(self.context)
         # destinations in the order a move tries them: least loaded first (where a load
         # term improves, its best destination is among them), ties in random order
         self.coolest = np.lexsort((self.rng.random(self.problem.num_containers),
                                    self.relative_loads()))
+
+    def ties(self, context: EvalContext) -> np.ndarray:
+        """What orders steps of equal tuple (per candidate under a batch, as rows): the
+        specs' guides (``Spec.guide``), then the load's spread."""
+        size = context.size if isinstance(context, MoveBatch) else None
+        columns = [np.broadcast_to(np.asarray(value, dtype=float), () if size is None
+                                   else (size,))
+                   for value in (guide(self.model, context), self.spread(context))]
+        return np.stack(columns, axis=-1)
 
     def spread(self, context: EvalContext) -> np.ndarray:
         """Σ over containers and read dimensions of the squared relative load."""
@@ -181,13 +205,13 @@ class BatchedDescent:
             chunk = slice(start, end)
             batch = MoveBatch(self.context, objects[chunk], targets[chunk])
             keys, excess = evaluate_moves(self.problem, self.model, batch, self.splits)
-            spread = np.broadcast_to(self.spread(batch), (batch.size,))
+            ties = self.ties(batch)
             if self.excess > 0:  # less broken first, then the tuple
                 row = best_below(np.column_stack([excess, keys]), np.ones(batch.size, bool),
                                  np.append(self.excess, self.key))
             else:
-                row = best_below(np.column_stack([keys, spread]), excess <= TOLERANCE,
-                                 np.append(self.key, self.load_spread))
+                row = best_below(np.column_stack([keys, ties]), excess <= TOLERANCE,
+                                 np.append(self.key, self.tie))
             if row is None:
                 continue
             candidate = self.x.copy()
@@ -196,7 +220,7 @@ class BatchedDescent:
                     candidate[o] = c
             self.steps += 1
             if self.excess > 0 or not self.trusted or self.steps % JUDGED_EVERY == 0:
-                kept = self._judged(candidate, keys[row], spread[row])
+                kept = self._judged(candidate, keys[row], ties[row])
             else:  # priced exactly as the evaluator prices it (tests/test_move_batch.py)
                 kept = True
                 self._keep(candidate, keys[row], 0.0)
@@ -205,7 +229,7 @@ class BatchedDescent:
                 return True
         return False
 
-    def _judged(self, candidate: np.ndarray, priced: np.ndarray, spread: float) -> bool:
+    def _judged(self, candidate: np.ndarray, priced: np.ndarray, tie: np.ndarray) -> bool:
         """Whether the evaluator keeps the step the batch priced at ``priced`` (kept then).
         Where the two disagree, the search stands where the evaluator says it does, and no
         later step is kept on the batch's price alone."""
@@ -220,8 +244,7 @@ class BatchedDescent:
                 np.append(evaluation.hard_excess, key), np.append(self.excess, self.key))
         else:
             kept = evaluation.feasible and (below(key, self.key) or (
-                not below(self.key, key) and below(np.asarray([spread]),
-                                                   np.asarray([self.load_spread]))))
+                not below(self.key, key) and below(tie, self.tie)))
         if kept:
             self._keep(candidate, key, evaluation.hard_excess)
         return kept
@@ -237,6 +260,9 @@ class BatchedDescent:
             if time.monotonic() >= deadline:
                 break
             targets = self.coolest[self.coolest != self.x[o]]
+            if o in self.suggested:  # a goal's rewards for this object first
+                first = self.suggested[o][self.suggested[o] != self.x[o]]
+                targets = np.concatenate([first, targets[~np.isin(targets, first)]])
             objects = np.full(len(targets), o)
             allowed = self._allowed(objects, targets)
             improved |= self._try(objects[allowed, None], targets[allowed, None], deadline)
