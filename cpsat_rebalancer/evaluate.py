@@ -211,14 +211,16 @@ def evaluate_moves(problem: Problem, model: Model, batch: MoveBatch,
     return keys, broken
 
 
-def guide(model: Model, ctx: EvalContext) -> float | np.ndarray:
-    """The sum of the specs' guides (``Spec.guide``; per candidate under a batch)."""
-    total: float | np.ndarray = 0.0
+def guides_by_position(model: Model, ctx: EvalContext) -> dict[int, float | np.ndarray]:
+    """The specs' guides (``Spec.guide``; per candidate under a batch) summed per tuple
+    position of their goal or constraint."""
+    totals: dict[int, float | np.ndarray] = {}
     for entry in [*model.goals, *model.constraints]:
         value = entry.spec.guide(ctx)
         if value is not None:
-            total = total + np.asarray(value, dtype=float)
-    return total
+            totals[entry.position] = totals.get(entry.position, 0.0) + np.asarray(
+                value, dtype=float)
+    return totals
 
 
 def policy_splits(problem: Problem, model: Model) -> list[PolicySplit]:

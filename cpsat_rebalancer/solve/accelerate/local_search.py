@@ -29,7 +29,7 @@ from ...evaluate import (
     batchable,
     evaluate,
     evaluate_moves,
-    guide,
+    guides_by_position,
     policy_splits,
 )
 from ...primitives import TOLERANCE
@@ -141,7 +141,8 @@ class BatchedDescent:
         self.movable[sorted(fixed)] = False
         self.closed = np.zeros(problem.num_containers, dtype=bool)
         self.closed[sorted(model.non_accepting)] = True
-        self.kept: np.ndarray | None = None  # the last assignment kept
+        self.kept: np.ndarray | None = None  # the best assignment kept that keeps the rules
+        self.kept_key: np.ndarray | None = None  # its (flattened) tuple
         self.dims = sorted(problem.scalar_dimensions(model.dimensions())
                            & set(problem.object_dims))
         self.suggested: dict[int, np.ndarray] = {}  # containers tried first, per object
@@ -149,30 +150,46 @@ class BatchedDescent:
             for obj, containers in entry.spec.suggested_containers(problem).items():
                 self.suggested[obj] = np.concatenate([self.suggested.get(obj, []),
                                                       containers]).astype(np.int64)
+        self.guided = True  # whether specs' guides order the steps (see run)
         self.steps = 0  # steps kept
         self.trusted = True  # whether a step may be kept on the batch's price alone
-        self._keep(x, flat_key(tuple_key(current)), current.hard_excess)
+        start = tuple_key(current)
+        ends = np.cumsum([len(part) for part in start])
+        positions = sorted(set(current.positions) | set(current.leximin))
+        self.segments = list(zip(positions, ends - [len(part) for part in start], ends))
+        self._keep(x, flat_key(start), current.hard_excess, first=True)
 
-    def _keep(self, x: np.ndarray, key: np.ndarray, excess: float) -> None:
+    def _keep(self, x: np.ndarray, key: np.ndarray, excess: float, first: bool = False
+              ) -> None:
         """``x`` is the assignment now, at the (flattened) tuple ``key``, ``excess`` above
-        the hard rules (above 0: repairing them first)."""
+        the hard rules (above 0: repairing them first); the best such assignment that keeps
+        them, other than the start, is ``kept``."""
         self.x[:] = x
         self.key, self.excess = key, excess
         self.context = EvalContext(self.problem, self.problem.initial, self.x)
-        self.tie = self.ties(self.context)
+        self.rank = self.ranked(key[None, :], self.context)[0]
+        if not first and excess <= 0 and (self.kept_key is None or below(key, self.kept_key)):
+            self.kept, self.kept_key = x.copy(), key
         # destinations in the order a move tries them: least loaded first (where a load
         # term improves, its best destination is among them), ties in random order
         self.coolest = np.lexsort((self.rng.random(self.problem.num_containers),
                                    self.relative_loads()))
 
-    def ties(self, context: EvalContext) -> np.ndarray:
-        """What orders steps of equal tuple (per candidate under a batch, as rows): the
-        specs' guides (``Spec.guide``), then the load's spread."""
-        size = context.size if isinstance(context, MoveBatch) else None
-        columns = [np.broadcast_to(np.asarray(value, dtype=float), () if size is None
-                                   else (size,))
-                   for value in (guide(self.model, context), self.spread(context))]
-        return np.stack(columns, axis=-1)
+    def ranked(self, keys: np.ndarray, context: EvalContext) -> np.ndarray:
+        """The order the search walks in, per row of ``keys`` (tuples at ``context``'s
+        assignments): each position's value, then its specs' guides (``Spec.guide``), as
+        Rebalancer's local search values such a position by its continuous form; after
+        every position, the guides of specs at no position of the tuple, then the load's
+        spread."""
+        size = len(keys)
+        guides = guides_by_position(self.model, context) if self.guided else {}
+        columns = []
+        for position, start, end in self.segments:
+            columns += [keys[:, start:end],
+                        np.broadcast_to(guides.pop(position, 0.0), (size,))[:, None]]
+        for value in (sum(guides.values(), 0.0), self.spread(context)):
+            columns.append(np.broadcast_to(value, (size,))[:, None])
+        return np.concatenate(columns, axis=1)
 
     def spread(self, context: EvalContext) -> np.ndarray:
         """Σ over containers and read dimensions of the squared relative load."""
@@ -205,13 +222,11 @@ class BatchedDescent:
             chunk = slice(start, end)
             batch = MoveBatch(self.context, objects[chunk], targets[chunk])
             keys, excess = evaluate_moves(self.problem, self.model, batch, self.splits)
-            ties = self.ties(batch)
             if self.excess > 0:  # less broken first, then the tuple
                 row = best_below(np.column_stack([excess, keys]), np.ones(batch.size, bool),
                                  np.append(self.excess, self.key))
             else:
-                row = best_below(np.column_stack([keys, ties]), excess <= TOLERANCE,
-                                 np.append(self.key, self.tie))
+                row = best_below(self.ranked(keys, batch), excess <= TOLERANCE, self.rank)
             if row is None:
                 continue
             candidate = self.x.copy()
@@ -220,16 +235,15 @@ class BatchedDescent:
                     candidate[o] = c
             self.steps += 1
             if self.excess > 0 or not self.trusted or self.steps % JUDGED_EVERY == 0:
-                kept = self._judged(candidate, keys[row], ties[row])
+                kept = self._judged(candidate, keys[row])
             else:  # priced exactly as the evaluator prices it (tests/test_move_batch.py)
                 kept = True
                 self._keep(candidate, keys[row], 0.0)
             if kept:
-                self.kept = candidate
                 return True
         return False
 
-    def _judged(self, candidate: np.ndarray, priced: np.ndarray, tie: np.ndarray) -> bool:
+    def _judged(self, candidate: np.ndarray, priced: np.ndarray) -> bool:
         """Whether the evaluator keeps the step the batch priced at ``priced`` (kept then).
         Where the two disagree, the search stands where the evaluator says it does, and no
         later step is kept on the batch's price alone."""
@@ -238,13 +252,15 @@ class BatchedDescent:
         if key.shape != priced.shape or not np.allclose(key, priced, rtol=1e-9, atol=1e-12):
             self.trusted = False
             here = evaluate(self.problem, self.model, self.x)
-            self.key, self.excess = flat_key(tuple_key(here)), here.hard_excess
+            self.kept, self.kept_key = None, None  # what the batch ranked best may not be
+            self._keep(self.x.copy(), flat_key(tuple_key(here)), here.hard_excess)
         if self.excess > 0:
             kept = not evaluation.restriction_violations and below(
                 np.append(evaluation.hard_excess, key), np.append(self.excess, self.key))
         else:
-            kept = evaluation.feasible and (below(key, self.key) or (
-                not below(self.key, key) and below(tie, self.tie)))
+            context = EvalContext(self.problem, self.problem.initial, candidate)
+            kept = evaluation.feasible and below(self.ranked(key[None, :], context)[0],
+                                                 self.rank)
         if kept:
             self._keep(candidate, key, evaluation.hard_excess)
         return kept
@@ -343,9 +359,16 @@ class BatchedDescent:
         return improved
 
     def run(self, deadline: float) -> None:
+        """Steps until none helps or the deadline. A guided walk may end past its best
+        tuple (a guide pulled it on at a later position's cost): it then goes on from the
+        best, by the tuple alone, so that where it stops no step lowers the tuple."""
         while time.monotonic() < deadline:
             if not self.moves(deadline) and not self.swaps(deadline):
-                return
+                if not self.guided:
+                    return
+                self.guided = False
+                if self.kept is not None:
+                    self._keep(self.kept.copy(), self.kept_key, 0.0)
 
 
 def _swap_pairs(n: int, rng: random.Random) -> list[tuple[int, int]]:
