@@ -62,6 +62,7 @@ from cpsat_rebalancer.peer import (  # noqa: E402
 )
 from cpsat_rebalancer.result import OPTIMAL  # noqa: E402
 from cpsat_rebalancer.scenario import SolverOptions  # noqa: E402
+from cpsat_rebalancer.studies.executors import die_with_parent  # noqa: E402
 
 DEFAULT_FAMILIES = "linear,squares,max,ideal,drain,racks"
 DEFAULT_SIZES, QUICK_SIZES = "2000x100,10000x500", "100x10,400x20"
@@ -96,7 +97,9 @@ def solve_ours(family: str, objects: int, containers: int, seed: int, time_limit
     }
 
 
-def _child(conn: Any, target: Callable[..., dict[str, Any]], job: tuple) -> None:
+def _child(conn: Any, target: Callable[..., dict[str, Any]], job: tuple, parent: int
+           ) -> None:
+    die_with_parent(parent)  # a killed benchmark leaves no solve running
     try:
         conn.send(("ok", target(*job)))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
@@ -113,7 +116,7 @@ def run_child(job: tuple, target: Callable[..., dict[str, Any]] = solve_ours,
     With ``timeout``, a child silent for that many seconds is killed (``TimeoutError``)."""
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(send, target, job))
+    process = context.Process(target=_child, args=(send, target, job, os.getpid()))
     process.start()
     send.close()
     try:
