@@ -70,6 +70,8 @@ def better(a: list[tuple[float, ...]], b: list[tuple[float, ...]]) -> bool:
 def rows_below(keys: np.ndarray, current: np.ndarray) -> np.ndarray:
     """Which rows of ``keys`` (flattened tuples) are lexicographically below ``current`` by
     more than float noise."""
+    if keys.shape[1] == 0:  # a tuple with no position: nothing is below
+        return np.zeros(len(keys), dtype=bool)
     differ = np.abs(keys - current) > NOISE * np.maximum(
         1.0, np.maximum(np.abs(keys), np.abs(current)))
     first = differ.argmax(axis=1)
@@ -331,8 +333,9 @@ class BatchedDescent:
                                                         self.splits)
         if self.excess > 0:
             return objects[np.argsort(np.minimum(excess[:n], excess[n:]), kind="stable")]
-        lower = rows_below(keys, self.key) & (excess <= TOLERANCE)
-        rows = np.flatnonzero(lower)
+        rows = np.flatnonzero(rows_below(keys, self.key) & (excess <= TOLERANCE))
+        if not len(rows):
+            return objects
         rows = rows[np.lexsort(keys[rows].T[::-1])] % n  # each object at its best probe
         _, first = np.unique(rows, return_index=True)
         promising = rows[np.sort(first)]
