@@ -169,34 +169,49 @@ def test_a_bound_above_the_answers_own_value_is_dropped(status: str, bound: floa
     assert kept or report.gap is None
 
 
+def feasible_batchable(objects: int, containers: int, seed: int, step: int = 1,
+                       accept=lambda problem, model, initial: True):
+    """The first shape drawn from ``seed`` on (every ``step``-th) whose model takes batches,
+    whose start keeps the hard rules and which ``accept`` takes: (problem, model, initial
+    evaluation, seed)."""
+    from cpsat_rebalancer.shapes import random_shape_scenario
+
+    while True:
+        scenario = parse_scenario(random_shape_scenario(objects, containers, seed))
+        problem, model = scenario.problem, scenario.model
+        initial = evaluate(problem, model, problem.initial)
+        if batchable(problem, model) and initial.feasible and accept(problem, model, initial):
+            return problem, model, initial, seed
+        seed += step
+
+
+def record_priced(search, monkeypatch: pytest.MonkeyPatch) -> dict[int, list[int]]:
+    """Replace the search's pricing by a record: per object, the destinations it would
+    price, in order (nothing is kept)."""
+    priced: dict[int, list[int]] = {}
+
+    def record(objects, targets, deadline):
+        priced[int(objects[0, 0])] = targets[:, 0].tolist()
+        return False
+
+    monkeypatch.setattr(search, "_try", record)
+    return priced
+
+
 def test_a_hot_first_pass_starts_with_the_most_loaded_container(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Where a pass cannot visit every object in its time, the objects of the most loaded
     containers come first: the first object priced sits on the container of the largest
     relative load."""
-    from cpsat_rebalancer.shapes import random_shape_scenario
     from cpsat_rebalancer.solve.accelerate.local_search import BatchedDescent
 
-    seed = 0
-    while True:
-        scenario = parse_scenario(random_shape_scenario(60, 8, seed))
-        problem, model = scenario.problem, scenario.model
-        initial = evaluate(problem, model, problem.initial)
-        if batchable(problem, model) and initial.feasible:
-            break
-        seed += 1
+    problem, model, initial, _ = feasible_batchable(60, 8, 0)
     search = BatchedDescent(problem, model, problem.initial.copy(), initial, 0, hot_first=True)
-    priced: list[int] = []
-
-    def record(objects, targets, deadline):
-        priced.append(int(objects[0, 0]))
-        return False
-
-    monkeypatch.setattr(search, "_try", record)
+    priced = record_priced(search, monkeypatch)
     monkeypatch.setattr(search, "_most_promising_first", lambda objects, deadline: objects)
     search.moves(time.monotonic() + 10)
     loads = search.relative_loads()
-    assert loads[problem.initial[priced[0]]] == loads.max()
+    assert loads[problem.initial[next(iter(priced))]] == loads.max()
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -206,25 +221,13 @@ def test_a_pass_starts_with_the_move_that_lowers_the_tuple_most(
     loaded one in no scope item of its own (another rack, another row), judged by the
     evaluator: the pass prices first the object whose move gives the lowest tuple (when
     some move lowers it), and every object whose move lowers it before any that does not."""
-    from cpsat_rebalancer.shapes import random_shape_scenario
     from cpsat_rebalancer.solve.accelerate.local_search import BatchedDescent
 
-    while True:
-        scenario = parse_scenario(random_shape_scenario(40, 6, seed))
-        problem, model = scenario.problem, scenario.model
-        initial = evaluate(problem, model, problem.initial)
-        if batchable(problem, model) and initial.feasible:
-            break
-        seed += 100
+    problem, model, initial, seed = feasible_batchable(40, 6, seed, step=100)
     search = BatchedDescent(problem, model, problem.initial.copy(), initial, seed)
-    priced: list[int] = []
-
-    def record(objects, targets, deadline):
-        priced.append(int(objects[0, 0]))
-        return False
-
-    monkeypatch.setattr(search, "_try", record)
+    recorded = record_priced(search, monkeypatch)
     search.moves(time.monotonic() + 10)
+    priced = list(recorded)
     loads = search.relative_loads()
     open_ = [c for c in np.argsort(loads, kind="stable") if c not in model.non_accepting]
 
@@ -261,17 +264,12 @@ def test_a_batch_that_misprices_is_caught_by_the_evaluator(
     prices candidates ever further below the truth (a bug) walks a few steps, the next
     check stops the trust, and what the descent returns is judged by the evaluator:
     better than the start by its own value, or nothing."""
-    from cpsat_rebalancer.shapes import random_shape_scenario
     from cpsat_rebalancer.solve.accelerate import local_search
 
-    while True:  # a shape where a true descent walks (so a lying one walks on)
-        scenario = parse_scenario(random_shape_scenario(40, 6, seed))
-        problem, model = scenario.problem, scenario.model
-        initial = evaluate(problem, model, problem.initial)
-        if batchable(problem, model) and initial.feasible and descend(
-                problem, model, problem.initial, time.monotonic() + 1, seed) is not None:
-            break
-        seed += 100
+    def walks(problem, model, initial) -> bool:  # a true descent walks: a lying one walks on
+        return descend(problem, model, problem.initial, time.monotonic() + 1, seed) is not None
+
+    problem, model, initial, seed = feasible_batchable(40, 6, seed, 100, walks)
     true_prices = local_search.evaluate_moves
     batches = iter(range(1, 10**9))
 
@@ -301,28 +299,16 @@ def test_a_batch_that_misprices_is_caught_by_the_evaluator(
 def test_a_goals_rewarded_containers_are_tried_first(monkeypatch: pytest.MonkeyPatch) -> None:
     """An object with affinities: its pass prices the containers of its rewarded items
     (most rewarded first) before the least loaded ones."""
-    from cpsat_rebalancer.shapes import random_shape_scenario
     from cpsat_rebalancer.solve.accelerate.local_search import BatchedDescent
 
-    seed = 0
-    while True:
-        scenario = parse_scenario(random_shape_scenario(40, 6, seed))
-        problem, model = scenario.problem, scenario.model
-        initial = evaluate(problem, model, problem.initial)
-        specs = [e.spec for e in model.goals
-                 if type(e.spec).__name__ == "AssignmentAffinitiesSpec"]
-        if specs and batchable(problem, model) and initial.feasible:
-            break
-        seed += 1
-    (spec,) = specs
+    def affinities(problem, model, initial) -> list:
+        return [e.spec for e in model.goals
+                if type(e.spec).__name__ == "AssignmentAffinitiesSpec"]
+
+    problem, model, initial, seed = feasible_batchable(40, 6, 0, accept=affinities)
+    (spec,) = affinities(problem, model, initial)
     search = BatchedDescent(problem, model, problem.initial.copy(), initial, seed)
-    priced: dict[int, list[int]] = {}
-
-    def record(objects, targets, deadline):
-        priced[int(objects[0, 0])] = targets[:, 0].tolist()
-        return False
-
-    monkeypatch.setattr(search, "_try", record)
+    priced = record_priced(search, monkeypatch)
     search.moves(time.monotonic() + 10)
     item = spec.scope.container_item
     checked = 0
