@@ -189,6 +189,31 @@ def test_the_cli_never_modifies_its_input(tmp_path: Path) -> None:
     assert (scenario.read_bytes(), scenario.stat().st_mtime_ns) == before
 
 
+@pytest.mark.parametrize("stop", ["out of time", "Ctrl-C"])
+def test_a_hint_is_the_answer_when_the_build_stops(stop: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The time runs out (or Ctrl-C comes) while the model is built, before any search: a
+    hint that keeps the rules and beats the initial assignment is the answer."""
+    from cpsat_rebalancer.errors import OutOfTime
+    from cpsat_rebalancer.evaluate import evaluate
+    from cpsat_rebalancer.solve import pipeline
+
+    scenario = parse_scenario(balance_instance(60, 6, "LINEAR", seed=4))
+    problem, model = scenario.problem, scenario.model
+    good = solve_model(problem, model, SolverOptions(time_limit=2)).final
+    good_value = evaluate(problem, model, good).tuple()
+    assert good_value < evaluate(problem, model, problem.initial).tuple()
+
+    def stopped(*args, **kwargs):
+        raise OutOfTime("built too slowly") if stop == "out of time" else KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "compile_model", stopped)
+    result = solve_model(problem, model, SolverOptions(time_limit=5), hint=good)
+    assert result.final_evaluation.tuple() == good_value
+    assert list(result.final) == list(good)
+    assert result.termination == ("time_limit" if stop == "out of time" else "interrupted")
+
+
 def test_a_hint_is_where_the_search_starts_and_the_answer_is_never_worse() -> None:
     """A good assignment (from a longer solve) given as hint under a short time limit: the
     answer is at least as good, lexicographically."""

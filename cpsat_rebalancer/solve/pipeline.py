@@ -98,7 +98,8 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     except (KeyboardInterrupt, OutOfTime) as stop:  # Ctrl-C (or SIGTERM) while compiling
         termination = "time_limit" if isinstance(stop, OutOfTime) else "interrupted"
         if fallback is None:
-            return stopped_at_start(problem, initial, started, termination)
+            given, _ = settled(lambda: hinted(problem, model, initial, hint))
+            return stopped_at_start(problem, initial, started, termination, given)
         fallback.seconds = time.monotonic() - started
         return fallback
     session = Session(builder, model, options, started, budget, progress)
@@ -144,7 +145,9 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
         if floor is not None:
             unsettle_after(reports, final_eval, floor[1])
             final, final_eval = floor
-    for searched in (early, session.searched):  # the local searches' answers, the floor
+    given, came_now = settled(lambda: hinted(problem, model, initial, hint))
+    polish_stopped |= came_now
+    for searched in (early, session.searched, given):  # the local searches', the hint
         if (searched is not None and not infeasible
                 and local_search.better(local_search.tuple_key(searched[1]),
                                         local_search.tuple_key(final_eval))):
@@ -387,14 +390,29 @@ def explain(session: Session, problem: Problem, model: Model,
 
 
 def stopped_at_start(problem: Problem, initial: Evaluation, started: float,
-                     termination: str) -> SolveResult:
+                     termination: str,
+                     given: tuple[np.ndarray, Evaluation] | None = None) -> SolveResult:
     """Stopped (interrupted, or out of time) before any search: the initial assignment, as
-    it is."""
+    it is, or the ``given`` one (a hint better than it)."""
+    final, final_eval = given if given is not None else (problem.initial.copy(), initial)
     reports = [BucketReport(position, "NOT_SOLVED", termination, value, None, None, None,
-                            None, 0.0, 0.0) for position, value in initial.positions.items()]
-    status = FEASIBLE if initial.feasible else NO_SOLUTION
-    return SolveResult(problem, status, termination, problem.initial.copy(), initial, initial,
+                            None, 0.0, 0.0) for position, value in final_eval.positions.items()]
+    status = FEASIBLE if final_eval.feasible else NO_SOLUTION
+    return SolveResult(problem, status, termination, final, initial, final_eval,
                        reports, time.monotonic() - started, {}, [], classes=0)
+
+
+def hinted(problem: Problem, model: Model, initial: Evaluation, hint: np.ndarray | None
+           ) -> tuple[np.ndarray, Evaluation] | None:
+    """The hint and its evaluation, where it keeps every rule and beats the initial
+    assignment: the least a hinted solve returns, however early it stops."""
+    if hint is None:
+        return None
+    evaluation = evaluate(problem, model, hint)
+    if evaluation.feasible and (not initial.feasible or local_search.better(
+            local_search.tuple_key(evaluation), local_search.tuple_key(initial))):
+        return hint.copy(), evaluation
+    return None
 
 
 def name_work_limits(session: Session, reports: list[BucketReport]) -> None:
