@@ -253,7 +253,7 @@ def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
 def early_floor(session: Session, initial: Evaluation
                 ) -> tuple[np.ndarray, Evaluation] | None:
     """A local search from the initial assignment (single moves and swaps judged by the
-    evaluator) before the chain, until it converges or its share of the time limit ends.
+    evaluator) before the chain, until it converges or its share of the time left ends.
     The chain starts from its answer where that is better, and the answer returned is never
     worse than it: a local search from the same start is the floor of what the solve
     returns. Skipped where the share cannot hold a useful part of a pass of single moves
@@ -262,7 +262,9 @@ def early_floor(session: Session, initial: Evaluation
     problem, shares = session.builder.problem, session.budget
     if not session.reserve or not (initial.feasible or batchable(problem, session.model)):
         return None
-    seconds = min(shares.early_search_share * session.options.time_limit,
+    remaining = session.remaining()  # (less than the limit after a coarse relaxation)
+    seconds = min(shares.early_search_share * min(session.options.time_limit,
+                                                  max(remaining or 0.0, 0.0)),
                   shares.early_search_seconds)
     if local_search.pass_seconds(problem, session.model) * shares.early_search_passes > seconds:
         return None
