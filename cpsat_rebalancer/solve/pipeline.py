@@ -98,7 +98,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     except (KeyboardInterrupt, OutOfTime) as stop:  # Ctrl-C (or SIGTERM) while compiling
         termination = "time_limit" if isinstance(stop, OutOfTime) else "interrupted"
         if fallback is None:
-            given, _ = settled(lambda: hinted(problem, model, initial, hint))
+            given, _ = settled(lambda: hinted(problem, model, initial, hint, options))
             return stopped_at_start(problem, initial, started, termination, given)
         fallback.seconds = time.monotonic() - started
         return fallback
@@ -145,7 +145,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
         if floor is not None:
             unsettle_after(reports, final_eval, floor[1])
             final, final_eval = floor
-    given, came_now = settled(lambda: hinted(problem, model, initial, hint))
+    given, came_now = settled(lambda: hinted(problem, model, initial, hint, options))
     polish_stopped |= came_now
     for searched in (early, session.searched, given):  # the local searches', the hint
         if (searched is not None and not infeasible
@@ -404,11 +404,13 @@ def stopped_at_start(problem: Problem, initial: Evaluation, started: float,
                        reports, time.monotonic() - started, {}, [], classes=0)
 
 
-def hinted(problem: Problem, model: Model, initial: Evaluation, hint: np.ndarray | None
-           ) -> tuple[np.ndarray, Evaluation] | None:
+def hinted(problem: Problem, model: Model, initial: Evaluation, hint: np.ndarray | None,
+           options: SolverOptions) -> tuple[np.ndarray, Evaluation] | None:
     """The hint and its evaluation, where it keeps every rule and beats the initial
-    assignment: the least a hinted solve returns, however early it stops."""
-    if hint is None:
+    assignment in the plain lexicographic order: the least a hinted solve returns, however
+    early it stops. (A plan that optimizes some positions only, or blends them, judges
+    answers otherwise.)"""
+    if hint is None or not options.plan.lexicographic:
         return None
     evaluation = evaluate(problem, model, hint)
     if evaluation.feasible and (not initial.feasible or local_search.better(
