@@ -122,13 +122,14 @@ class BatchedDescent:
     of a repair and every JUDGED_EVERY-th step otherwise; the others are kept on the
     batch's price, which equals the evaluator's.
 
-    Between steps of equal tuple, the one that lowers the specs' guides (``Spec.guide``:
-    where a value is flat until a group's last object leaves, say) is taken, then the one
-    that spreads the load more (a lower sum of squared relative loads over the containers):
-    the tuple's MAX and LEGACY terms are flat for most moves, and a spread load leaves room
-    for the moves that lower them later (Rebalancer's local search values LEGACY with
-    squared excesses for that reason). A goal's rewarded containers for an object
-    (``Spec.suggested_containers``) are its first destinations."""
+    Steps are ranked by each position's value and then its specs' guides (``Spec.guide``:
+    where a value is flat until a group's last object leaves, say), position by position,
+    as Rebalancer's local search values such specs by continuous forms; then by the load's
+    spread (a lower sum of squared relative loads over the containers): the tuple's MAX and
+    LEGACY terms are flat for most moves, and a spread load leaves room for the moves that
+    lower them later. A guided walk may pass its best tuple; the best is what the search
+    keeps (``kept``), and it ends by the tuple alone (``run``). A goal's rewarded containers
+    for an object (``Spec.suggested_containers``) are its first destinations."""
 
     def __init__(self, problem: Problem, model: Model, x: np.ndarray, current: Evaluation,
                  seed: int, hot_first: bool = False):
