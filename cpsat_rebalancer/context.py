@@ -24,7 +24,6 @@ class EvalContext:
         self.final = final
         self.reference = initial if problem.origin is None else problem.origin
         self._base: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._groups: dict[tuple[int, str, str], tuple[list[np.ndarray], np.ndarray]] = {}
         self._memo: dict[Hashable, Any] = {}
         self._at_initial: EvalContext | None = None
 
@@ -35,6 +34,16 @@ class EvalContext:
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]
+
+    def memo_of(self, members: list[np.ndarray], key: Hashable, compute: Callable[[], Any]
+                ) -> Any:
+        """``memo`` of what a list of groups (``members``) gives: kept per list object, so
+        computed again when a new list reuses a gone one's id."""
+        kept = self.memo((id(members), key), lambda: (members, compute()))
+        if kept[0] is not members:
+            kept = (members, compute())
+            self._memo[(id(members), key)] = kept
+        return kept[1]
 
     @property
     def at_initial(self) -> EvalContext:
@@ -97,15 +106,13 @@ class EvalContext:
         given by its objects (``members``; the array is kept per list object while this
         context lives). Groups may overlap: an object in two groups counts in both, as in
         Rebalancer (docs/semantics.md#partitions)."""
-        key = (id(members), scope.name, dim)
-        kept = self._groups.get(key)
-        if kept is None or kept[0] is not members:  # (an id is reused once its list is gone)
+        def compute() -> np.ndarray:
             objects, groups = membership(members)
             items = scope.container_item[self.final[objects]]
-            kept = (members, group_totals(groups, items, self.problem.object_dims[dim][objects],
-                                          len(members), len(scope.items)))
-            self._groups[key] = kept
-        return kept[1]
+            return group_totals(groups, items, self.problem.object_dims[dim][objects],
+                                len(members), len(scope.items))
+
+        return self.memo_of(members, ("group after", scope.name, dim), compute)
 
     def group_utils(self, scope: Scope, dim: str, members: list[np.ndarray]
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -113,7 +120,7 @@ class EvalContext:
         per group) per item of ``scope``, a static dimension: arrays (group, item), at
         scope-item level as ``util``. Groups may overlap: an object in two groups counts in
         both, as in Rebalancer (docs/semantics.md#partitions)."""
-        def compute() -> tuple[list[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        def compute() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             objects, groups = membership(members)
             values = self.problem.object_dims[dim][objects]
             before = scope.container_item[self.reference[objects]]
@@ -121,13 +128,10 @@ class EvalContext:
             shape = (len(members), len(scope.items))
             stayed = group_totals(groups, np.where(after == before, after, OUT_OF_SCOPE),
                                   values, *shape)
-            return members, (self.group_after(scope, dim, members),
-                             group_totals(groups, before, values, *shape), stayed)
+            return (self.group_after(scope, dim, members),
+                    group_totals(groups, before, values, *shape), stayed)
 
-        kept = self.memo(("group utils", id(members), scope.name, dim), compute)
-        if kept[0] is not members:  # (an id is reused once its list is gone)
-            kept = compute()
-        return kept[1]
+        return self.memo_of(members, ("group utils", scope.name, dim), compute)
 
     def out_of_scope_new(self, scope: Scope, dim: str) -> float:
         """Size of objects finally out of ``scope`` that were initially in it
@@ -267,15 +271,12 @@ class MoveBatch(EvalContext):
         """Every (move, group of the moved object) pair of the batch, as aligned arrays: the
         candidate, the object moved, where it goes, and the group (an object in two groups
         gives two pairs)."""
-        def sorted_membership() -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+        def sorted_membership() -> tuple[np.ndarray, np.ndarray]:
             objects, groups = membership(members)
             order = np.argsort(objects, kind="stable")
-            return members, objects[order], groups[order]
+            return objects[order], groups[order]
 
-        kept = self._parent.memo(("membership", id(members)), sorted_membership)
-        if kept[0] is not members:  # (an id is reused once its list is gone)
-            kept = sorted_membership()
-        _, objects, groups = kept
+        objects, groups = self._parent.memo_of(members, "membership", sorted_membership)
         moved = self.objects >= 0
         candidate = np.repeat(np.arange(self.size), self.objects.shape[1])[moved.ravel()]
         mover, target = self.objects[moved], self.targets[moved]
@@ -297,15 +298,9 @@ class MoveBatch(EvalContext):
         n_groups = len(members)
         pairs, pair_of = np.unique(candidate * n_groups + group, return_inverse=True)
         rows = base[pairs % n_groups].copy()
-        n = len(scope.items)
-        values = self.problem.object_dims[dim][mover]
         item = scope.container_item
-        source, arriving = item[self.current[mover]], item[target]
-        flat = rows.reshape(-1)
-        out = source != OUT_OF_SCOPE
-        np.add.at(flat, pair_of[out] * n + source[out], -values[out])
-        into = arriving != OUT_OF_SCOPE
-        np.add.at(flat, pair_of[into] * n + arriving[into], values[into])
+        _shift(rows, pair_of, item[self.current[mover]], item[target],
+               self.problem.object_dims[dim][mover])
         return base, pairs // n_groups, pairs % n_groups, rows
 
     def touched_group_utils(self, scope: Scope, dim: str, members: list[np.ndarray]
@@ -316,7 +311,7 @@ class MoveBatch(EvalContext):
         and STAYED rows (pair, item)."""
         after, initial, stayed = self._parent.group_utils(scope, dim, members)
         candidate, mover, target, group = self.group_moves(members)
-        n_groups, n = len(members), len(scope.items)
+        n_groups = len(members)
         pairs, pair_of = np.unique(candidate * n_groups + group, return_inverse=True)
         touched = pairs % n_groups
         values = self.problem.object_dims[dim][mover]
@@ -324,16 +319,10 @@ class MoveBatch(EvalContext):
         source, arriving = item[self.current[mover]], item[target]
         home = item[self.reference[mover]]
         after_rows, stayed_rows = after[touched].copy(), stayed[touched].copy()
-        for rows, leaving, entering in (
-                (after_rows, source, arriving),
-                # an object counts as stayed where its item is its reference item
-                (stayed_rows, np.where(source == home, source, OUT_OF_SCOPE),
-                 np.where(arriving == home, arriving, OUT_OF_SCOPE))):
-            flat = rows.reshape(-1)
-            out = leaving != OUT_OF_SCOPE
-            np.add.at(flat, pair_of[out] * n + leaving[out], -values[out])
-            into = entering != OUT_OF_SCOPE
-            np.add.at(flat, pair_of[into] * n + entering[into], values[into])
+        _shift(after_rows, pair_of, source, arriving, values)
+        # an object counts as stayed where its item is its reference item
+        _shift(stayed_rows, pair_of, np.where(source == home, source, OUT_OF_SCOPE),
+               np.where(arriving == home, arriving, OUT_OF_SCOPE), values)
         return pairs // n_groups, touched, (after_rows, initial[touched], stayed_rows)
 
     def touched_cells(self, scope: Scope, dim: str, members: list[np.ndarray]
@@ -369,6 +358,17 @@ class MoveBatch(EvalContext):
         was = (source == OUT_OF_SCOPE) & (home != OUT_OF_SCOPE) & moved
         now = (target == OUT_OF_SCOPE) & (home != OUT_OF_SCOPE) & moved
         return base + (values * (now.astype(float) - was.astype(float))).sum(axis=1)
+
+
+def _shift(rows: np.ndarray, row_of: np.ndarray, leaving: np.ndarray, entering: np.ndarray,
+           values: np.ndarray) -> None:
+    """Move each object's value (``values``) in its row (``row_of``) of ``rows`` (row,
+    item) from the item it leaves to the one it enters (OUT_OF_SCOPE: none), in place."""
+    flat, n = rows.reshape(-1), rows.shape[1]
+    out = leaving != OUT_OF_SCOPE
+    np.add.at(flat, row_of[out] * n + leaving[out], -values[out])
+    into = entering != OUT_OF_SCOPE
+    np.add.at(flat, row_of[into] * n + entering[into], values[into])
 
 
 def _ranks(counts: np.ndarray) -> np.ndarray:

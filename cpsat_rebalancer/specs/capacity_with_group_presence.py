@@ -325,7 +325,10 @@ class CapacityWithGroupPresenceSpec(Spec):
         candidate's moves touch change of it, as (candidate, expression, change, raw
         change) entries (one pair may repeat; the raw change is the utilization's, see
         ``guide``): a group counts in the expressions over all groups, and in those of each
-        main group it lies in."""
+        main group it lies in. Kept per batch: the value and the guide both read it."""
+        return batch.memo((self, "changes"), lambda: self._changes_of(batch))
+
+    def _changes_of(self, batch: MoveBatch) -> tuple[np.ndarray, ...]:
         base = batch.base
         util = base.memo((self, "utils"), lambda: self._utils(self._per_item(
             base.group_after(self.aggregation_scope, self.dimension, self.groups))))
