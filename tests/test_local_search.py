@@ -325,3 +325,49 @@ def test_a_goals_rewarded_containers_are_tried_first(monkeypatch: pytest.MonkeyP
         values = [rewards[int(item[c])] for c in targets[:len(rewarded)]]
         assert values == sorted(values, reverse=True)
     assert checked
+
+
+@pytest.mark.parametrize("formula", ["MAX", "LEGACY"])
+def test_a_walk_crosses_a_tie_at_the_top(formula: str) -> None:
+    """Two hosts tie at the top of a MAX (or LEGACY) balance, and moves cost at the next
+    position: a move off either host leaves the balance flat and costs a move, so only a
+    walk that follows the excess on every hot host (Balance's guide) finds the two moves
+    that lower it. The descent returns the enumerated optimum."""
+    sizes = {"a": 4, "b": 2, "c": 4, "d": 2}
+    balance = {"name": "bal", "scope": "host", "dimension": "cpu", "formula": formula}
+    if formula == "LEGACY":
+        balance["fixAverageToInitial"] = True
+    scenario = parse_scenario({
+        "objectName": "task", "containerName": "host",
+        "assignment": {"h0": ["a", "b"], "h1": ["c", "d"], "h2": []},
+        "objectDimensions": {"cpu": sizes},
+        "containerDimensions": {"cpu": {"h0": 10, "h1": 10, "h2": 10}},
+        "goals": [{"spec": {"balanceSpec": balance}, "tuplePos": 0},
+                  {"spec": {"minimizeMovementSpec": {"name": "moves", "scope": "host",
+                                                     "dimension": "task_count",
+                                                     "doNotNormalize": True}},
+                   "tuplePos": 1}]})
+    problem, model = scenario.problem, scenario.model
+    found = descend(problem, model, problem.initial, time.monotonic() + 10)
+    assert found is not None
+    optimum = min(tuple_key(evaluation) for _, evaluation in brute_force(scenario))
+    assert not better(optimum, tuple_key(found[1]))
+    assert found[1].positions[0] < evaluate(problem, model, problem.initial).positions[0]
+
+
+def test_swaps_start_on_the_hottest_container_with_partners_on_the_coolest(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A MAX term waits for the hottest container, and the swaps that lower it trade an
+    object there for one on a cool container: the first object a swap pass prices sits on
+    the most loaded container, and each object's partners come from the least loaded
+    containers up."""
+    from cpsat_rebalancer.solve.accelerate.local_search import BatchedDescent
+
+    problem, model, initial, _ = feasible_batchable(60, 8, 0)
+    search = BatchedDescent(problem, model, problem.initial.copy(), initial, 0)
+    priced = record_priced(search, monkeypatch)  # per object, its partners' containers
+    search.swaps(time.monotonic() + 10)
+    loads = search.relative_loads()
+    assert loads[problem.initial[next(iter(priced))]] == loads.max()
+    for partners in priced.values():
+        assert np.all(np.diff(loads[partners]) >= 0)

@@ -284,6 +284,25 @@ class BalanceSpec(Spec):
         return (float(LEGACY_WEIGHT) / u.shape[-1] * positive(excess).sum(axis=-1)
                 + np.maximum(0.0, excess.max(axis=-1)))
 
+    def guide(self, ctx: EvalContext) -> np.ndarray | None:
+        """MAX and LEGACY: ``Σ_i (excess_i⁺)²`` over the items. The value follows the
+        hottest item alone, so a move off any other hot item leaves it flat, and where
+        several items tie at the top no single move lowers it; this measure falls with
+        each of those moves (Rebalancer's local search squares LEGACY's excess likewise)."""
+        if self.formula not in ("MAX", "LEGACY") or not len(self.items):
+            return None
+        u = self._relative(ctx)
+        if self.formula == "MAX":
+            threshold = self._bound(self._average(ctx))
+            if self.soft_upper_bound is not None:
+                threshold = np.maximum(self.soft_upper_bound, threshold)
+            return (positive(u - threshold) ** 2).sum(axis=-1)
+        initial = float(ctx.at_initial.util(self.scope, self.dimension, "AFTER")[self.items].sum())
+        if abs(initial) <= TOLERANCE:
+            return None
+        excess = u / (initial / self.caps.sum()) - self.upper_bound
+        return (positive(excess) ** 2).sum(axis=-1)
+
     def leximin_values(self, ctx: EvalContext) -> np.ndarray:
         """Relative utilizations; with the bound applied (as in the scalar value, where items
         under it cost nothing), each raised to the bound so those items tie."""

@@ -47,6 +47,10 @@ FIRST_CHUNK = 64
 # the hard rules are repaired and every this many steps otherwise (a disagreement ends the
 # trust for the rest of the search)
 JUDGED_EVERY = 16
+# a swap pass first pairs each object with this many partners on the least loaded
+# containers (where a hot container's swaps that help mostly are), and only when none
+# helps with every partner
+NEAR_PARTNERS = FIRST_CHUNK + BATCH
 NOISE = 1e-12  # relative differences below this are float noise, not improvements
 
 
@@ -117,8 +121,10 @@ def flat_key(key: list[tuple[float, ...]]) -> np.ndarray:
 class BatchedDescent:
     """Moves priced in batches: for each object in turn (one per class of interchangeable
     objects on a container), its destinations least loaded first, the best of the first
-    batch that improves taken; once no move helps, swaps with objects of other classes
-    elsewhere, in random order. The evaluator judges what the search returns, every step
+    batch that improves taken; once a pass of moves lowers no more than the guides,
+    swaps with objects of other classes elsewhere, from the most loaded containers with
+    partners on the least loaded first (a few hundred partners each, and all of them when
+    none of those helps). The evaluator judges what the search returns, every step
     of a repair and every JUDGED_EVERY-th step otherwise; the others are kept on the
     batch's price, which equals the evaluator's.
 
@@ -344,17 +350,18 @@ class BatchedDescent:
         rest[promising] = False
         return np.concatenate([objects[promising], objects[rest]])
 
-    def swaps(self, deadline: float) -> bool:
-        """One pass of best swaps: each representative with every representative of another
-        class on another container; whether any was kept."""
+    def swaps(self, deadline: float, partners: int | None = None) -> bool:
+        """One pass of best swaps: each representative, from the most loaded containers
+        down, with the representatives of other classes on other containers, least loaded
+        first (``partners``: only that many of them); whether any was kept."""
         improved = False
-        for o in self.rng.permutation(self.representatives()):
+        for o in self._hottest_first(self.representatives()):
             if time.monotonic() >= deadline:
                 break
             others = self.representatives()
             others = others[(self.x[others] != self.x[o])
                             & (self.classes[others] != self.classes[o])]
-            others = self.rng.permutation(others)
+            others = self._hottest_first(others)[::-1][:partners]
             objects = np.column_stack([np.full(len(others), o), others])
             targets = np.column_stack([self.x[others], np.full(len(others), self.x[o])])
             allowed = self._allowed(objects[:, 0], targets[:, 0]) & self._allowed(
@@ -362,17 +369,28 @@ class BatchedDescent:
             improved |= self._try(objects[allowed], targets[allowed], deadline)
         return improved
 
+    def _hottest_first(self, objects: np.ndarray) -> np.ndarray:
+        """``objects`` from the most loaded container down, in random order on each."""
+        objects = self.rng.permutation(objects)
+        return objects[np.argsort(-self.relative_loads()[self.x[objects]], kind="stable")]
+
     def run(self, deadline: float) -> None:
         """Steps until none helps or the deadline. A guided walk may end past its best
         tuple (a guide pulled it on at a later position's cost): it then goes on from the
         best, by the tuple alone, so that where it stops no step lowers the tuple."""
         while time.monotonic() < deadline:
-            if not self.moves(deadline) and not self.swaps(deadline):
-                if not self.guided:
-                    return
-                self.guided = False
-                if self.kept is not None:
-                    self._keep(self.kept.copy(), self.kept_key, 0.0)
+            before, repairing = self.key, self.excess > 0
+            moved = self.moves(deadline)
+            if moved and (repairing or below(self.key, before)):  # the tuple fell: more moves
+                continue
+            # a pass that lowered only the guides or the spread is followed by swaps too
+            if self.swaps(deadline, NEAR_PARTNERS) or moved or self.swaps(deadline):
+                continue
+            if not self.guided:
+                return
+            self.guided = False
+            if self.kept is not None:
+                self._keep(self.kept.copy(), self.kept_key, 0.0)
 
 
 def _swap_pairs(n: int, rng: random.Random) -> list[tuple[int, int]]:
