@@ -371,3 +371,53 @@ def test_swaps_start_on_the_hottest_container_with_partners_on_the_coolest(
     assert loads[problem.initial[next(iter(priced))]] == loads.max()
     for partners in priced.values():
         assert np.all(np.diff(loads[partners]) >= 0)
+
+
+def test_a_lazy_pass_prices_only_objects_whose_container_changed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a pass where no object's move was kept, a step changes two containers: the
+    next lazy pass prices exactly the objects on those two (the others' moves were priced
+    since their container last changed), and a full pass prices every object again."""
+    from cpsat_rebalancer.solve.accelerate.local_search import BatchedDescent
+
+    problem, model, initial, _ = feasible_batchable(60, 8, 0)
+    search = BatchedDescent(problem, model, problem.initial.copy(), initial, 0)
+    priced = record_priced(search, monkeypatch)
+    search.moves(time.monotonic() + 10)
+    everyone = set(priced)
+    assert everyone == set(search.representatives().tolist())
+    moved = search.x.copy()
+    obj = int(search.representatives()[0])
+    source, target = int(moved[obj]), int((moved[obj] + 1) % problem.num_containers)
+    moved[obj] = target
+    search._keep(moved, search.key, 0.0)
+    priced.clear()
+    search.moves(time.monotonic() + 10, lazy=True)
+    on_changed = {int(o) for o in search.representatives() if search.x[o] in (source, target)}
+    assert set(priced) == on_changed
+    priced.clear()
+    search.moves(time.monotonic() + 10)
+    assert set(priced) == set(search.representatives().tolist())
+
+
+def test_swaps_start_with_objects_rewarded_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An object a goal rewards on another container is swapped first, and its partners
+    on the rewarded containers come first."""
+    from cpsat_rebalancer.solve.accelerate.local_search import BatchedDescent
+
+    def affinities(problem, model, initial) -> list:
+        return [e.spec for e in model.goals
+                if type(e.spec).__name__ == "AssignmentAffinitiesSpec"]
+
+    problem, model, initial, seed = feasible_batchable(40, 6, 0, accept=affinities)
+    search = BatchedDescent(problem, model, problem.initial.copy(), initial, seed)
+    priced = record_priced(search, monkeypatch)  # per object, its partners' containers
+    search.swaps(time.monotonic() + 10)
+    elsewhere = [o for o in priced
+                 if o in search.suggested and search.x[o] not in search.suggested[o]]
+    assert elsewhere and list(priced)[:len(elsewhere)] == elsewhere
+    for o in elsewhere:
+        rewarded = set(search.suggested[o].tolist())
+        partners = priced[o]
+        first = [c in rewarded for c in partners]
+        assert first == sorted(first, reverse=True)  # rewarded containers, then the rest

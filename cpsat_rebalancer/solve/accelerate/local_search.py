@@ -162,6 +162,12 @@ class BatchedDescent:
         self.guided = True  # whether specs' guides order the steps (see run)
         self.steps = 0  # steps kept
         self.trusted = True  # whether a step may be kept on the batch's price alone
+        # "don't look" marks: per container, the version of the assignment (one per step
+        # kept) at which it last changed; per object, the version at which its moves were
+        # last priced and none was kept (-1: not since the search last resynced)
+        self.version = 0
+        self.changed_at = np.zeros(problem.num_containers, dtype=np.int64)
+        self.idle_since = np.full(problem.num_objects, -1, dtype=np.int64)
         start = tuple_key(current)
         ends = np.cumsum([len(part) for part in start])
         positions = sorted(set(current.positions) | set(current.leximin))
@@ -173,6 +179,9 @@ class BatchedDescent:
         """``x`` is the assignment now, at the (flattened) tuple ``key``, ``excess`` above
         the hard rules (above 0: repairing them first); the best such assignment that keeps
         them, other than the start, is ``kept``."""
+        moved = self.x != x
+        self.version += 1
+        self.changed_at[self.x[moved]] = self.changed_at[x[moved]] = self.version
         self.x[:] = x
         self.key, self.excess = key, excess
         self.context = EvalContext(self.problem, self.problem.initial, self.x)
@@ -260,6 +269,7 @@ class BatchedDescent:
         key = flat_key(tuple_key(evaluation))
         if key.shape != priced.shape or not np.allclose(key, priced, rtol=1e-9, atol=1e-12):
             self.trusted = False
+            self.idle_since[:] = -1
             here = evaluate(self.problem, self.model, self.x)
             self.kept, self.kept_key = None, None  # what the batch ranked best may not be
             self._keep(self.x.copy(), flat_key(tuple_key(here)), here.hard_excess)
@@ -274,10 +284,15 @@ class BatchedDescent:
             self._keep(candidate, key, evaluation.hard_excess)
         return kept
 
-    def moves(self, deadline: float) -> bool:
-        """One pass of best moves over the representatives; whether any was kept."""
+    def moves(self, deadline: float, lazy: bool = False) -> bool:
+        """One pass of best moves over the representatives; whether any was kept.
+        ``lazy``: only objects whose container changed since their moves were last priced
+        and none was kept (the others' best moves are mostly still not worth taking)."""
         improved = False
-        order = self.rng.permutation(self.representatives())
+        order = self.representatives()
+        if lazy:
+            order = order[self.idle_since[order] < self.changed_at[self.x[order]]]
+        order = self.rng.permutation(order)
         if self.hot_first and self.excess <= 0:
             order = order[np.argsort(-self.relative_loads()[self.x[order]], kind="stable")]
         order = self._most_promising_first(order, deadline)
@@ -285,12 +300,13 @@ class BatchedDescent:
             if time.monotonic() >= deadline:
                 break
             targets = self.coolest[self.coolest != self.x[o]]
-            if o in self.suggested:  # a goal's rewards for this object first
-                first = self.suggested[o][self.suggested[o] != self.x[o]]
-                targets = np.concatenate([first, targets[~np.isin(targets, first)]])
+            targets = targets[self._rewarded_first(o, targets)]
             objects = np.full(len(targets), o)
             allowed = self._allowed(objects, targets)
-            improved |= self._try(objects[allowed, None], targets[allowed, None], deadline)
+            if self._try(objects[allowed, None], targets[allowed, None], deadline):
+                improved = True
+            elif time.monotonic() < deadline:
+                self.idle_since[o] = self.version
         return improved
 
     def relative_loads(self) -> np.ndarray:
@@ -351,23 +367,39 @@ class BatchedDescent:
         return np.concatenate([objects[promising], objects[rest]])
 
     def swaps(self, deadline: float, partners: int | None = None) -> bool:
-        """One pass of best swaps: each representative, from the most loaded containers
-        down, with the representatives of other classes on other containers, least loaded
-        first (``partners``: only that many of them); whether any was kept."""
+        """One pass of best swaps: each representative (first those a goal rewards
+        elsewhere, then from the most loaded containers down) with the representatives of
+        other classes on other containers: on the containers a goal rewards it first, then
+        least loaded first (``partners``: only that many of them); whether any was kept."""
         improved = False
-        for o in self._hottest_first(self.representatives()):
+        order = self._hottest_first(self.representatives())
+        rewarded = np.fromiter((o in self.suggested and self.x[o] not in self.suggested[o]
+                                for o in order), dtype=bool, count=len(order))
+        for o in np.concatenate([order[rewarded], order[~rewarded]]):
             if time.monotonic() >= deadline:
                 break
             others = self.representatives()
             others = others[(self.x[others] != self.x[o])
                             & (self.classes[others] != self.classes[o])]
-            others = self._hottest_first(others)[::-1][:partners]
+            others = self._hottest_first(others)[::-1]
+            others = others[self._rewarded_first(o, self.x[others])][:partners]
             objects = np.column_stack([np.full(len(others), o), others])
             targets = np.column_stack([self.x[others], np.full(len(others), self.x[o])])
             allowed = self._allowed(objects[:, 0], targets[:, 0]) & self._allowed(
                 objects[:, 1], targets[:, 1])
             improved |= self._try(objects[allowed], targets[allowed], deadline)
         return improved
+
+    def _rewarded_first(self, obj: int, containers: np.ndarray) -> np.ndarray:
+        """The order that puts the containers where a goal rewards ``obj``
+        (``Spec.suggested_containers``) first, in the order suggested, the others after
+        them in the order given."""
+        suggested = self.suggested.get(obj)
+        if suggested is None:
+            return np.arange(len(containers))
+        rank = np.full(self.problem.num_containers, len(suggested))
+        rank[suggested[::-1]] = np.arange(len(suggested))[::-1]  # a container's first place
+        return np.argsort(rank[containers], kind="stable")
 
     def _hottest_first(self, objects: np.ndarray) -> np.ndarray:
         """``objects`` from the most loaded container down, in random order on each."""
@@ -380,11 +412,13 @@ class BatchedDescent:
         best, by the tuple alone, so that where it stops no step lowers the tuple."""
         while time.monotonic() < deadline:
             before, repairing = self.key, self.excess > 0
-            moved = self.moves(deadline)
+            moved = self.moves(deadline, lazy=True)
             if moved and (repairing or below(self.key, before)):  # the tuple fell: more moves
                 continue
-            # a pass that lowered only the guides or the spread is followed by swaps too
-            if self.swaps(deadline, NEAR_PARTNERS) or moved or self.swaps(deadline):
+            # a pass that lowered only the guides or the spread is followed by swaps too;
+            # before the search ends, every object's moves and every swap are priced
+            if (self.swaps(deadline, NEAR_PARTNERS) or moved or self.moves(deadline)
+                    or self.swaps(deadline)):
                 continue
             if not self.guided:
                 return
