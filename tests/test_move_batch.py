@@ -20,6 +20,7 @@ from cpsat_rebalancer.evaluate import (
     guides_by_position,
     policy_splits,
 )
+from cpsat_rebalancer.generators import random_scenario
 from cpsat_rebalancer.problem import Problem
 from cpsat_rebalancer.scenario import Model
 from cpsat_rebalancer.shapes import random_shape_scenario
@@ -148,3 +149,26 @@ def test_a_batch_reads_where_listed_objects_end_without_building_every_assignmen
     assert np.array_equal(fresh.final_at(listed), expected)
     assert np.array_equal(built.final[:, listed], expected)
     assert np.array_equal(built.final_at(listed), expected)
+
+
+def group_count_seeds(count: int) -> list[int]:
+    """The first ``count`` random group scenarios (every GroupCount option drawn) with a
+    GroupCount whose model takes batches."""
+    seeds, seed = [], 0
+    while len(seeds) < count:
+        scenario = parse_scenario(random_scenario(seed, groups=True))
+        model = scenario.model
+        if batchable(scenario.problem, model) and any(
+                type(e.spec).__name__ == "GroupCountSpec"
+                for e in [*model.goals, *model.constraints]):
+            seeds.append(seed)
+        seed += 1
+    return seeds
+
+
+@pytest.mark.parametrize("seed", group_count_seeds(60))
+def test_group_count_prices_a_batch_as_the_evaluator_does(seed: int) -> None:
+    """GroupCount in every bound, definition, limit kind and policy: a compact part from
+    the touched groups, a part per (item, group) from copies changed in their columns."""
+    scenario = parse_scenario(random_scenario(seed, groups=True))
+    check_batch_prices(scenario.problem, scenario.model, seed)

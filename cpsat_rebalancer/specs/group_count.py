@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..context import EvalContext, positive
+from ..context import EvalContext, MoveBatch, positive
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Info
 from ..cpsat.linear import Lin, lin_sum, to_fraction
@@ -38,6 +38,15 @@ from .common import (
 )
 
 RECTANGLE_MARGIN = Fraction(1, 10**5)  # Rebalancer's kRectangleTolerance (MIN + zeroAllowed)
+# the (filtered item, group) cells up to which a part with one expression per cell prices a
+# batch (its expressions are copied for every candidate of a batch)
+BATCH_CELLS = 20_000
+
+
+def _metric(after: np.ndarray, initial: np.ndarray, stayed: np.ndarray, metric: str
+            ) -> np.ndarray:
+    """Group utilizations (rows of groups, or of touched pairs) under ``metric``."""
+    return {"AFTER": after, "STAYED": stayed, "DURING": after + initial - stayed}[metric]
 
 
 def _square(x: float) -> float:
@@ -187,32 +196,54 @@ class GroupCountSpec(Spec):
         return self.definition == "STAYED" and not self.zero_allowed
 
     # ---------- evaluation ----------
+    @property
+    def batched(self) -> bool:  # type: ignore[override]
+        """A compact part prices a batch from the touched groups; a part with one
+        expression per (item, group) copies them per candidate, so only where they are few.
+        (A MoveBatch has static dimensions only.)"""
+        return all(part.compact for part in self.parts) or \
+            len(self.items) * len(self.groups) <= BATCH_CELLS
+
     def _group_util(self, ctx: EvalContext, metric: str) -> np.ndarray:
         """(filtered item, group) utilization of each group under ``metric``."""
-        after, initial, stayed = ctx.group_utils(self.scope, self.dimension, self.members)
-        util = {"AFTER": after, "STAYED": stayed, "DURING": after + initial - stayed}[metric]
-        return util[:, self.items].T
+        return _metric(*ctx.group_utils(self.scope, self.dimension, self.members),
+                       metric)[:, self.items].T
+
+    def _compact_cells(self, util: np.ndarray, part: Part,
+                       groups: np.ndarray | None = None) -> np.ndarray:
+        """The compact part's terms per (…, filtered item, group) of ``util``: its
+        per-item expression is their sum (``groups``: util's columns are these groups)."""
+        limit = self.limit_compact if groups is None else self.limit_compact[:, groups]
+        sizes = self.sizes if groups is None else self.sizes[groups]
+        finite = np.isfinite(limit)  # MAX with an unbounded limit: never in excess
+        d = np.where(finite, util - np.where(finite, limit, 0), 0.0)
+        d = np.maximum(d if part.bound == "MAX" else -d, 0.0)
+        if self.squares:
+            d = (d / sizes) ** 2
+        return np.where(finite, d, 0.0)
 
     def _part_values(self, ctx: EvalContext, part: Part) -> np.ndarray:
         """The part's expressions: one per item (compact), else one per (item, group) with a
-        finite limit, items outer."""
-        util = self._group_util(ctx, part.metric)
+        finite limit, items outer (per candidate, expressions last, under a MoveBatch)."""
+        if isinstance(ctx, MoveBatch):
+            return self._part_in_batch(ctx, part)
+        totals = (ctx.util(self.scope, self.dimension, part.metric)[self.items]
+                  if self.scope_relative and not part.compact else None)
+        return self._part_of(self._group_util(ctx, part.metric), part, totals)
+
+    def _part_of(self, util: np.ndarray, part: Part, totals: np.ndarray | None
+                 ) -> np.ndarray:
+        """The part's expressions from the (…, filtered item, group) utilizations ``util``
+        (``totals``: the items' own utilizations, for limits relative to them)."""
         if part.compact:
-            limit = self.limit_compact
-            finite = np.isfinite(limit)  # MAX with an unbounded limit: never in excess
-            d = np.where(finite, util - np.where(finite, limit, 0), 0.0)
-            d = np.maximum(d if part.bound == "MAX" else -d, 0.0)
-            if self.squares:
-                d = (d / self.sizes) ** 2
-            return np.where(finite, d, 0.0).sum(axis=1)
+            return self._compact_cells(util, part).sum(axis=-1)
         limit = self.limit_constant
         finite = np.isfinite(limit)
         limit = np.where(finite, limit, 1.0)
         u, level = util, limit
         if self.scope_relative:
             caps = self.scope.capacity(self.dimension)[self.items][:, None]
-            totals = ctx.util(self.scope, self.dimension, part.metric)[self.items][:, None]
-            u, level = util / caps, limit * totals / caps
+            u, level = util / caps, limit * totals[..., None] / caps
         if part.bound == "MULTIPLE":
             t = u / limit
             nearest = np.round(t)
@@ -225,13 +256,34 @@ class GroupCountSpec(Spec):
             e = ((low <= u) & (u <= high)).astype(float)
         else:
             e = level - u
-        return e[finite]
+        return e[..., finite]
+
+    def _part_in_batch(self, batch: MoveBatch, part: Part) -> np.ndarray:
+        """The part's expressions per candidate: the base's, changed in the columns of the
+        groups each candidate's moves touch."""
+        base = batch.base
+        util = base.memo((self, part.metric), lambda: self._group_util(base, part.metric))
+        candidate, touched, rows = batch.touched_group_utils(self.scope, self.dimension,
+                                                             self.members)
+        new = _metric(*rows, part.metric)[:, self.items]  # (touched pair, filtered item)
+        if part.compact:
+            cells = base.memo((self, part), lambda: self._compact_cells(util, part))
+            result = np.repeat(cells.sum(axis=1)[None, :], batch.size, axis=0)
+            change = self._compact_cells(new.T, part, touched) - cells[:, touched]
+            np.add.at(result, candidate, change.T)
+            return result
+        utils = np.repeat(util[None], batch.size, axis=0)
+        utils[candidate, :, touched] = new
+        totals = (batch.util(self.scope, self.dimension, part.metric)[..., self.items]
+                  if self.scope_relative else None)
+        return self._part_of(utils, part, totals)
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
-        return np.concatenate([self._part_values(ctx, part) for part in self.parts])
+        return np.concatenate([self._part_values(ctx, part) for part in self.parts], axis=-1)
 
-    def evaluate(self, ctx: EvalContext) -> float:
-        return float(positive(self.infos(ctx)).sum())
+    def evaluate(self, ctx: EvalContext) -> float | np.ndarray:
+        value = positive(self.infos(ctx)).sum(axis=-1)
+        return value if isinstance(ctx, MoveBatch) else float(value)
 
     def info_labels(self, problem: Problem) -> list[str]:
         constant = self.limit_constant
