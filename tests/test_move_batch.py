@@ -151,24 +151,37 @@ def test_a_batch_reads_where_listed_objects_end_without_building_every_assignmen
     assert np.array_equal(built.final_at(listed), expected)
 
 
-def group_count_seeds(count: int) -> list[int]:
-    """The first ``count`` random group scenarios (every GroupCount option drawn) with a
-    GroupCount whose model takes batches."""
+def group_seeds(count: int, spec: str) -> list[int]:
+    """The first ``count`` random group scenarios (every option of the group specs drawn)
+    with a ``spec`` whose model takes batches."""
     seeds, seed = [], 0
     while len(seeds) < count:
         scenario = parse_scenario(random_scenario(seed, groups=True))
         model = scenario.model
         if batchable(scenario.problem, model) and any(
-                type(e.spec).__name__ == "GroupCountSpec"
-                for e in [*model.goals, *model.constraints]):
+                type(e.spec).__name__ == spec for e in [*model.goals, *model.constraints]):
             seeds.append(seed)
         seed += 1
     return seeds
 
 
-@pytest.mark.parametrize("seed", group_count_seeds(60))
+@pytest.mark.parametrize("seed", group_seeds(60, "GroupCountSpec"))
 def test_group_count_prices_a_batch_as_the_evaluator_does(seed: int) -> None:
     """GroupCount in every bound, definition, limit kind and policy: a compact part from
     the touched groups, a part per (item, group) from copies changed in their columns."""
     scenario = parse_scenario(random_scenario(seed, groups=True))
+    check_batch_prices(scenario.problem, scenario.model, seed)
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+@pytest.mark.parametrize("seed", group_seeds(40, "ColocateGroupsSpec"))
+def test_colocate_groups_prices_a_batch_as_the_evaluator_does(seed: int,
+                                                              continuous: bool) -> None:
+    """ColocateGroups in every bound, squares, item and group weights (negative too) and
+    policy, with and without the continuous penalty: from the touched groups."""
+    data = random_scenario(seed, groups=True)
+    for entry in [*data.get("goals", []), *data.get("constraints", [])]:
+        if "colocateGroupsSpec" in entry["spec"]:
+            entry["spec"]["colocateGroupsSpec"]["useContinuousPenaltyWithOptimal"] = continuous
+    scenario = parse_scenario(data)
     check_batch_prices(scenario.problem, scenario.model, seed)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..context import EvalContext, positive, step
+from ..context import EvalContext, MoveBatch, positive, step
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Info
 from ..cpsat.linear import Lin, lin_sum, to_fraction
@@ -135,34 +135,72 @@ class ColocateGroupsSpec(Spec):
                    masses)
 
     # ---------- evaluation ----------
-    def _excess(self, ctx: EvalContext) -> np.ndarray:
-        """Y_g: X_g, or max(0, X_g)^1.1 with squares."""
-        after = ctx.group_after(self.scope, self.dimension, self.members)
-        x = step(after[:, self.items]) @ self.item_weights - self.limits
+    batched: ClassVar[bool] = True  # (a MoveBatch has static dimensions only)
+
+    def _excess(self, after: np.ndarray, groups: np.ndarray | slice = slice(None)
+                ) -> np.ndarray:
+        """Y_g: X_g, or max(0, X_g)^1.1 with squares, of the groups whose AFTER rows
+        (row, item) ``after`` holds (``groups``: which groups the rows are)."""
+        x = step(after[:, self.items]) @ self.item_weights - self.limits[groups]
         x = -x if self.minimum else x
         return np.maximum(x, 0.0) ** POWER if self.squares else x
 
-    def infos(self, ctx: EvalContext) -> np.ndarray:
-        return self.group_weights * self._excess(ctx)
-
-    def evaluate(self, ctx: EvalContext) -> float:
-        excess = self._excess(ctx)
-        value = positive(excess)
-        if self.masses is not None:
-            value = value + step(excess) * self._spread(ctx)
-        return float((self.group_weights * value).sum())
-
-    def _spread(self, ctx: EvalContext) -> np.ndarray:
+    def _spread(self, after: np.ndarray, groups: np.ndarray | slice = slice(None)
+                ) -> np.ndarray:
         """P_g = Σ_s w_s·(x_s − 0.1·x_s²), x_s = U_gs / M_g (0 where no penalty applies)."""
-        after = ctx.group_after(self.scope, self.dimension, self.members)
-        masses = np.where(self.masses > 0, self.masses, 1.0)[:, None]
-        x = after[:, self.items] / masses
+        masses = self.masses[groups]
+        x = after[:, self.items] / np.where(masses > 0, masses, 1.0)[:, None]
         spread = (x - float(SPREAD_WEIGHT) * x**2) @ self.item_weights
-        return np.where(self.masses > 0, spread, 0.0)
+        return np.where(masses > 0, spread, 0.0)
+
+    def _terms(self, after: np.ndarray, groups: np.ndarray | slice = slice(None)
+               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """Per group of the rows: its info W_g·Y_g, its penalty W_g·P_g (None without the
+        continuous term), and its part of the value."""
+        weights = self.group_weights[groups]
+        excess = self._excess(after, groups)
+        value = positive(excess)
+        penalty = None
+        if self.masses is not None:
+            spread = self._spread(after, groups)
+            penalty = weights * spread
+            value = value + step(excess) * spread
+        return weights * excess, penalty, weights * value
+
+    def _in_batch(self, batch: MoveBatch, which: int) -> np.ndarray:
+        """Per candidate: ``_terms``'s ``which`` per group (0, 1) or summed (2): the
+        base's, changed for the groups a candidate's moves touch."""
+        base = batch.base
+        after = base.group_after(self.scope, self.dimension, self.members)
+        terms = base.memo((self, "terms"), lambda: self._terms(after))
+        _, candidate, touched, rows = batch.touched_groups(self.scope, self.dimension,
+                                                           self.members)
+        new = self._terms(rows, touched)[which]
+        if which == 2:
+            return terms[2].sum() + np.bincount(candidate, new - terms[2][touched],
+                                                minlength=batch.size)
+        result = np.repeat(terms[which][None, :], batch.size, axis=0)
+        result[candidate, touched] = new
+        return result
+
+    def infos(self, ctx: EvalContext) -> np.ndarray:
+        if isinstance(ctx, MoveBatch):
+            return self._in_batch(ctx, 0)
+        return self._terms(ctx.group_after(self.scope, self.dimension, self.members))[0]
+
+    def evaluate(self, ctx: EvalContext) -> float | np.ndarray:
+        if isinstance(ctx, MoveBatch):
+            return self._in_batch(ctx, 2)
+        return float(self._terms(
+            ctx.group_after(self.scope, self.dimension, self.members))[2].sum())
 
     def penalties(self, ctx: EvalContext) -> np.ndarray | None:
         """W_g·P_g: a broken group's soft term adds it (times invalidCost)."""
-        return None if self.masses is None else self.group_weights * self._spread(ctx)
+        if self.masses is None:
+            return None
+        if isinstance(ctx, MoveBatch):
+            return self._in_batch(ctx, 1)
+        return self._terms(ctx.group_after(self.scope, self.dimension, self.members))[1]
 
     def compile_penalties(self, b: CpBuilder, infos: list[Info]) -> list[Lin] | None:
         if self.masses is None:
