@@ -421,3 +421,26 @@ def test_swaps_start_with_objects_rewarded_elsewhere(monkeypatch: pytest.MonkeyP
         partners = priced[o]
         first = [c in rewarded for c in partners]
         assert first == sorted(first, reverse=True)  # rewarded containers, then the rest
+
+
+def test_a_walk_empties_a_container_to_free_one_object_at_a_time() -> None:
+    """ToFree counting occupied containers, with moves at the next position: the count
+    falls only when the last of the two objects leaves, so the first move costs a move
+    and lowers nothing; ToFree's guide (Rebalancer's local-search form) takes it. The
+    descent returns the enumerated optimum."""
+    scenario = parse_scenario({
+        "objectName": "task", "containerName": "host",
+        "assignment": {"h0": ["a", "b"], "h1": ["c"], "h2": []},
+        "goals": [{"spec": {"toFreeSpec": {"name": "free", "containers": ["h0"],
+                                           "formula": "MINIMIZE_OCCUPIED_CONTAINERS"}},
+                   "tuplePos": 0},
+                  {"spec": {"minimizeMovementSpec": {"name": "moves", "scope": "host",
+                                                     "dimension": "task_count",
+                                                     "doNotNormalize": True}},
+                   "tuplePos": 1}]})
+    problem, model = scenario.problem, scenario.model
+    found = descend(problem, model, problem.initial, time.monotonic() + 10)
+    assert found is not None
+    optimum = min(tuple_key(evaluation) for _, evaluation in brute_force(scenario))
+    assert not better(optimum, tuple_key(found[1]))
+    assert found[1].positions[0] == 0

@@ -74,6 +74,22 @@ class ToFreeSpec(Spec):
             return step(after).sum(axis=-1)
         return after.sum(axis=-1)
 
+    def guide(self, ctx: EvalContext) -> np.ndarray | None:
+        """Occupied containers: Rebalancer's local-search form of the spec,
+        ``(1.1/v_min)·Σ_c A_c − Σ_c A_c² / (Σv)²``. The count falls only when a container's
+        last object leaves; this falls with each object that leaves, most where a
+        container is nearly empty."""
+        if self.formula != "MINIMIZE_OCCUPIED_CONTAINERS":
+            return None
+        values = ctx.problem.object_dims[self.dimension]
+        positive_values = values[values > 0]
+        total = float(values.sum())
+        if not len(positive_values) or total <= 0:
+            return None
+        after = ctx.util(self._scope(ctx.problem), self.dimension, "AFTER")[..., self.containers]
+        return (1.1 / float(positive_values.min()) * after.sum(axis=-1)
+                - (after**2).sum(axis=-1) / total**2)
+
     def infos(self, ctx: EvalContext) -> np.ndarray:
         scope = self._scope(ctx.problem)
         after = ctx.util(scope, self.dimension, "AFTER")[..., self.containers]

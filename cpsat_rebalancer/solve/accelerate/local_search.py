@@ -423,6 +423,7 @@ class BatchedDescent:
             if not self.guided:
                 return
             self.guided = False
+            self.idle_since[:] = -1  # priced under the guides: by the tuple alone, again
             if self.kept is not None:
                 self._keep(self.kept.copy(), self.kept_key, 0.0)
 
