@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import test_capacity_with_group_presence as capacity_with_group_presence
+import test_disaster_recovery_capacity as disaster_recovery_capacity
 import test_exclusive_scope_items as exclusive_scope_items
 import test_group_diversity as group_diversity
 import test_group_move_limit as group_move_limit
@@ -184,4 +185,13 @@ def test_colocate_groups_prices_a_batch_as_the_evaluator_does(seed: int,
         if "colocateGroupsSpec" in entry["spec"]:
             entry["spec"]["colocateGroupsSpec"]["useContinuousPenaltyWithOptimal"] = continuous
     scenario = parse_scenario(data)
+    check_batch_prices(scenario.problem, scenario.model, seed)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_disaster_recovery_prices_a_batch_as_the_evaluator_does(seed: int) -> None:
+    """DisasterRecoveryCapacity on hosts or racks, listed, default or overlapping disaster
+    groups, chains of one to three secondaries, every role and policy: each candidate's
+    objects are read where it puts them."""
+    scenario = parse_scenario(disaster_recovery_capacity.random_disaster_scenario(seed, 7))
     check_batch_prices(scenario.problem, scenario.model, seed)

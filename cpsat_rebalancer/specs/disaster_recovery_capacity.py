@@ -13,11 +13,11 @@ import functools
 from collections.abc import Hashable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..context import EvalContext, positive
+from ..context import EvalContext, MoveBatch, positive
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Info
 from ..cpsat.linear import Lin, lin_sum, to_fraction
@@ -33,6 +33,11 @@ from .common import (
     resolve_scope,
     spec_name,
 )
+
+
+def _inside(member: np.ndarray, item: np.ndarray) -> np.ndarray:
+    """Whether each item of ``item`` (OUT_OF_SCOPE: none) is a ``member``."""
+    return (item >= 0) & member[np.maximum(item, 0)]
 
 
 @register
@@ -101,31 +106,56 @@ class DisasterRecoveryCapacitySpec(Spec):
         return Fraction(1) if total == 0 else Fraction(len(caps)) / total
 
     # ---------- evaluation ----------
+    batched: ClassVar[bool] = True  # (a MoveBatch has static dimensions only)
+
+    @functools.cached_property
+    def _chains(self) -> tuple[np.ndarray, np.ndarray]:
+        """The primaries, and per primary its secondaries by priority (padded with -1)."""
+        longest = max((len(s) for _, s in self.primaries), default=0)
+        secondaries = np.full((len(self.primaries), longest), -1, dtype=np.int64)
+        for k, (_, chain) in enumerate(self.primaries):
+            secondaries[k, :len(chain)] = chain
+        return np.asarray([p for p, _ in self.primaries], dtype=np.int64), secondaries
+
     def infos(self, ctx: EvalContext) -> np.ndarray:
+        """Per item (per candidate, items last, under a MoveBatch): its primary load plus
+        its worst failover load, over its capacity, normalized."""
         values = ctx.problem.object_dims[self.dimension]
-        item = self.scope.container_item[ctx.final]
-        n = len(self.scope.items)
-        primary = np.zeros(n)
-        for p, _ in self.primaries:
-            if item[p] >= 0:
-                primary[item[p]] += values[p]
-        worst = np.zeros(n)
+        primaries, secondaries = self._chains
+        listed = np.concatenate([primaries, np.maximum(secondaries, 0).ravel()])
+        places = ctx.final_at(listed) if isinstance(ctx, MoveBatch) else ctx.final[listed][None]
+        item = self.scope.container_item[places]  # (candidate, listed object)
+        k, n = len(item), len(self.scope.items)
+        rows = np.arange(k)[:, None]
+        item_p = item[:, :len(primaries)]
+        item_r = item[:, len(primaries):].reshape(k, *secondaries.shape)
+
+        def per_item(where: np.ndarray, at: np.ndarray, weights: np.ndarray) -> np.ndarray:
+            flat = (rows * n + np.maximum(at, 0))[where]
+            return np.bincount(flat, np.broadcast_to(weights, at.shape)[where],
+                               minlength=k * n).reshape(k, n)
+
+        primary = per_item(item_p >= 0, item_p, values[primaries])
+        worst = np.zeros((k, n))
         for group in self.disaster_groups:
-            excess = np.zeros(n)
-            for p, secondaries in self.primaries:
-                failing = item[p] in group
-                for r in secondaries:
-                    if not failing:
-                        break
-                    if item[r] >= 0 and item[r] not in group:
-                        excess[item[r]] += values[r]
-                    failing = item[r] in group
+            member = np.zeros(n, dtype=bool)
+            member[list(group)] = True
+            failing = _inside(member, item_p)  # a chain goes on while its objects are in it
+            excess = np.zeros((k, n))
+            for j in range(secondaries.shape[1]):
+                listed_here = secondaries[:, j] >= 0
+                at = item_r[:, :, j]
+                lands = failing & listed_here & (at >= 0) & ~_inside(member, at)
+                excess += per_item(lands, at, values[np.maximum(secondaries[:, j], 0)])
+                failing &= listed_here & _inside(member, at)
             worst = np.maximum(worst, excess)
         caps = self.scope.capacity(self.dimension)
-        return float(self._norm) * (primary + worst - caps)
+        infos = float(self._norm) * (primary + worst - caps)
+        return infos if isinstance(ctx, MoveBatch) else infos[0]
 
-    def evaluate(self, ctx: EvalContext) -> float:
-        return float(positive(self.infos(ctx)).sum())
+    def evaluate(self, ctx: EvalContext) -> float | np.ndarray:
+        value = positive(self.infos(ctx)).sum(axis=-1)
+        return value if isinstance(ctx, MoveBatch) else float(value)
 
     # ---------- compilation ----------
     @staticmethod
