@@ -444,3 +444,29 @@ def test_a_walk_empties_a_container_to_free_one_object_at_a_time() -> None:
     optimum = min(tuple_key(evaluation) for _, evaluation in brute_force(scenario))
     assert not better(optimum, tuple_key(found[1]))
     assert found[1].positions[0] == 0
+
+
+def test_a_walk_takes_a_group_off_an_item_with_too_many() -> None:
+    """GroupDiversity MAX, with moves at the next position: the host holds two jobs of two
+    tasks against a limit of one, and a job leaves it only with its last task, so the first
+    move costs a move and lowers nothing; GroupDiversity's guide (Rebalancer's
+    local-search term) takes it. The descent returns the enumerated optimum."""
+    scenario = parse_scenario({
+        "objectName": "task", "containerName": "host",
+        "assignment": {"h0": ["a", "b", "c", "d"], "h1": [], "h2": []},
+        "partitions": {"job": {"g1": ["a", "b"], "g2": ["c", "d"]}},
+        "goals": [{"spec": {"groupDiversitySpec": {"name": "one_job", "scope": "host",
+                                                   "partition": "job", "bound": "MAX",
+                                                   "dimension": "task_count",
+                                                   "limit": {"globalLimit": 1}}},
+                   "tuplePos": 0},
+                  {"spec": {"minimizeMovementSpec": {"name": "moves", "scope": "host",
+                                                     "dimension": "task_count",
+                                                     "doNotNormalize": True}},
+                   "tuplePos": 1}]})
+    problem, model = scenario.problem, scenario.model
+    found = descend(problem, model, problem.initial, time.monotonic() + 10)
+    assert found is not None
+    optimum = min(tuple_key(evaluation) for _, evaluation in brute_force(scenario))
+    assert not better(optimum, tuple_key(found[1]))
+    assert found[1].positions[0] == 0

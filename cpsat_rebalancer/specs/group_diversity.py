@@ -185,6 +185,39 @@ class GroupDiversitySpec(Spec):
         value = positive(self.infos(ctx)).sum(axis=-1)
         return value if isinstance(ctx, MoveBatch) else float(value)
 
+    def _spread(self, after: np.ndarray, scale: float) -> np.ndarray:
+        """Per (group row, filtered item): x − 0.1·x², x the group's utilization there over
+        ``scale`` (Rebalancer's local-search term)."""
+        x = after[:, self.items] / scale
+        return x - 0.1 * x**2
+
+    def _scale(self, problem: Problem) -> float:
+        """The largest |g|·max_o v_o over the groups (1 where that is 0)."""
+        values = problem.object_dims[self.dimension]
+        scale = max((len(m) * float(values[m].max()) for m in self.members if len(m)),
+                    default=0.0)
+        return scale if scale > 0 else 1.0
+
+    def guide(self, ctx: EvalContext) -> float | np.ndarray | None:
+        """MAX: over the items above their limit, Rebalancer's local-search term
+        ``P_s = Σ_g (x_g − 0.1·x_g²)``. A group counts in an item until its last object
+        leaves it; this falls with each object that leaves an item with too many groups."""
+        if not self.maximum or self.dimension in ctx.problem.dynamic_dims:
+            return None
+        if not isinstance(ctx, MoveBatch):
+            after = group_after(ctx, self.scope, self.dimension, self.members)
+            spread = self._spread(after, self._scale(ctx.problem)).sum(axis=0)
+            return float((step(self.infos(ctx)) * spread).sum())
+        base = ctx.base
+        scale = base.memo((self, "scale"), lambda: self._scale(ctx.problem))
+        spread = base.memo((self, "spread"), lambda: self._spread(
+            base.group_after(self.scope, self.dimension, self.members), scale))
+        _, candidate, group, rows = ctx.touched_groups(self.scope, self.dimension,
+                                                       self.members)
+        total = np.repeat(spread.sum(axis=0)[None, :], ctx.size, axis=0)
+        np.add.at(total, candidate, self._spread(rows, scale) - spread[group])
+        return (step(self.infos(ctx)) * total).sum(axis=-1)
+
     # ---------- compilation ----------
     def _forms(self, b: CpBuilder) -> list[Lin]:
         counts = [[] for _ in self.items]
