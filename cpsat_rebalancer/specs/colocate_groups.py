@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -44,6 +44,15 @@ def _power(x: float) -> float:
     """x^1.1 of the excess; a group inside its bound contributes 0 (Rebalancer 1.0.4 gives NaN
     there on a full evaluation, 0 incrementally; 0 is the intended value)."""
     return max(0.0, x) ** POWER
+
+
+class _Terms(NamedTuple):
+    """A group's info W_g·Y_g, its penalty W_g·P_g (None without the continuous term),
+    and its part of the value."""
+
+    infos: np.ndarray
+    penalties: np.ndarray | None
+    values: np.ndarray
 
 
 @register
@@ -153,10 +162,8 @@ class ColocateGroupsSpec(Spec):
         spread = (x - float(SPREAD_WEIGHT) * x**2) @ self.item_weights
         return np.where(masses > 0, spread, 0.0)
 
-    def _terms(self, after: np.ndarray, groups: np.ndarray | slice = slice(None)
-               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-        """Per group of the rows: its info W_g·Y_g, its penalty W_g·P_g (None without the
-        continuous term), and its part of the value."""
+    def _terms(self, after: np.ndarray, groups: np.ndarray | slice = slice(None)) -> _Terms:
+        """Per group of the rows (``groups``: which groups they are)."""
         weights = self.group_weights[groups]
         excess = self._excess(after, groups)
         value = positive(excess)
@@ -165,42 +172,33 @@ class ColocateGroupsSpec(Spec):
             spread = self._spread(after, groups)
             penalty = weights * spread
             value = value + step(excess) * spread
-        return weights * excess, penalty, weights * value
+        return _Terms(weights * excess, penalty, weights * value)
 
-    def _in_batch(self, batch: MoveBatch, which: int) -> np.ndarray:
-        """Per candidate: ``_terms``'s ``which`` per group (0, 1) or summed (2): the
-        base's, changed for the groups a candidate's moves touch."""
-        base = batch.base
+    def _at(self, ctx: EvalContext, term: str) -> np.ndarray:
+        """One of the ``_Terms`` per group (per candidate, groups last, under a MoveBatch:
+        the base's, changed for the groups a candidate's moves touch)."""
+        if not isinstance(ctx, MoveBatch):
+            return getattr(self._terms(ctx.group_after(self.scope, self.dimension,
+                                                       self.members)), term)
+        base = ctx.base
         after = base.group_after(self.scope, self.dimension, self.members)
-        terms = base.memo((self, "terms"), lambda: self._terms(after))
-        _, candidate, touched, rows = batch.touched_groups(self.scope, self.dimension,
-                                                           self.members)
-        new = self._terms(rows, touched)[which]
-        if which == 2:
-            return terms[2].sum() + np.bincount(candidate, new - terms[2][touched],
-                                                minlength=batch.size)
-        result = np.repeat(terms[which][None, :], batch.size, axis=0)
-        result[candidate, touched] = new
+        kept = getattr(base.memo((self, "terms"), lambda: self._terms(after)), term)
+        _, candidate, touched, rows = ctx.touched_groups(self.scope, self.dimension,
+                                                         self.members)
+        result = np.repeat(kept[None, :], ctx.size, axis=0)
+        result[candidate, touched] = getattr(self._terms(rows, touched), term)
         return result
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
-        if isinstance(ctx, MoveBatch):
-            return self._in_batch(ctx, 0)
-        return self._terms(ctx.group_after(self.scope, self.dimension, self.members))[0]
+        return self._at(ctx, "infos")
 
     def evaluate(self, ctx: EvalContext) -> float | np.ndarray:
-        if isinstance(ctx, MoveBatch):
-            return self._in_batch(ctx, 2)
-        return float(self._terms(
-            ctx.group_after(self.scope, self.dimension, self.members))[2].sum())
+        value = self._at(ctx, "values").sum(axis=-1)
+        return value if isinstance(ctx, MoveBatch) else float(value)
 
     def penalties(self, ctx: EvalContext) -> np.ndarray | None:
         """W_g·P_g: a broken group's soft term adds it (times invalidCost)."""
-        if self.masses is None:
-            return None
-        if isinstance(ctx, MoveBatch):
-            return self._in_batch(ctx, 1)
-        return self._terms(ctx.group_after(self.scope, self.dimension, self.members))[1]
+        return None if self.masses is None else self._at(ctx, "penalties")
 
     def compile_penalties(self, b: CpBuilder, infos: list[Info]) -> list[Lin] | None:
         if self.masses is None:
