@@ -327,32 +327,40 @@ def test_a_goals_rewarded_containers_are_tried_first(monkeypatch: pytest.MonkeyP
     assert checked
 
 
-@pytest.mark.parametrize("formula", ["MAX", "LEGACY"])
-def test_a_walk_crosses_a_tie_at_the_top(formula: str) -> None:
-    """Two hosts tie at the top of a MAX (or LEGACY) balance, and moves cost at the next
-    position: a move off either host leaves the balance flat and costs a move, so only a
-    walk that follows the excess on every hot host (Balance's guide) finds the two moves
-    that lower it. The descent returns the enumerated optimum."""
-    sizes = {"a": 4, "b": 2, "c": 4, "d": 2}
-    balance = {"name": "bal", "scope": "host", "dimension": "cpu", "formula": formula}
-    if formula == "LEGACY":
-        balance["fixAverageToInitial"] = True
-    scenario = parse_scenario({
-        "objectName": "task", "containerName": "host",
-        "assignment": {"h0": ["a", "b"], "h1": ["c", "d"], "h2": []},
-        "objectDimensions": {"cpu": sizes},
-        "containerDimensions": {"cpu": {"h0": 10, "h1": 10, "h2": 10}},
-        "goals": [{"spec": {"balanceSpec": balance}, "tuplePos": 0},
-                  {"spec": {"minimizeMovementSpec": {"name": "moves", "scope": "host",
-                                                     "dimension": "task_count",
-                                                     "doNotNormalize": True}},
-                   "tuplePos": 1}]})
+MOVES_BEHIND = {"spec": {"minimizeMovementSpec": {"name": "moves", "scope": "host",
+                                                  "dimension": "task_count",
+                                                  "doNotNormalize": True}},
+                "tuplePos": 1}
+
+
+def walk_with_moves_behind(goal: dict, assignment: dict, **data):
+    """The descent's answer where ``goal`` is at position 0 and moves count at 1 (so a
+    move that lowers nothing at 0 is never worth its cost by the tuple alone), checked
+    against enumeration: no assignment's tuple is lower."""
+    scenario = parse_scenario({"objectName": "task", "containerName": "host",
+                               "assignment": assignment,
+                               "goals": [{"spec": goal, "tuplePos": 0}, MOVES_BEHIND], **data})
     problem, model = scenario.problem, scenario.model
     found = descend(problem, model, problem.initial, time.monotonic() + 10)
     assert found is not None
     optimum = min(tuple_key(evaluation) for _, evaluation in brute_force(scenario))
     assert not better(optimum, tuple_key(found[1]))
-    assert found[1].positions[0] < evaluate(problem, model, problem.initial).positions[0]
+    return found[1], evaluate(problem, model, problem.initial)
+
+
+@pytest.mark.parametrize("formula", ["MAX", "LEGACY"])
+def test_a_walk_crosses_a_tie_at_the_top(formula: str) -> None:
+    """Two hosts tie at the top of a MAX (or LEGACY) balance: a move off either host
+    leaves the balance flat and costs a move, so only a walk that follows the excess on
+    every hot host (Balance's guide) finds the two moves that lower it."""
+    balance = {"name": "bal", "scope": "host", "dimension": "cpu", "formula": formula}
+    if formula == "LEGACY":
+        balance["fixAverageToInitial"] = True
+    found, initial = walk_with_moves_behind(
+        {"balanceSpec": balance}, {"h0": ["a", "b"], "h1": ["c", "d"], "h2": []},
+        objectDimensions={"cpu": {"a": 4, "b": 2, "c": 4, "d": 2}},
+        containerDimensions={"cpu": {"h0": 10, "h1": 10, "h2": 10}})
+    assert found.positions[0] < initial.positions[0]
 
 
 def test_swaps_start_on_the_hottest_container_with_partners_on_the_coolest(
@@ -424,49 +432,24 @@ def test_swaps_start_with_objects_rewarded_elsewhere(monkeypatch: pytest.MonkeyP
 
 
 def test_a_walk_empties_a_container_to_free_one_object_at_a_time() -> None:
-    """ToFree counting occupied containers, with moves at the next position: the count
-    falls only when the last of the two objects leaves, so the first move costs a move
-    and lowers nothing; ToFree's guide (Rebalancer's local-search form) takes it. The
-    descent returns the enumerated optimum."""
-    scenario = parse_scenario({
-        "objectName": "task", "containerName": "host",
-        "assignment": {"h0": ["a", "b"], "h1": ["c"], "h2": []},
-        "goals": [{"spec": {"toFreeSpec": {"name": "free", "containers": ["h0"],
-                                           "formula": "MINIMIZE_OCCUPIED_CONTAINERS"}},
-                   "tuplePos": 0},
-                  {"spec": {"minimizeMovementSpec": {"name": "moves", "scope": "host",
-                                                     "dimension": "task_count",
-                                                     "doNotNormalize": True}},
-                   "tuplePos": 1}]})
-    problem, model = scenario.problem, scenario.model
-    found = descend(problem, model, problem.initial, time.monotonic() + 10)
-    assert found is not None
-    optimum = min(tuple_key(evaluation) for _, evaluation in brute_force(scenario))
-    assert not better(optimum, tuple_key(found[1]))
-    assert found[1].positions[0] == 0
+    """ToFree counting occupied containers: the count falls only when the last of the two
+    objects leaves, so the first move costs a move and lowers nothing; ToFree's guide
+    (Rebalancer's local-search form) takes it."""
+    found, _ = walk_with_moves_behind(
+        {"toFreeSpec": {"name": "free", "containers": ["h0"],
+                        "formula": "MINIMIZE_OCCUPIED_CONTAINERS"}},
+        {"h0": ["a", "b"], "h1": ["c"], "h2": []})
+    assert found.positions[0] == 0
 
 
 def test_a_walk_takes_a_group_off_an_item_with_too_many() -> None:
-    """GroupDiversity MAX, with moves at the next position: the host holds two jobs of two
-    tasks against a limit of one, and a job leaves it only with its last task, so the first
-    move costs a move and lowers nothing; GroupDiversity's guide (Rebalancer's
-    local-search term) takes it. The descent returns the enumerated optimum."""
-    scenario = parse_scenario({
-        "objectName": "task", "containerName": "host",
-        "assignment": {"h0": ["a", "b", "c", "d"], "h1": [], "h2": []},
-        "partitions": {"job": {"g1": ["a", "b"], "g2": ["c", "d"]}},
-        "goals": [{"spec": {"groupDiversitySpec": {"name": "one_job", "scope": "host",
-                                                   "partition": "job", "bound": "MAX",
-                                                   "dimension": "task_count",
-                                                   "limit": {"globalLimit": 1}}},
-                   "tuplePos": 0},
-                  {"spec": {"minimizeMovementSpec": {"name": "moves", "scope": "host",
-                                                     "dimension": "task_count",
-                                                     "doNotNormalize": True}},
-                   "tuplePos": 1}]})
-    problem, model = scenario.problem, scenario.model
-    found = descend(problem, model, problem.initial, time.monotonic() + 10)
-    assert found is not None
-    optimum = min(tuple_key(evaluation) for _, evaluation in brute_force(scenario))
-    assert not better(optimum, tuple_key(found[1]))
-    assert found[1].positions[0] == 0
+    """GroupDiversity MAX: the host holds two jobs of two tasks against a limit of one,
+    and a job leaves it only with its last task, so the first move costs a move and lowers
+    nothing; GroupDiversity's guide (Rebalancer's local-search term) takes it."""
+    found, _ = walk_with_moves_behind(
+        {"groupDiversitySpec": {"name": "one_job", "scope": "host", "partition": "job",
+                                "bound": "MAX", "dimension": "task_count",
+                                "limit": {"globalLimit": 1}}},
+        {"h0": ["a", "b", "c", "d"], "h1": [], "h2": []},
+        partitions={"job": {"g1": ["a", "b"], "g2": ["c", "d"]}})
+    assert found.positions[0] == 0
