@@ -292,16 +292,20 @@ class MoveBatch(EvalContext):
         these rows of ``group_after`` differ from the base assignment's, so a group spec
         prices K candidates from the base and a few rows each, never K copies of every
         group. Returns the base's (group, item) array and, per (candidate, group) pair
-        touched (each once): the candidate, the group and the group's row (pair, item)."""
-        base = self._parent.group_after(scope, dim, members)
-        candidate, mover, target, group = self.group_moves(members)
-        n_groups = len(members)
-        pairs, pair_of = np.unique(candidate * n_groups + group, return_inverse=True)
-        rows = base[pairs % n_groups].copy()
-        item = scope.container_item
-        _shift(rows, pair_of, item[self.current[mover]], item[target],
-               self.problem.object_dims[dim][mover])
-        return base, pairs // n_groups, pairs % n_groups, rows
+        touched (each once): the candidate, the group and the group's row (pair, item).
+        Kept while the batch lives (a spec's value and guide both read it)."""
+        def compute() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            base = self._parent.group_after(scope, dim, members)
+            candidate, mover, target, group = self.group_moves(members)
+            n_groups = len(members)
+            pairs, pair_of = np.unique(candidate * n_groups + group, return_inverse=True)
+            rows = base[pairs % n_groups].copy()
+            item = scope.container_item
+            _shift(rows, pair_of, item[self.current[mover]], item[target],
+                   self.problem.object_dims[dim][mover])
+            return base, pairs // n_groups, pairs % n_groups, rows
+
+        return self.memo_of(members, ("touched groups", scope.name, dim), compute)
 
     def touched_group_utils(self, scope: Scope, dim: str, members: list[np.ndarray]
                             ) -> tuple[np.ndarray, np.ndarray,

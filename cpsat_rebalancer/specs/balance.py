@@ -255,8 +255,7 @@ class BalanceSpec(Spec):
             return np.float64(0.0)
         u = self._relative(ctx)
         bound = self._bound(self._average(ctx))
-        threshold = bound if self.soft_upper_bound is None \
-            else np.maximum(self.soft_upper_bound, bound)
+        threshold = self._threshold(bound)
         if self.formula == "LINEAR":
             return positive(u - threshold).sum(axis=-1) / n
         if self.formula == "SQUARES":
@@ -274,13 +273,26 @@ class BalanceSpec(Spec):
         v = positive(u - bound)  # RELATIVE_UTIL_VARIANCE
         return (v**2).sum(axis=-1) - v.sum(axis=-1) ** 2 / n
 
-    def _legacy(self, ctx: EvalContext, u: np.ndarray) -> np.ndarray:
-        """(0.001/n)·Σ m_i⁺ + max(0, max_i m_i), m_i = u_i/b - upperBound, b the initial
-        total over the capacity; -upperBound when nothing is there initially."""
+    def _threshold(self, bound: np.ndarray) -> np.ndarray:
+        """The level above which an item is in excess: the bound, or the soft upper bound
+        where that is higher."""
+        return bound if self.soft_upper_bound is None \
+            else np.maximum(self.soft_upper_bound, bound)
+
+    def _legacy_excess(self, ctx: EvalContext, u: np.ndarray) -> np.ndarray | None:
+        """LEGACY's m_i = u_i/b - upperBound, b the initial total over the capacity; None
+        when nothing is there initially."""
         initial = float(ctx.at_initial.util(self.scope, self.dimension, "AFTER")[self.items].sum())
         if abs(initial) <= TOLERANCE:
+            return None
+        return u / (initial / self.caps.sum()) - self.upper_bound
+
+    def _legacy(self, ctx: EvalContext, u: np.ndarray) -> np.ndarray:
+        """(0.001/n)·Σ m_i⁺ + max(0, max_i m_i); -upperBound when nothing is there
+        initially."""
+        excess = self._legacy_excess(ctx, u)
+        if excess is None:
             return np.full(u.shape[:-1], -self.upper_bound)
-        excess = u / (initial / self.caps.sum()) - self.upper_bound
         return (float(LEGACY_WEIGHT) / u.shape[-1] * positive(excess).sum(axis=-1)
                 + np.maximum(0.0, excess.max(axis=-1)))
 
@@ -292,16 +304,9 @@ class BalanceSpec(Spec):
         if self.formula not in ("MAX", "LEGACY") or not len(self.items):
             return None
         u = self._relative(ctx)
-        if self.formula == "MAX":
-            threshold = self._bound(self._average(ctx))
-            if self.soft_upper_bound is not None:
-                threshold = np.maximum(self.soft_upper_bound, threshold)
-            return (positive(u - threshold) ** 2).sum(axis=-1)
-        initial = float(ctx.at_initial.util(self.scope, self.dimension, "AFTER")[self.items].sum())
-        if abs(initial) <= TOLERANCE:
-            return None
-        excess = u / (initial / self.caps.sum()) - self.upper_bound
-        return (positive(excess) ** 2).sum(axis=-1)
+        excess = (u - self._threshold(self._bound(self._average(ctx))) if self.formula == "MAX"
+                  else self._legacy_excess(ctx, u))
+        return None if excess is None else (positive(excess) ** 2).sum(axis=-1)
 
     def leximin_values(self, ctx: EvalContext) -> np.ndarray:
         """Relative utilizations; with the bound applied (as in the scalar value, where items

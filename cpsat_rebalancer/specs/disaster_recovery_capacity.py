@@ -117,6 +117,14 @@ class DisasterRecoveryCapacitySpec(Spec):
             secondaries[k, :len(chain)] = chain
         return np.asarray([p for p, _ in self.primaries], dtype=np.int64), secondaries
 
+    @functools.cached_property
+    def _membership(self) -> np.ndarray:
+        """Per disaster group, which items of the scope it holds."""
+        member = np.zeros((len(self.disaster_groups), len(self.scope.items)), dtype=bool)
+        for k, group in enumerate(self.disaster_groups):
+            member[k, list(group)] = True
+        return member
+
     def infos(self, ctx: EvalContext) -> np.ndarray:
         """Per item (per candidate, items last, under a MoveBatch): its primary load plus
         its worst failover load, over its capacity, normalized."""
@@ -137,9 +145,7 @@ class DisasterRecoveryCapacitySpec(Spec):
 
         primary = per_item(item_p >= 0, item_p, values[primaries])
         worst = np.zeros((k, n))
-        for group in self.disaster_groups:
-            member = np.zeros(n, dtype=bool)
-            member[list(group)] = True
+        for member in self._membership:
             failing = _inside(member, item_p)  # a chain goes on while its objects are in it
             excess = np.zeros((k, n))
             for j in range(secondaries.shape[1]):

@@ -122,6 +122,9 @@ class GroupDiversitySpec(Spec):
     items: np.ndarray  # filtered items with an expression (MAX: a finite limit)
     limits: np.ndarray  # N_s per item of ``items``
     maximum: bool  # bound MAX
+    # the largest |g|·max_o v_o over the groups (1 where that is 0, or for a dynamic
+    # dimension): the unit of the local-search term ``guide`` follows
+    spread_scale: float = 1.0
 
     @classmethod
     def from_dict(cls, data: Any, path: str, problem: Problem, *,
@@ -145,7 +148,13 @@ class GroupDiversitySpec(Spec):
                              "reports an infinite value)")
         finite = ~np.isinf(limits)  # MAX with no limit: never broken, no expression
         members = list(partition.values())
-        return cls(name, scope, dimension, members, items[finite], limits[finite], maximum)
+        scale = 0.0
+        if dimension not in problem.dynamic_dims:
+            values = problem.object_dims[dimension]
+            scale = max((len(m) * float(values[m].max()) for m in members if len(m)),
+                        default=0.0)
+        return cls(name, scope, dimension, members, items[finite], limits[finite], maximum,
+                   scale if scale > 0 else 1.0)
 
     def reads_groups(self) -> bool:
         return True
@@ -164,8 +173,8 @@ class GroupDiversitySpec(Spec):
     batched: ClassVar[bool] = True  # (a MoveBatch has static dimensions only)
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
-        if isinstance(ctx, MoveBatch):
-            present = self._present_in_batch(ctx)
+        if isinstance(ctx, MoveBatch):  # read by the value and the guide: once a batch
+            present = ctx.memo((self, "present"), lambda: self._present_in_batch(ctx))
         else:
             after = group_after(ctx, self.scope, self.dimension, self.members)
             present = step(after[:, self.items]).sum(axis=0)
@@ -185,18 +194,11 @@ class GroupDiversitySpec(Spec):
         value = positive(self.infos(ctx)).sum(axis=-1)
         return value if isinstance(ctx, MoveBatch) else float(value)
 
-    def _spread(self, after: np.ndarray, scale: float) -> np.ndarray:
+    def _spread(self, after: np.ndarray) -> np.ndarray:
         """Per (group row, filtered item): x − 0.1·x², x the group's utilization there over
-        ``scale`` (Rebalancer's local-search term)."""
-        x = after[:, self.items] / scale
+        ``spread_scale`` (Rebalancer's local-search term)."""
+        x = after[:, self.items] / self.spread_scale
         return x - 0.1 * x**2
-
-    def _scale(self, problem: Problem) -> float:
-        """The largest |g|·max_o v_o over the groups (1 where that is 0)."""
-        values = problem.object_dims[self.dimension]
-        scale = max((len(m) * float(values[m].max()) for m in self.members if len(m)),
-                    default=0.0)
-        return scale if scale > 0 else 1.0
 
     def guide(self, ctx: EvalContext) -> float | np.ndarray | None:
         """MAX: over the items above their limit, Rebalancer's local-search term
@@ -206,16 +208,15 @@ class GroupDiversitySpec(Spec):
             return None
         if not isinstance(ctx, MoveBatch):
             after = group_after(ctx, self.scope, self.dimension, self.members)
-            spread = self._spread(after, self._scale(ctx.problem)).sum(axis=0)
+            spread = self._spread(after).sum(axis=0)
             return float((step(self.infos(ctx)) * spread).sum())
         base = ctx.base
-        scale = base.memo((self, "scale"), lambda: self._scale(ctx.problem))
         spread = base.memo((self, "spread"), lambda: self._spread(
-            base.group_after(self.scope, self.dimension, self.members), scale))
+            base.group_after(self.scope, self.dimension, self.members)))
         _, candidate, group, rows = ctx.touched_groups(self.scope, self.dimension,
                                                        self.members)
         total = np.repeat(spread.sum(axis=0)[None, :], ctx.size, axis=0)
-        np.add.at(total, candidate, self._spread(rows, scale) - spread[group])
+        np.add.at(total, candidate, self._spread(rows) - spread[group])
         return (step(self.infos(ctx)) * total).sum(axis=-1)
 
     # ---------- compilation ----------

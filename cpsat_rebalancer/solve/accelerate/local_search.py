@@ -192,6 +192,7 @@ class BatchedDescent:
         # term improves, its best destination is among them), ties in random order
         self.coolest = np.lexsort((self.rng.random(self.problem.num_containers),
                                    self.relative_loads()))
+        self.place = np.argsort(self.coolest)  # each container's place in that order
 
     def ranked(self, keys: np.ndarray, context: EvalContext) -> np.ndarray:
         """The order the search walks in, per row of ``keys`` (tuples at ``context``'s
@@ -381,7 +382,8 @@ class BatchedDescent:
             others = self.representatives()
             others = others[(self.x[others] != self.x[o])
                             & (self.classes[others] != self.classes[o])]
-            others = self._hottest_first(others)[::-1]
+            others = self.rng.permutation(others)  # least loaded first (``coolest``)
+            others = others[np.argsort(self.place[self.x[others]], kind="stable")]
             others = others[self._rewarded_first(o, self.x[others])][:partners]
             objects = np.column_stack([np.full(len(others), o), others])
             targets = np.column_stack([self.x[others], np.full(len(others), self.x[o])])
