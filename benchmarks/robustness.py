@@ -1,7 +1,8 @@
 """Our solver on scenarios of random shape, beside Rebalancer's local search.
 
     python benchmarks/robustness.py --size 2000x100 --count 30 [--time-limit 60] [--seed 0]
-                                    [--sizes 100x10,400x20] [--workers 2] [--solver-seed 0]
+                                    [--sizes 100x10,400x20] [--shapes reported|NAME,...]
+                                    [--workers 2] [--solver-seed 0]
                                     [--no-peer] [--peer-python PATH] [--json OUT]
                                     [--markdown] [--fail-on-findings]
 
@@ -10,7 +11,9 @@ it never saw. Here every instance has a shape drawn from its seed
 (``shapes.random_shape_scenario(objects, containers, seed)`` for the seeds ``--seed`` to
 ``--seed + --count - 1``, at every size): which specs, their options, policies, scopes, size
 distributions and magnitudes, capacities, start and utilization; the ``shape`` column says
-it in one line (``shapes.describe_shape``).
+it in one line (``shapes.describe_shape``). ``--shapes`` runs the shapes users reported
+failing (``shapes.REPORTED_SHAPES``, all of them with ``reported``, or those named) instead
+of seeds.
 
 Ours runs exactly as ``cpsat-rebalancer solve`` does (``parse_scenario``, then
 ``solve_scenario`` with the time limit for the whole chain), in a fresh spawned child per
@@ -59,7 +62,12 @@ from cpsat_rebalancer.heuristics import tuple_order  # noqa: E402
 from cpsat_rebalancer.peer import PeerError, require_peer_python, solve_with_wheel  # noqa: E402
 from cpsat_rebalancer.result import INFEASIBLE, OPTIMAL  # noqa: E402
 from cpsat_rebalancer.scenario import SolverOptions  # noqa: E402
-from cpsat_rebalancer.shapes import describe_shape, random_shape_scenario  # noqa: E402
+from cpsat_rebalancer.shapes import (  # noqa: E402
+    REPORTED_SHAPES,
+    describe_shape,
+    random_shape_scenario,
+    shape_scenario,
+)
 
 DEFAULT_SIZE, DEFAULT_COUNT, DEFAULT_LIMIT = "2000x100", 30, 60.0
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,7 +76,19 @@ ROOT = Path(__file__).resolve().parents[1]
 # --------------------------------------------------------------------------- ours, in a child
 
 
-def solve_shape(objects: int, containers: int, seed: int, time_limit: float, workers: int,
+def build(objects: int, containers: int, seed: int | str) -> dict[str, Any]:
+    """The scenario of a seed's drawn shape, or of a reported shape by its name."""
+    if isinstance(seed, str):
+        return shape_scenario(REPORTED_SHAPES[seed], objects, containers)
+    return random_shape_scenario(objects, containers, seed)
+
+
+def describe(seed: int | str) -> str:
+    return describe_shape(REPORTED_SHAPES[seed] if isinstance(seed, str) else seed)
+
+
+def solve_shape(objects: int, containers: int, seed: int | str, time_limit: float,
+                workers: int,
                 solver_seed: int) -> dict[str, Any]:
     """Draw, load and solve one instance the way the CLI does; runs in a spawned child.
     An exception is returned as ``raised`` (with the stage it came from and the innermost
@@ -76,7 +96,7 @@ def solve_shape(objects: int, containers: int, seed: int, time_limit: float, wor
     started = time.perf_counter()
     stage = "generate"
     try:
-        data = random_shape_scenario(objects, containers, seed)
+        data = build(objects, containers, seed)
         stage = "parse"
         scenario = parse_scenario(data)
         stage = "solve"
@@ -102,11 +122,11 @@ def _peak_mb() -> float:
 # --------------------------------------------------------------------------- one instance
 
 
-def run_instance(objects: int, containers: int, seed: int, args: argparse.Namespace,
+def run_instance(objects: int, containers: int, seed: int | str, args: argparse.Namespace,
                  python: str | None) -> dict[str, Any]:
     """One row: our child solve, then local search on the same instance and time limit."""
     row: dict[str, Any] = {"size": f"{objects}x{containers}", "seed": seed,
-                           "shape": describe_shape(seed)}
+                           "shape": describe(seed)}
     job = (objects, containers, seed, args.time_limit, args.workers, args.solver_seed)
     ours: dict[str, Any] | None = None
     try:
@@ -133,11 +153,11 @@ def run_instance(objects: int, containers: int, seed: int, args: argparse.Namesp
     return row
 
 
-def add_local_search(row: dict[str, Any], objects: int, containers: int, seed: int,
+def add_local_search(row: dict[str, Any], objects: int, containers: int, seed: int | str,
                      args: argparse.Namespace, python: str,
                      ours: dict[str, Any] | None) -> None:
     """Rebalancer's local search on the same instance, judged by our evaluator."""
-    data = random_shape_scenario(objects, containers, seed)
+    data = build(objects, containers, seed)
     try:
         scenario = parse_scenario(data)
         answer = solve_with_wheel(data, "local-search", time_limit=args.time_limit,
@@ -239,13 +259,19 @@ def footer(rows: list[dict], args: argparse.Namespace, when: str, total: float) 
         f"{when}; machine: {machine()}; commit {commit()}",
         f"time limit {args.time_limit:g} s per solver per instance (ours for its whole chain, "
         f"in a spawned child); CP-SAT {args.workers} workers, solver seed "
-        f"{args.solver_seed}; shape seeds {args.seed}..{args.seed + args.count - 1}; "
+        f"{args.solver_seed}; shapes {shapes_run(args)}; "
         f"total {total:.0f} s",
     ]
     for kind, listed in found.items():
         lines += [f"{kind}: seed {r['seed']} {r['size']} [{r['shape']}]: {detail(kind, r)}"
                   for r in listed]
     return "\n".join(lines)
+
+
+def shapes_run(args: argparse.Namespace) -> str:
+    if args.shapes is not None:
+        return ", ".join(args.keys)
+    return f"seeds {args.seed}..{args.seed + args.count - 1}"
 
 
 def detail(kind: str, row: dict[str, Any]) -> str:
@@ -275,6 +301,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--time-limit", type=float, default=DEFAULT_LIMIT,
                         help=f"seconds per solver per instance (default {DEFAULT_LIMIT:g})")
     parser.add_argument("--seed", type=int, default=0, help="the first shape seed")
+    parser.add_argument("--shapes", help="reported shapes instead of seeds: 'reported' "
+                        "(all) or comma-separated names of " + ", ".join(REPORTED_SHAPES))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--solver-seed", type=int, default=0,
                         help="CP-SAT's and local search's random seed")
@@ -291,6 +319,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.count < 1:
         raise InputError("--count", "must be positive", args.count)
     args.instances = parse_sizes(args.sizes, "--size")
+    args.keys = list(range(args.seed, args.seed + args.count))
+    if args.shapes is not None:
+        args.keys = (list(REPORTED_SHAPES) if args.shapes == "reported"
+                     else [name.strip() for name in args.shapes.split(",")])
+        unknown = [name for name in args.keys if name not in REPORTED_SHAPES]
+        if unknown or not args.keys:
+            raise InputError("--shapes", "expected 'reported' or names of "
+                             + ", ".join(REPORTED_SHAPES), args.shapes)
     return args
 
 
@@ -303,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     rows: list[dict] = []
     for objects, containers in args.instances:
-        for seed in range(args.seed, args.seed + args.count):
+        for seed in args.keys:
             row = run_instance(objects, containers, seed, args, python)
             rows.append(row)
             print(table([row], ["size"] + chosen), flush=True)

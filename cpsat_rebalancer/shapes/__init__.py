@@ -12,7 +12,9 @@ rack < row, racks of 3-30 hosts); object sizes from a few flavours, many distinc
 or many distinct capacities; a skewed, random or over-capacity start; a utilization of
 40-95%; with or without a movement goal; a partition of the objects into jobs when a group
 spec is drawn. :func:`random_shape_scenario` builds the scenario dict of a seed's shape at
-a size, and :func:`describe_shape` says a shape in one short line.
+a size (:func:`shape_scenario` that of any shape, such as the hand-written ones users
+reported failing, :data:`REPORTED_SHAPES`), and :func:`describe_shape` says a shape in one
+short line.
 
 Every drawn scenario parses (``tests/test_shapes.py`` checks 200 seeds and counts that every
 option is drawn); none is promised feasible: a HARD rule may make it infeasible, and an
@@ -36,8 +38,10 @@ from .draw import (
     describe_shape,
     draw_shape,
 )
-from .scenario import random_shape_scenario
+from .reported import REPORTED_SHAPES
+from .scenario import random_shape_scenario, shape_scenario
 
 __all__ = ["BALANCE_DEFINITIONS", "BALANCE_FORMULAS", "BOUND_TYPES", "CAPACITY_KINDS",
            "GROUP_ARMS", "MAGNITUDES", "POLICIES", "SIZE_KINDS", "SPEC_ARMS", "STARTS", "TAILS",
-           "Shape", "SpecDraw", "describe_shape", "draw_shape", "random_shape_scenario"]
+           "REPORTED_SHAPES", "Shape", "SpecDraw", "describe_shape", "draw_shape",
+           "random_shape_scenario", "shape_scenario"]

@@ -12,6 +12,7 @@ from ..errors import InputError
 from .draw import (
     FLAVOUR_UNITS,
     GROUP_ARMS,
+    HOT_RACKS,
     LEVELS,
     PARTITION,
     SHORT,
@@ -83,18 +84,33 @@ def _capacities(rng: np.random.Generator, shape: Shape, m: int) -> np.ndarray:
 
 
 def _start(rng: np.random.Generator, shape: Shape, sizes: np.ndarray,
-           caps: np.ndarray) -> np.ndarray:
+           caps: np.ndarray, rack: np.ndarray) -> np.ndarray:
     """Initial host of each object. ``sizes`` and ``caps`` are (objects, 2) and (hosts, 2):
-    cpu and mem. Skewed: hosts filled in a random order up to 95% (next fit); over-capacity:
-    the smallest hosts first, each until its cpu passes 105-130% of its capacity; random: a
-    random host with room. What is left goes where the most room is."""
+    cpu and mem; ``rack`` is each host's rack. Skewed: hosts filled in a random order up to
+    95% (next fit); hot racks: the hosts of a random 30% of the racks filled so first, the
+    rest random; over-capacity: the smallest hosts first, each until its cpu passes
+    105-130% of its capacity; random: a random host with room. What is left goes where the
+    most room is."""
     n, m = len(sizes), len(caps)
     host = np.full(n, -1)
     load = np.zeros((m, 2))
     order = rng.permutation(n).tolist()
     hosts = rng.permutation(m)
     left: list[int] = []
-    if shape.start == "random":
+    if shape.start == "hot-racks":
+        racks = int(rack.max()) + 1
+        hot = rng.permutation(racks)[:max(1, round(HOT_RACKS * racks))]
+        hot_hosts = hosts[np.isin(rack[hosts], hot)]
+        order = _fill_next_fit(order, hot_hosts, sizes, caps, host, load)
+        allowed = ~np.isin(rack, hot)
+        for o in order:
+            fits = np.flatnonzero(allowed & ((load + sizes[o]) <= caps).all(axis=1))
+            if not len(fits):
+                left.append(o)
+                continue
+            host[o] = c = int(rng.choice(fits))
+            load[c] += sizes[o]
+    elif shape.start == "random":
         for o in order:
             fits = np.flatnonzero(((load + sizes[o]) <= caps).all(axis=1))
             if not len(fits):
@@ -103,15 +119,7 @@ def _start(rng: np.random.Generator, shape: Shape, sizes: np.ndarray,
             host[o] = c = int(rng.choice(fits))
             load[c] += sizes[o]
     elif shape.start == "skewed":
-        k = 0
-        for o in order:
-            while k < m and ((load[hosts[k]] + sizes[o]) > 0.95 * caps[hosts[k]]).any():
-                k += 1
-            if k == m:
-                left.append(o)
-                continue
-            host[o] = hosts[k]
-            load[hosts[k]] += sizes[o]
+        left = _fill_next_fit(order, hosts, sizes, caps, host, load)
     else:  # over capacity
         hosts = hosts[np.argsort(caps[hosts, 0], kind="stable")]
         over = rng.uniform(1.05, 1.3)
@@ -128,6 +136,23 @@ def _start(rng: np.random.Generator, shape: Shape, sizes: np.ndarray,
     return host
 
 
+def _fill_next_fit(order: list[int], hosts: np.ndarray, sizes: np.ndarray, caps: np.ndarray,
+                   host: np.ndarray, load: np.ndarray) -> list[int]:
+    """Objects in ``order`` onto ``hosts`` in their order, each host up to 95% of both
+    dimensions (next fit; ``host`` and ``load`` updated); the objects that did not fit."""
+    left: list[int] = []
+    k = 0
+    for o in order:
+        while k < len(hosts) and ((load[hosts[k]] + sizes[o]) > 0.95 * caps[hosts[k]]).any():
+            k += 1
+        if k == len(hosts):
+            left.append(o)
+            continue
+        host[o] = hosts[k]
+        load[hosts[k]] += sizes[o]
+    return left
+
+
 def _check_size(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(name, "expected a positive integer", value)
@@ -137,11 +162,16 @@ def random_shape_scenario(objects: int, containers: int, seed: int) -> dict[str,
     """The scenario dict of seed ``seed``'s shape (:func:`draw_shape`) with ``objects``
     objects on ``containers`` hosts; deterministic in its arguments. Its ``description`` is
     the shape's line (:func:`describe_shape`)."""
-    _check_size("objects", objects)
-    _check_size("containers", containers)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputError("seed", "expected an integer", seed)
-    shape = draw_shape(seed)
+    return shape_scenario(draw_shape(seed), objects, containers)
+
+
+def shape_scenario(shape: Shape, objects: int, containers: int) -> dict[str, Any]:
+    """The scenario dict of ``shape`` (drawn, or built by hand as in :mod:`.reported`) with
+    ``objects`` objects on ``containers`` hosts; deterministic in its arguments."""
+    _check_size("objects", objects)
+    _check_size("containers", containers)
     return _Builder(shape, objects, containers).scenario()
 
 
@@ -176,11 +206,11 @@ class _Builder:
         self.cpu, self.mem = np.asarray(cpu), np.asarray(mem)
         self.cap = {"cpu": np.asarray(cap_cpu), "mem": np.asarray(cap_mem)}
         self.size = {"cpu": self.cpu, "mem": self.mem, "task_count": np.ones(n)}
-        self.host = _start(rng, shape, np.column_stack([cpu, mem]),
-                           np.column_stack([cap_cpu, cap_mem]))
         # scopes: consecutive hosts in racks, consecutive racks in rows (at least two of each)
         rack_size = max(1, min(shape.rack_size, math.ceil(m / 2)))
         self.rack = np.arange(m) // rack_size
+        self.host = _start(rng, shape, np.column_stack([cpu, mem]),
+                           np.column_stack([cap_cpu, cap_mem]), self.rack)
         racks = int(self.rack.max()) + 1
         per_row = max(1, min(shape.racks_per_row, math.ceil(racks / 2)))
         self.row = self.rack // per_row
