@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import math
 import random
+import time
 
 import pytest
 from ortools.linear_solver import linear_solver_pb2, pywraplp
 from ortools.sat.python import cp_model
 
 from cpsat_rebalancer.solve.accelerate.lp_bound import (
+    RETRIES,
+    RETRY_FACTOR,
+    RETRY_FLOOR,
     _request,
     _safe_floor,
+    glop,
     linear_rows,
     snapshot,
     solve_lp,
@@ -107,3 +112,30 @@ def test_rounded_point_that_breaks_a_row_is_not_a_solution() -> None:
     cp.minimize(x + y)
     lp = solve_lp(cp, 5.0)
     assert lp is not None and lp.floor == 1 and lp.value is None
+
+
+@pytest.mark.parametrize("spent", [None, 0.1])
+def test_retries_get_a_few_times_the_first_attempt(monkeypatch: pytest.MonkeyPatch,
+                                                   spent: float | None) -> None:
+    """GLOP without scaling spun for the whole relaxation budget (8 s) on a 18-variable LP
+    whose costs are 10^15 apart: a retry gets at most RETRY_FACTOR times the first
+    attempt's seconds (at least RETRY_FLOOR), also where the caller made that attempt and
+    no deadline was given."""
+    limits: list[float] = []
+
+    def abnormal(request: linear_solver_pb2.MPModelRequest,
+                 response: linear_solver_pb2.MPSolutionResponse) -> None:
+        limits.append(request.solver_time_limit_seconds)
+        response.status = linear_solver_pb2.MPSOLVER_ABNORMAL
+
+    monkeypatch.setattr(pywraplp.Solver, "SolveWithProto", abnormal)
+    request = linear_solver_pb2.MPModelRequest(
+        solver_type=linear_solver_pb2.MPModelRequest.GLOP_LINEAR_PROGRAMMING)
+    deadline = math.inf if spent is not None else time.monotonic() + 100
+    assert glop(request, deadline, spent=spent) is None
+    retries = limits if spent is not None else limits[1:]
+    assert len(retries) == len(RETRIES)
+    if spent is None:
+        assert limits[0] > 90  # the first attempt: what is left of the deadline
+    most = max(RETRY_FLOOR, RETRY_FACTOR * (spent or 0.0)) + 0.05
+    assert all(0 < limit <= most for limit in retries), limits

@@ -503,13 +503,14 @@ class ConfigurationLP:
         end ABNORMAL or even INFEASIBLE on a feasible master (a rack balance's rows mix
         coefficients 10^9 apart); then from scratch with other settings (``glop``)."""
         response = linear_solver_pb2.MPSolutionResponse()
+        started = time.monotonic()
         if self.solver.Solve() == pywraplp.Solver.OPTIMAL:
             self.solver.FillSolutionResponseProto(response)
         else:
             request = linear_solver_pb2.MPModelRequest(
                 solver_type=linear_solver_pb2.MPModelRequest.GLOP_LINEAR_PROGRAMMING)
             self.solver.ExportModelToProto(request.model)
-            response = glop(request, feasible=True, retry_only=True)
+            response = glop(request, feasible=True, spent=time.monotonic() - started)
             if response is None:
                 return None
         self.value = response.objective_value

@@ -101,22 +101,30 @@ def linear_rows(model: cp_model_pb2.CpModelProto) -> LinearRows:
 # balance's rows (coefficients 10^9 apart) unless its scaling is off
 RETRIES = ("use_scaling: false", "solve_dual_problem: ALWAYS_DO", "use_preprocessing: false",
            "use_dual_simplex: true")
+# a retry's seconds: at most this many times the first attempt's, and at least RETRY_FLOOR
+# (a retry that does not settle soon, such as one without scaling on an LP whose costs are
+# 10^15 apart, spins until its limit)
+RETRY_FACTOR, RETRY_FLOOR = 4.0, 0.25
 
 
 def glop(request: linear_solver_pb2.MPModelRequest, deadline: float = math.inf,
-         feasible: bool = False, retry_only: bool = False
+         feasible: bool = False, spent: float | None = None
          ) -> linear_solver_pb2.MPSolutionResponse | None:
-    """Solve ``request`` with GLOP (unless the caller did: ``retry_only``), then with each of
-    RETRIES while it ends ABNORMAL (or INFEASIBLE, on an LP known to be ``feasible``) and
-    time is left until ``deadline`` (monotonic seconds); None unless one reaches OPTIMAL."""
+    """Solve ``request`` with GLOP (unless the caller did, in ``spent`` seconds), then with
+    each of RETRIES while it ends ABNORMAL (or INFEASIBLE, on an LP known to be
+    ``feasible``) and time is left until ``deadline`` (monotonic seconds); None unless one
+    reaches OPTIMAL."""
     response = linear_solver_pb2.MPSolutionResponse()
     retried = {linear_solver_pb2.MPSOLVER_ABNORMAL} | (
         {linear_solver_pb2.MPSOLVER_INFEASIBLE} if feasible else set())
     given = request.solver_specific_parameters
-    for parameters in RETRIES if retry_only else ("",) + RETRIES:
-        left = deadline - time.monotonic()
+    for parameters in RETRIES if spent is not None else ("",) + RETRIES:
+        started = time.monotonic()
+        left = deadline - started
         if parameters and left <= 0.01:
             break
+        if spent is not None:
+            left = min(left, max(RETRY_FLOOR, RETRY_FACTOR * spent))
         request.solver_specific_parameters = " ".join(p for p in (given, parameters) if p)
         if math.isfinite(left):
             request.solver_time_limit_seconds = max(left, 0.01)
@@ -125,6 +133,8 @@ def glop(request: linear_solver_pb2.MPModelRequest, deadline: float = math.inf,
             return response
         if response.status not in retried:
             break
+        if spent is None:
+            spent = time.monotonic() - started
     return None
 
 
