@@ -8,6 +8,7 @@ into the input, before any model is built.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,18 @@ class Model:
         objects apart)."""
         return frozenset().union(*(e.spec.dimensions() for e in [*self.goals,
                                                                    *self.constraints]))
+
+    def floors(self) -> dict[int, float]:
+        """Per tuple position with a term, the lowest value any assignment can have there:
+        0 where every term is a penalty (a goal that is never negative, at a weight that is
+        not; a constraint's costs of a violation), else -inf."""
+        floors: dict[int, float] = {}
+        for position, penalty in [
+                *((g.position, g.weight >= 0 and g.spec.nonnegative) for g in self.goals),
+                *((c.position, min(c.invalid_cost, c.invalid_state) >= 0)
+                  for c in self.constraints)]:
+            floors[position] = min(floors.get(position, 0.0), 0.0 if penalty else -math.inf)
+        return floors
 
     def check_solvable(self) -> None:
         """What the evaluator can score but the solver cannot model exactly, rejected before

@@ -15,7 +15,7 @@ from cpsat_rebalancer import evaluate, parse_scenario
 from cpsat_rebalancer.evaluate import batchable
 from cpsat_rebalancer.result import FEASIBLE, OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
-from cpsat_rebalancer.shapes import random_shape_scenario
+from cpsat_rebalancer.shapes import REPORTED_SHAPES, random_shape_scenario, shape_scenario
 from cpsat_rebalancer.solve import large
 from cpsat_rebalancer.solve.accelerate.local_search import better, tuple_key
 from cpsat_rebalancer.solve.pipeline import solve_model
@@ -185,3 +185,27 @@ def test_a_sub_model_stopped_while_compiling_gets_twice_the_time_next() -> None:
                          lambda: next(calls, None) is None, lambda: None)
     assert found is None
     assert [round(t) for t in limits] == [6, 12, 24, 24]
+
+
+def test_an_answer_at_every_floor_is_proven_without_the_whole_model(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SQUARES balance beside a SOFT capacity, broken at the start: single moves reach 0
+    at the only position, the lowest value any assignment has there (``Model.floors``).
+    Nothing is better, so the answer is OPTIMAL with bound 0, and no sub-model is
+    searched after it."""
+    monkeypatch.setattr(large, "SECONDS_PER_COUNT", 1.0)
+    data = shape_scenario(REPORTED_SHAPES["wide-range-squares"], 60, 8)
+    scenario = parse_scenario(data)
+    problem, model = scenario.problem, scenario.model
+    options = SolverOptions(time_limit=4.0, workers=1, seed=0)
+    assert large.too_large(problem, model, options)
+    assert evaluate(problem, model, problem.initial).positions[0] > 0
+
+    def searched(*args: object) -> None:
+        raise AssertionError("a sub-model was searched")
+
+    monkeypatch.setattr(large, "_neighbourhood", searched)
+    result = solve_model(problem, model, options)
+    assert result.status == OPTIMAL and result.termination == "optimal"
+    assert result.final_evaluation.positions[0] == 0
+    assert [(b.status, b.bound) for b in result.buckets] == [(OPTIMAL, 0.0)]

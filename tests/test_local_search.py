@@ -453,3 +453,58 @@ def test_a_walk_takes_a_group_off_an_item_with_too_many() -> None:
         {"h0": ["a", "b", "c", "d"], "h1": [], "h2": []},
         partitions={"job": {"g1": ["a", "b"], "g2": ["c", "d"]}})
     assert found.positions[0] == 0
+
+
+def test_the_walk_ends_once_the_tuple_is_at_its_lowest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Six unit objects on one of three hosts, balanced within 1.5 times the mean: the
+    value falls to 0, its lowest (``Model.floors``), at 3 / 3 / 0 or 3 / 2 / 1, and the
+    walk stops at the first step there. Without the floor it walks on, lowering only the
+    load's spread (to 2 / 2 / 2), which no tuple asks for."""
+    from cpsat_rebalancer.scenario import Model
+    from cpsat_rebalancer.solve.accelerate.local_search import BatchedDescent, at_lowest
+
+    scenario = parse_scenario({
+        "objectDimensions": {"cpu": {f"t{k}": 1 for k in range(6)}},
+        "containerDimensions": {"cpu": {"h0": 10, "h1": 10, "h2": 10}},
+        "assignment": {"h0": [f"t{k}" for k in range(6)], "h1": [], "h2": []},
+        "goals": [{"spec": {"balanceSpec": {"dimension": "cpu", "formula": "LINEAR",
+                                            "upperBound": 1.5}}}]})
+    problem, model = scenario.problem, scenario.model
+
+    def walk() -> tuple[list[float], np.ndarray]:
+        start = evaluate(problem, model, problem.initial)
+        search = BatchedDescent(problem, model, problem.initial.copy(), start, 0)
+        values, keep = [], search._keep
+
+        def recorded(x, key, excess, first=False):
+            values.append(float(key[0]))
+            keep(x, key, excess, first)
+
+        monkeypatch.setattr(search, "_keep", recorded)
+        search.run(time.monotonic() + 30)
+        return values, search.kept
+
+    values, kept = walk()
+    assert values[-1] == 0 and all(v > 0 for v in values[:-1])
+    assert at_lowest(model, evaluate(problem, model, kept))
+    monkeypatch.setattr(Model, "floors", lambda self: {0: -np.inf})
+    assert walk()[0].count(0.0) > 1
+
+
+def test_a_value_at_its_floor_needs_no_floor_search() -> None:
+    """A bucket whose compiled value may lie above the exact one (``over``) is proven on
+    the evaluator's value only by the exact closure, or where the answer sits at the
+    lowest value any assignment can have there: then the move-based floor, which only
+    runs while something is unproven, would search for nothing."""
+    from types import SimpleNamespace
+
+    from cpsat_rebalancer.solve.positions import Bucket
+
+    def proven(bucket: Bucket, value: float) -> bool:
+        return pipeline.exactly_proven(bucket, SimpleNamespace(positions={0: value}))
+
+    assert proven(Bucket(0, over=0.0), 5.0)
+    assert proven(Bucket(0, over=1e-9, exact_bound=4.0), 5.0)
+    assert proven(Bucket(0, over=1e-9), 0.0)
+    assert not proven(Bucket(0, over=1e-9), 1e-6)
+    assert not proven(Bucket(0, over=1e-9, floor=-np.inf), 0.0)

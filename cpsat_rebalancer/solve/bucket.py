@@ -269,9 +269,12 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
             left = shares.neighbourhood_share * (budget - (time.monotonic() - t0))
             session.progress.phase("descent over containers")
             session.values, better = descend(builder, form.expr, session.values, incumbent,
-                                           time.monotonic() + left, session)
+                                           time.monotonic() + left, session, form.lo)
             if better < incumbent:
                 incumbent, objective = better, float(Fraction(better) / form.factor)
+            if incumbent <= form.lo:  # at the form's lowest value: nothing below to search for
+                status, bound = cp_model.OPTIMAL, objective
+                break
         # the rest of the pure share (the first search may not even finish presolving); all
         # of the bucket's while nothing is found, as the blended search needs an incumbent
         left = ((shares.pure_share if incumbent is not None else 1.0) * budget

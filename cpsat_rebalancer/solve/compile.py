@@ -120,9 +120,10 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
                 guards.append((guard, spec.name, restriction_label(problem, restriction)))
     ctx0 = EvalContext(problem, problem.initial, problem.initial)
     buckets: dict[int, Bucket] = {}
+    floors = model.floors()
 
     def bucket(position: int) -> Bucket:
-        return buckets.setdefault(position, Bucket(position))
+        return buckets.setdefault(position, Bucket(position, floor=floors[position]))
 
     def since(before: tuple[dict[str, float], dict[str, float]]) -> tuple[float, float]:
         """The error and over-estimate noted since ``before``."""
@@ -147,7 +148,6 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
                                                               term))
             target = bucket(entry.position)
             target.terms.extend(term for _, term in soft_terms)
-            target.admit(min(entry.invalid_cost, entry.invalid_state), True)
             error, _ = since(before)
             scale = max(entry.invalid_cost, 1.0)
             target.error += error * scale
@@ -160,7 +160,6 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
     for entry in model.goals:
         builder.check_time()
         target = bucket(entry.position)
-        target.admit(entry.weight, entry.spec.nonnegative)
         if entry.position in leximin_positions:
             before = noted()
             with where(f"{entry.path}.spec.{entry.spec.arm}"):

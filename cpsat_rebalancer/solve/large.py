@@ -74,8 +74,9 @@ def search(problem: Problem, model: Model, options: SolverOptions, start: np.nda
            ) -> tuple[np.ndarray, Evaluation] | None:
     """Improve ``start`` (an assignment that keeps the hard rules, evaluated) one sub-model
     at a time until ``deadline`` (monotonic clock) or ``stopped()``; the best assignment
-    found and its evaluation, None when none beat the start. Ctrl-C ends it with the best
-    found (and calls ``on_interrupt``)."""
+    found and its evaluation, None when none beat the start. It ends early at the tuple's
+    lowest values (``local_search.at_lowest``); Ctrl-C ends it with the best found (and
+    calls ``on_interrupt``)."""
     rng = np.random.default_rng(options.seed)
     x, current = start.copy(), start_evaluation
     key = local_search.tuple_key(current)
@@ -85,7 +86,7 @@ def search(problem: Problem, model: Model, options: SolverOptions, start: np.nda
     step = min(max(STEP_SECONDS[0], STEP_SHARE * limit), STEP_SECONDS[1])
     longest = max(step, LONGEST_STEP_SHARE * limit)
     try:
-        while not stopped():
+        while not stopped() and not local_search.at_lowest(model, current):
             if min(step, deadline - time.monotonic()) < 0.5:
                 break
             freed = _neighbourhood(problem, model, x, size, rng)

@@ -27,7 +27,7 @@ from .compile import compile_model
 from .explain import explain_infeasibility
 from .leximin import solve_leximin
 from .moves import fewest_moves
-from .positions import Bucket, planned
+from .positions import FLOAT_NOISE, Bucket, planned
 from .session import Session
 
 T = TypeVar("T")
@@ -128,8 +128,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     final_eval, came = (initial, False) if holding_initial else settled(
         lambda: evaluate(problem, model, final))
     proven = all(r.status == OPTIMAL and (r.position not in buckets
-                                          or not buckets[r.position].over
-                                          or buckets[r.position].exact_bound is not None)
+                                          or exactly_proven(buckets[r.position], final_eval))
                  for r in reports)
     if (session.reserve and not infeasible and not session.interrupted and not proven
             and options.plan.lexicographic):  # the floor improves in the plain order only
@@ -235,9 +234,14 @@ def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
     if found is not None:
         unsettle_after(reports, final_eval, found[1])
         final, final_eval = found
+    lowest = local_search.at_lowest(model, final_eval)
     for report in reports:  # a position no search improved stays as the start left it
         report.objective = final_eval.positions.get(report.position, report.objective)
-        if report.status != OPTIMAL:
+        if lowest:  # no assignment is better (each value at its floor, 0): proven
+            report.status, report.termination, report.bound = OPTIMAL, "optimal", 0.0
+            report.gap = max(0.0, report.objective)
+            report.relative_gap = report.gap / report.objective if report.objective else 0.0
+        elif report.status != OPTIMAL:
             if final_eval is not base.final_evaluation:
                 report.status = FEASIBLE
             report.termination = "interrupted" if interrupted else "time_limit"
@@ -426,6 +430,15 @@ def name_work_limits(session: Session, reports: list[BucketReport]) -> None:
         for report in reports:
             if report.termination == "time_limit":
                 report.termination = "work_limit"
+
+
+def exactly_proven(bucket: Bucket, final: Evaluation) -> bool:
+    """Whether a bucket proven on its compiled value is proven on the evaluator's too: its
+    compiled value is exact, the exact closure proved it, or the answer's value there is
+    the lowest any assignment can have."""
+    value = sum(final.positions.get(p, 0.0) for p in bucket.members)
+    return (not bucket.over or bucket.exact_bound is not None
+            or value <= bucket.floor + FLOAT_NOISE)
 
 
 def move_floor(session: Session, final: np.ndarray) -> tuple[np.ndarray, Evaluation] | None:

@@ -3,7 +3,6 @@ add up to, or a leximin vector, with the error their compiled forms state."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from ..cpsat.builder import TargetProbe
@@ -29,8 +28,7 @@ class Bucket:
     # the part of ``error`` by which the compiled value may lie above the exact one (the
     # objective's own rounding, in the solve, adds to both)
     over: float = 0.0
-    # the lowest exact value any assignment can have: 0 when every term is a penalty (a
-    # goal that is never negative, with a weight that is not, or a soft constraint's cost)
+    # the lowest exact value any assignment can have (``Model.floors``)
     floor: float = 0.0
     probes: list[TargetProbe] = field(default_factory=list)  # its goals' target probes
     # the tuple positions whose sum this bucket minimizes: its own, or every position a
@@ -44,11 +42,6 @@ class Bucket:
 
     def __post_init__(self) -> None:
         self.members = self.members or (self.position,)
-
-    def admit(self, weight: float, nonnegative: bool) -> None:
-        """A term of this weight joins the bucket: the floor stays 0 only for penalties."""
-        if weight < 0 or not nonnegative:
-            self.floor = -math.inf
 
 
 def planned(buckets: dict[int, Bucket], plan: ObjectivePlan) -> dict[int, Bucket]:

@@ -16,6 +16,7 @@ evaluation each, first improvement in random order.
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import time
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from ...evaluate import (
 from ...primitives import TOLERANCE
 from ...problem import OUT_OF_SCOPE, Problem
 from ...scenario import Model
+from ..positions import FLOAT_NOISE
 
 SWAPS_PER_ROUND = 2000  # swaps tried once no single move helps, before giving up
 BATCH = 512  # candidates priced in one batched evaluation at most
@@ -114,6 +116,17 @@ def relative_loads(problem: Problem, dims: list[str], x: np.ndarray
     return loads
 
 
+def at_lowest(model: Model, evaluation: Evaluation) -> bool:
+    """Whether an answer that keeps the hard rules is at the lowest value any assignment
+    can have at every position of the tuple (``Model.floors``; an IDEAL order never counts
+    as there): then no assignment is lexicographically better."""
+    if not evaluation.feasible or evaluation.leximin:
+        return False
+    floors = model.floors()
+    return all(value <= floors.get(position, -math.inf) + FLOAT_NOISE
+               for position, value in evaluation.positions.items())
+
+
 def flat_key(key: list[tuple[float, ...]]) -> np.ndarray:
     return np.asarray([v for part in key for v in part], dtype=float)
 
@@ -172,6 +185,12 @@ class BatchedDescent:
         ends = np.cumsum([len(part) for part in start])
         positions = sorted(set(current.positions) | set(current.leximin))
         self.segments = list(zip(positions, ends - [len(part) for part in start], ends))
+        # the lowest value each entry of the tuple can take (Model.floors): once all are
+        # reached, no step can lower the tuple, and the search ends
+        self.lowest = np.full(int(ends[-1]) if len(ends) else 0, -np.inf)
+        floors = model.floors()
+        for position, begin, end in self.segments:
+            self.lowest[begin:end] = floors.get(position, -np.inf)
         self._keep(x, flat_key(start), current.hard_excess, first=True)
 
     def _keep(self, x: np.ndarray, key: np.ndarray, excess: float, first: bool = False
@@ -193,6 +212,18 @@ class BatchedDescent:
         self.coolest = np.lexsort((self.rng.random(self.problem.num_containers),
                                    self.relative_loads()))
         self.place = np.argsort(self.coolest)  # each container's place in that order
+
+    def over(self, deadline: float) -> bool:
+        """Whether the search ends: the deadline passed, or the tuple is at its lowest (as
+        the evaluator finds it: a step kept on the batch's price is judged first)."""
+        if time.monotonic() >= deadline:
+            return True
+        if self.excess > 0 or not (self.key <= self.lowest + FLOAT_NOISE).all():
+            return False
+        if at_lowest(self.model, evaluate(self.problem, self.model, self.x)):
+            return True
+        self._distrust()
+        return False
 
     def ranked(self, keys: np.ndarray, context: EvalContext) -> np.ndarray:
         """The order the search walks in, per row of ``keys`` (tuples at ``context``'s
@@ -236,7 +267,7 @@ class BatchedDescent:
         given, and take the best improving one of the first chunk that has one."""
         starts = [0, *range(FIRST_CHUNK, len(objects), BATCH)] if len(objects) else []
         for start, end in zip(starts, [*starts[1:], len(objects)]):
-            if time.monotonic() >= deadline:
+            if self.over(deadline):
                 return False
             chunk = slice(start, end)
             batch = MoveBatch(self.context, objects[chunk], targets[chunk])
@@ -269,11 +300,7 @@ class BatchedDescent:
         evaluation = evaluate(self.problem, self.model, candidate)
         key = flat_key(tuple_key(evaluation))
         if key.shape != priced.shape or not np.allclose(key, priced, rtol=1e-9, atol=1e-12):
-            self.trusted = False
-            self.idle_since[:] = -1
-            here = evaluate(self.problem, self.model, self.x)
-            self.kept, self.kept_key = None, None  # what the batch ranked best may not be
-            self._keep(self.x.copy(), flat_key(tuple_key(here)), here.hard_excess)
+            self._distrust()
         if self.excess > 0:
             kept = not evaluation.restriction_violations and below(
                 np.append(evaluation.hard_excess, key), np.append(self.excess, self.key))
@@ -284,6 +311,15 @@ class BatchedDescent:
         if kept:
             self._keep(candidate, key, evaluation.hard_excess)
         return kept
+
+    def _distrust(self) -> None:
+        """The batch priced a step other than the evaluator does: the search stands where
+        the evaluator says it does, and no later step is kept on the batch's price alone."""
+        self.trusted = False
+        self.idle_since[:] = -1
+        here = evaluate(self.problem, self.model, self.x)
+        self.kept, self.kept_key = None, None  # what the batch ranked best may not be
+        self._keep(self.x.copy(), flat_key(tuple_key(here)), here.hard_excess)
 
     def moves(self, deadline: float, lazy: bool = False) -> bool:
         """One pass of best moves over the representatives; whether any was kept.
@@ -298,7 +334,7 @@ class BatchedDescent:
             order = order[np.argsort(-self.relative_loads()[self.x[order]], kind="stable")]
         order = self._most_promising_first(order, deadline)
         for o in order:
-            if time.monotonic() >= deadline:
+            if self.over(deadline):
                 break
             targets = self.coolest[self.coolest != self.x[o]]
             targets = targets[self._rewarded_first(o, targets)]
@@ -306,7 +342,7 @@ class BatchedDescent:
             allowed = self._allowed(objects, targets)
             if self._try(objects[allowed, None], targets[allowed, None], deadline):
                 improved = True
-            elif time.monotonic() < deadline:
+            elif not self.over(deadline):
                 self.idle_since[o] = self.version
         return improved
 
@@ -349,7 +385,7 @@ class BatchedDescent:
         excess = np.full(2 * n, self.excess)
         keys = np.tile(self.key, (2 * n, 1))
         for start in range(0, 2 * n, BATCH):
-            if time.monotonic() >= deadline:
+            if self.over(deadline):
                 break
             chunk = slice(start, start + BATCH)
             batch = MoveBatch(self.context, movers[chunk, None], targets[chunk, None])
@@ -377,7 +413,7 @@ class BatchedDescent:
         rewarded = np.fromiter((o in self.suggested and self.x[o] not in self.suggested[o]
                                 for o in order), dtype=bool, count=len(order))
         for o in np.concatenate([order[rewarded], order[~rewarded]]):
-            if time.monotonic() >= deadline:
+            if self.over(deadline):
                 break
             others = self.representatives()
             others = others[(self.x[others] != self.x[o])
@@ -412,7 +448,7 @@ class BatchedDescent:
         """Steps until none helps or the deadline. A guided walk may end past its best
         tuple (a guide pulled it on at a later position's cost): it then goes on from the
         best, by the tuple alone, so that where it stops no step lowers the tuple."""
-        while time.monotonic() < deadline:
+        while not self.over(deadline):
             before, repairing = self.key, self.excess > 0
             moved = self.moves(deadline, lazy=True)
             if moved and (repairing or below(self.key, before)):  # the tuple fell: more moves
