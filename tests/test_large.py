@@ -209,3 +209,20 @@ def test_an_answer_at_every_floor_is_proven_without_the_whole_model(
     assert result.status == OPTIMAL and result.termination == "optimal"
     assert result.final_evaluation.positions[0] == 0
     assert [(b.status, b.bound) for b in result.buckets] == [(OPTIMAL, 0.0)]
+
+
+def test_a_leading_position_at_its_floor_is_proven_and_the_rest_searched(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same with movement at position 1: position 0 reaches its floor and is OPTIMAL
+    with bound 0; the moves it took are not the fewest proven, so position 1 stays
+    FEASIBLE after the sub-models, and the answer FEASIBLE."""
+    monkeypatch.setattr(large, "SECONDS_PER_COUNT", 1.0)
+    data = shape_scenario(REPORTED_SHAPES["wide-range-squares"], 60, 8)
+    data["goals"].append({"spec": {"minimizeMovementSpec": {"name": "moves"}}, "tuplePos": 1})
+    scenario = parse_scenario(data)
+    result = solve_model(scenario.problem, scenario.model,
+                         SolverOptions(time_limit=4.0, workers=1, seed=0))
+    first, second = sorted(result.buckets, key=lambda b: b.position)
+    assert (first.status, first.bound, result.final_evaluation.positions[0]) == (OPTIMAL, 0, 0)
+    assert second.status == FEASIBLE and result.status == FEASIBLE
+    assert result.final_evaluation.positions[1] > 0

@@ -234,17 +234,22 @@ def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
     if found is not None:
         unsettle_after(reports, final_eval, found[1])
         final, final_eval = found
-    lowest = local_search.at_lowest(model, final_eval)
-    for report in reports:  # a position no search improved stays as the start left it
+    at_floor = local_search.floors_reached(model, final_eval)
+    leading = True  # every position before this one proven
+    for report in sorted(reports, key=lambda r: r.position):
+        # a position no search improved stays as the start left it
         report.objective = final_eval.positions.get(report.position, report.objective)
-        if lowest:  # no assignment is better (each value at its floor, 0): proven
-            report.status, report.termination, report.bound = OPTIMAL, "optimal", 0.0
-            report.gap = max(0.0, report.objective)
+        if report.position in at_floor:  # no assignment is lower here (its floor is 0)
+            report.bound = max(report.bound or 0.0, 0.0)
+            report.gap = max(0.0, report.objective - report.bound)
             report.relative_gap = report.gap / report.objective if report.objective else 0.0
-        elif report.status != OPTIMAL:
+            if leading:  # and the positions before it are proven: so is this one
+                report.status, report.termination = OPTIMAL, "optimal"
+        if report.status != OPTIMAL:
             if final_eval is not base.final_evaluation:
                 report.status = FEASIBLE
             report.termination = "interrupted" if interrupted else "time_limit"
+        leading = report.status == OPTIMAL
     check_result(final_eval, reports)
     status = OPTIMAL if all(r.status == OPTIMAL for r in reports) else FEASIBLE
     termination = ("optimal" if status == OPTIMAL

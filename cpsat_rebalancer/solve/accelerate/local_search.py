@@ -116,15 +116,22 @@ def relative_loads(problem: Problem, dims: list[str], x: np.ndarray
     return loads
 
 
-def at_lowest(model: Model, evaluation: Evaluation) -> bool:
-    """Whether an answer that keeps the hard rules is at the lowest value any assignment
-    can have at every position of the tuple (``Model.floors``; an IDEAL order never counts
-    as there): then no assignment is lexicographically better."""
-    if not evaluation.feasible or evaluation.leximin:
-        return False
+def floors_reached(model: Model, evaluation: Evaluation) -> set[int]:
+    """The positions (an IDEAL order never) where an answer that keeps the hard rules has
+    the lowest value any assignment can have there (``Model.floors``)."""
+    if not evaluation.feasible:
+        return set()
     floors = model.floors()
-    return all(value <= floors.get(position, -math.inf) + FLOAT_NOISE
-               for position, value in evaluation.positions.items())
+    return {position for position, value in evaluation.positions.items()
+            if position not in evaluation.leximin
+            and value <= floors.get(position, -math.inf) + FLOAT_NOISE}
+
+
+def at_lowest(model: Model, evaluation: Evaluation) -> bool:
+    """Whether an answer is at its floor at every position of the tuple: then no
+    assignment is lexicographically better."""
+    return (evaluation.feasible and not evaluation.leximin
+            and floors_reached(model, evaluation) == set(evaluation.positions))
 
 
 def flat_key(key: list[tuple[float, ...]]) -> np.ndarray:
