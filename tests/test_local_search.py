@@ -508,3 +508,53 @@ def test_a_value_at_its_floor_needs_no_floor_search() -> None:
     assert proven(Bucket(0, over=1e-9), 0.0)
     assert not proven(Bucket(0, over=1e-9), 1e-6)
     assert not proven(Bucket(0, over=1e-9, floor=-np.inf), 0.0)
+
+
+def test_a_walk_lowers_only_the_spread_a_limited_number_of_steps_in_a_row(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """300 unit objects on one of ten hosts, under a reward no move can change (its
+    floor unknown, so the walk never stops at it) and a capacity rule on cpu that no move
+    breaks: every step lowers only the load's spread. The walk takes SIDEWAYS_STEPS of
+    them and stops; allowed more, it takes more."""
+    from cpsat_rebalancer.solve.accelerate import local_search
+
+    hosts = [f"h{c}" for c in range(10)]
+    scenario = parse_scenario({
+        "objectDimensions": {"cpu": {f"t{k}": 1 for k in range(300)}},
+        "containerDimensions": {"cpu": dict.fromkeys(hosts, 400)},
+        "assignment": {h: [f"t{k}" for k in range(300)] if h == "h0" else [] for h in hosts},
+        "goals": [{"spec": {"assignmentAffinitiesSpec": {"affinities": [
+            {"objectName": "t0", "scopeItemName": "h0", "affinity": 5.0}]}}}],
+        "constraints": [{"spec": {"avoidMovingSpec": {"objects": ["t0"]}}, "policy": "HARD"},
+                        {"spec": {"capacitySpec": {"dimension": "cpu"}}, "policy": "HARD"}]})
+    problem, model = scenario.problem, scenario.model
+
+    def steps() -> int:
+        start = evaluate(problem, model, problem.initial)
+        search = local_search.BatchedDescent(problem, model, problem.initial.copy(), start, 0)
+        search.run(time.monotonic() + 30)
+        return search.steps
+
+    assert steps() == local_search.SIDEWAYS_STEPS
+    monkeypatch.setattr(local_search, "SIDEWAYS_STEPS", 150)
+    assert steps() == 150
+
+
+def test_a_lazy_pass_prices_each_objects_first_chunk_a_full_pass_all(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """At a hundred containers a pass that prices every destination of every object takes
+    longer than many limits: a lazy pass prices each object's FIRST_CHUNK destinations
+    (the least loaded, where a move that helps mostly is), a full pass all of them."""
+    from cpsat_rebalancer.solve.accelerate.local_search import FIRST_CHUNK, BatchedDescent
+
+    problem, model, initial, _ = feasible_batchable(300, 100, 0)
+    search = BatchedDescent(problem, model, problem.initial.copy(), initial, 0)
+    priced = record_priced(search, monkeypatch)
+    search.moves(time.monotonic() + 30, lazy=True)
+    assert priced and all(len(targets) <= FIRST_CHUNK for targets in priced.values())
+    loads = search.relative_loads()
+    for targets in priced.values():
+        assert np.all(np.diff(loads[targets]) >= 0)  # the least loaded
+    priced.clear()
+    search.moves(time.monotonic() + 30)
+    assert max(len(targets) for targets in priced.values()) > FIRST_CHUNK

@@ -54,6 +54,10 @@ JUDGED_EVERY = 16
 # helps with every partner
 NEAR_PARTNERS = FIRST_CHUNK + BATCH
 NOISE = 1e-12  # relative differences below this are float noise, not improvements
+# steps in a row that lower only the load's spread (the tuple and every guide as they were)
+# before the spread stops ranking steps, until a step lowers the tuple or a guide again: a
+# walk along a plateau makes room for a flat term, an endless one only spends the time
+SIDEWAYS_STEPS = 100
 
 
 def tuple_key(evaluation: Evaluation) -> list[tuple[float, ...]]:
@@ -180,6 +184,8 @@ class BatchedDescent:
                 self.suggested[obj] = np.concatenate([self.suggested.get(obj, []),
                                                       containers]).astype(np.int64)
         self.guided = True  # whether specs' guides order the steps (see run)
+        self.sideways = 0  # steps in a row that lowered only the spread (SIDEWAYS_STEPS)
+        self.rank: np.ndarray | None = None  # the walk's place in its order (``ranked``)
         self.steps = 0  # steps kept
         self.trusted = True  # whether a step may be kept on the batch's price alone
         # "don't look" marks: per container, the version of the assignment (one per step
@@ -211,7 +217,13 @@ class BatchedDescent:
         self.x[:] = x
         self.key, self.excess = key, excess
         self.context = EvalContext(self.problem, self.problem.initial, self.x)
-        self.rank = self.ranked(key[None, :], self.context)[0]
+        before, self.rank = self.rank, self.ranked(key[None, :], self.context)[0]
+        if not first and excess <= 0:  # sideways: below only in the last column, the spread
+            spreading = self.sideways < SIDEWAYS_STEPS
+            sideways = before is not None and not below(self.rank[:-1], before[:-1])
+            self.sideways = self.sideways + 1 if sideways else 0
+            if spreading != (self.sideways < SIDEWAYS_STEPS):  # ranked with it, or without
+                self.rank = self.ranked(key[None, :], self.context)[0]
         if not first and excess <= 0 and (self.kept_key is None or below(key, self.kept_key)):
             self.kept, self.kept_key = x.copy(), key
         # destinations in the order a move tries them: least loaded first (where a load
@@ -244,7 +256,8 @@ class BatchedDescent:
         for position, start, end in self.segments:
             columns += [keys[:, start:end],
                         np.broadcast_to(guides.pop(position, 0.0), (size,))[:, None]]
-        for value in (sum(guides.values(), 0.0), self.spread(context)):
+        spread = self.spread(context) if self.sideways < SIDEWAYS_STEPS else 0.0
+        for value in (sum(guides.values(), 0.0), spread):
             columns.append(np.broadcast_to(value, (size,))[:, None])
         return np.concatenate(columns, axis=1)
 
@@ -331,7 +344,9 @@ class BatchedDescent:
     def moves(self, deadline: float, lazy: bool = False) -> bool:
         """One pass of best moves over the representatives; whether any was kept.
         ``lazy``: only objects whose container changed since their moves were last priced
-        and none was kept (the others' best moves are mostly still not worth taking)."""
+        and none was kept (the others' best moves are mostly still not worth taking), each
+        to its FIRST_CHUNK first destinations only (a pass over every destination of
+        10,000 objects takes longer than most limits)."""
         improved = False
         order = self.representatives()
         if lazy:
@@ -345,6 +360,8 @@ class BatchedDescent:
                 break
             targets = self.coolest[self.coolest != self.x[o]]
             targets = targets[self._rewarded_first(o, targets)]
+            if lazy:
+                targets = targets[:FIRST_CHUNK]
             objects = np.full(len(targets), o)
             allowed = self._allowed(objects, targets)
             if self._try(objects[allowed, None], targets[allowed, None], deadline):
