@@ -13,12 +13,10 @@ from test_bruteforce import check_against_enumeration
 
 from cpsat_rebalancer import evaluate, parse_scenario
 from cpsat_rebalancer.api import solve_scenario
-from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.result import OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.shapes import REPORTED_SHAPES, describe_shape, shape_scenario
 from cpsat_rebalancer.shapes.draw import HOT_RACKS
-from cpsat_rebalancer.solve.compile import compile_model
 
 SEEDS = range(8)
 
@@ -45,15 +43,12 @@ def test_wide_ranges_beside_a_soft_capacity_match_enumeration(goal: str, seed: i
     check_against_enumeration(tiny(f"wide-range-{goal}", seed, seed % 6), seed)
 
 
-def test_the_drain_with_a_squared_cost_compiles_and_drains() -> None:
+def test_the_drain_with_a_squared_cost_drains() -> None:
     """CP-SAT once rejected its model (objective sized by the capacity's bounds, checked
-    against the loads' domains): the model validates, and the solve empties the hosts."""
+    against the loads' domains; ``test_time_limits`` validates such a model): the solve
+    empties the hosts, its bound below its value."""
     data = shape_scenario(REPORTED_SHAPES["drain-with-cost"], 1000, 60)
     scenario = parse_scenario(data)
-    builder, buckets = compile_model(scenario.problem, scenario.model)
-    form = builder.integerize(lin_sum(buckets[0].terms), objective=True)
-    builder.cp.minimize(form.expr)
-    assert builder.cp.validate() == ""
     result = solve_scenario(scenario, SolverOptions(time_limit=20, workers=2, seed=0))
     assert result.final_evaluation.feasible
     drained = data["constraints"][0]["spec"]["toFreeSpec"]["containers"]

@@ -192,18 +192,20 @@ class BatchedDescent:
         # kept) at which it last changed; per object, the version at which its moves were
         # last priced and none was kept (-1: not since the search last resynced)
         self.version = 0
+        self.judged_at = -1  # the version the evaluator last found not at the floors
         self.changed_at = np.zeros(problem.num_containers, dtype=np.int64)
         self.idle_since = np.full(problem.num_objects, -1, dtype=np.int64)
         start = tuple_key(current)
         ends = np.cumsum([len(part) for part in start])
         positions = sorted(set(current.positions) | set(current.leximin))
         self.segments = list(zip(positions, ends - [len(part) for part in start], ends))
-        # the lowest value each entry of the tuple can take (Model.floors): once all are
-        # reached, no step can lower the tuple, and the search ends
+        # the lowest value each entry of the tuple can take (Model.floors; an IDEAL order
+        # none, as ``at_lowest``): once all are reached, no step lowers the tuple
         self.lowest = np.full(int(ends[-1]) if len(ends) else 0, -np.inf)
         floors = model.floors()
         for position, begin, end in self.segments:
-            self.lowest[begin:end] = floors.get(position, -np.inf)
+            if position not in current.leximin:
+                self.lowest[begin:end] = floors.get(position, -np.inf)
         self._keep(x, flat_key(start), current.hard_excess, first=True)
 
     def _keep(self, x: np.ndarray, key: np.ndarray, excess: float, first: bool = False
@@ -237,11 +239,13 @@ class BatchedDescent:
         the evaluator finds it: a step kept on the batch's price is judged first)."""
         if time.monotonic() >= deadline:
             return True
-        if self.excess > 0 or not (self.key <= self.lowest + FLOAT_NOISE).all():
+        if (self.excess > 0 or self.judged_at == self.version
+                or not (self.key <= self.lowest + FLOAT_NOISE).all()):
             return False
         if at_lowest(self.model, evaluate(self.problem, self.model, self.x)):
             return True
         self._distrust()
+        self.judged_at = self.version  # judged not there: not again until a step is kept
         return False
 
     def ranked(self, keys: np.ndarray, context: EvalContext) -> np.ndarray:
