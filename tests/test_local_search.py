@@ -558,3 +558,58 @@ def test_a_lazy_pass_prices_each_objects_first_chunk_a_full_pass_all(
     priced.clear()
     search.moves(time.monotonic() + 30)
     assert max(len(targets) for targets in priced.values()) > FIRST_CHUNK
+
+
+def test_a_walk_spends_a_movement_allowance_where_it_buys_the_most() -> None:
+    """A hard allowance of 6 units of cpu moved: taking the 6-unit object off the hot host
+    is the best single step (0.3 to 0.1) but spends the whole allowance; three 1-unit
+    objects lower the balance more per unit moved and reach the optimum, 0.05, found by
+    enumeration."""
+    scenario = parse_scenario({
+        "objectName": "task", "containerName": "host",
+        "assignment": {"h0": ["a", "b", "c", "d"], "h1": ["g"]},
+        "objectDimensions": {"cpu": {"a": 6, "b": 1, "c": 1, "d": 1, "g": 1}},
+        "containerDimensions": {"cpu": {"h0": 10, "h1": 10}},
+        "goals": [{"spec": {"balanceSpec": {"name": "bal", "scope": "host",
+                                            "dimension": "cpu"}}, "tuplePos": 0}],
+        "constraints": [{"spec": {"minimizeMovementSpec": {
+            "name": "moves", "scope": "host", "dimension": "cpu", "doNotNormalize": True,
+            "allowance": 6}}, "policy": "HARD"}]})
+    problem, model = scenario.problem, scenario.model
+    found = descend(problem, model, problem.initial, time.monotonic() + 10)
+    assert found is not None
+    optimum = min(tuple_key(evaluation) for _, evaluation in brute_force(scenario)
+                  if evaluation.feasible)
+    assert not better(optimum, tuple_key(found[1]))
+    assert found[1].positions[0] == pytest.approx(0.05, rel=1e-9)
+
+
+def test_a_trade_returns_a_move_that_holds_a_better_ones_budget() -> None:
+    """A job may move one of its tasks, and b's move to h2 (affinity 1) has used it up, so
+    a's move to h1 (affinity 5) breaks the limit and no single move lowers the tuple; a
+    trade (a to h1, b back home) does, and the walk ends at the optimum found by
+    enumeration."""
+    scenario = parse_scenario({
+        "objectName": "task", "containerName": "host",
+        "assignment": {"h0": ["a", "b"], "h1": [], "h2": []},
+        "partitions": {"job": {"j": ["a", "b"]}},
+        "goals": [{"spec": {"assignmentAffinitiesSpec": {"name": "aff", "scope": "host",
+                   "affinities": [{"objectName": "a", "scopeItemName": "h1", "affinity": 5},
+                                  {"objectName": "b", "scopeItemName": "h2",
+                                   "affinity": 1}]}}, "tuplePos": 0}],
+        "constraints": [{"spec": {"groupMoveLimitSpec": {
+            "name": "one_move", "partitionName": "job",
+            "limit": {"type": "ABSOLUTE", "globalLimit": 1}}}, "policy": "HARD"}]})
+    problem, model = scenario.problem, scenario.model
+    start = problem.initial.copy()
+    start[problem.object_index["b"]] = problem.container_index["h2"]
+    assert not any(evaluation.feasible and better(tuple_key(evaluation),
+                                                  tuple_key(evaluate(problem, model, start)))
+                   for evaluation in (evaluate(problem, model, moved)
+                                      for moved in single_moves(scenario, start)))
+    found = descend(problem, model, start, time.monotonic() + 10)
+    assert found is not None
+    optimum = min(tuple_key(evaluation) for _, evaluation in brute_force(scenario)
+                  if evaluation.feasible)
+    assert not better(optimum, tuple_key(found[1]))
+    assert found[0][problem.object_index["a"]] == problem.container_index["h1"]

@@ -111,6 +111,13 @@ class Spec:
         containers would otherwise come last)."""
         return {}
 
+    def budget(self, ctx: EvalContext) -> tuple[float | np.ndarray, float] | None:
+        """As a constraint: the amount of a budget that moves use up (per candidate under a
+        ``MoveBatch``) and the most it may reach unbroken, where moves spend one (a
+        movement allowance, say); a local search then spends it where it buys the most,
+        not on the largest steps first. None where no move uses a budget."""
+        return None
+
     def guide(self, ctx: EvalContext) -> float | np.ndarray | None:
         """A continuous measure that falls as the value nears its next step down, where the
         value is flat for most moves (per candidate under a ``MoveBatch``): a local search

@@ -77,6 +77,13 @@ class MinimizeMovementSpec(Spec):
     def infos(self, ctx: EvalContext) -> np.ndarray:
         return np.asarray(self.evaluate(ctx), dtype=float)[..., None]
 
+    def budget(self, ctx: EvalContext) -> tuple[float | np.ndarray, float] | None:
+        if not self._allowed:  # normalized, or no allowance: nothing moves for free
+            return None
+        new = ctx.util(self.scope, self.dimension, "NEW")
+        return new.sum(axis=-1) + ctx.out_of_scope_new(self.scope, self.dimension), \
+            self.allowance
+
     @property
     def _allowed(self) -> bool:
         """Whether moves up to the allowance are free (never when normalized)."""

@@ -53,6 +53,8 @@ JUDGED_EVERY = 16
 # containers (where a hot container's swaps that help mostly are), and only when none
 # helps with every partner
 NEAR_PARTNERS = FIRST_CHUNK + BATCH
+# the best blocked moves a pass of trades prices (``BatchedDescent.trades``)
+TRADES = FIRST_CHUNK
 NOISE = 1e-12  # relative differences below this are float noise, not improvements
 # steps in a row that lower only the load's spread (the tuple and every guide as they were)
 # before the spread stops ranking steps, until a step lowers the tuple or a guide again: a
@@ -82,10 +84,16 @@ def rows_below(keys: np.ndarray, current: np.ndarray) -> np.ndarray:
     more than float noise."""
     if keys.shape[1] == 0:  # a tuple with no position: nothing is below
         return np.zeros(len(keys), dtype=bool)
+    differ, first = _first_difference(keys, current)
+    return differ & (keys[np.arange(len(keys)), first] < current[first])
+
+
+def _first_difference(keys: np.ndarray, current: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``keys``, whether it differs from ``current`` by more than float noise,
+    and the first column where it does (0 where it does not)."""
     differ = np.abs(keys - current) > NOISE * np.maximum(
         1.0, np.maximum(np.abs(keys), np.abs(current)))
-    first = differ.argmax(axis=1)
-    return differ.any(axis=1) & (keys[np.arange(len(keys)), first] < current[first])
+    return differ.any(axis=1), differ.argmax(axis=1)
 
 
 def best_below(keys: np.ndarray, feasible: np.ndarray, current: np.ndarray) -> int | None:
@@ -183,6 +191,18 @@ class BatchedDescent:
             for obj, containers in entry.spec.suggested_containers(problem).items():
                 self.suggested[obj] = np.concatenate([self.suggested.get(obj, []),
                                                       containers]).astype(np.int64)
+        # constraints whose budget moves spend (``Spec.budget``), SOFT ones excepted
+        at_start = EvalContext(problem, problem.initial, x)
+        self.budgets = [entry.spec for entry in model.constraints
+                        if entry.policy != "SOFT" and entry.spec.budget(at_start) is not None]
+        # per object, the destination and tuple of its best move that would lower the
+        # tuple but breaks a hard rule (a spent budget, say), seen by the last pass of moves
+        self.blocked: dict[int, tuple[int, np.ndarray]] = {}
+        self.mates: dict[int, list[np.ndarray]] = {}  # per object, its groups' objects
+        for groups in problem.partitions.values():
+            for members in groups.values():
+                for obj in members:
+                    self.mates.setdefault(int(obj), []).append(members)
         self.guided = True  # whether specs' guides order the steps (see run)
         self.sideways = 0  # steps in a row that lowered only the spread (SIDEWAYS_STEPS)
         self.rank: np.ndarray | None = None  # the walk's place in its order (``ranked``)
@@ -300,7 +320,10 @@ class BatchedDescent:
                 row = best_below(np.column_stack([excess, keys]), np.ones(batch.size, bool),
                                  np.append(self.excess, self.key))
             else:
-                row = best_below(self.ranked(keys, batch), excess <= TOLERANCE, self.rank)
+                ranked = self.ranked(keys, batch)
+                row = best_below(ranked, excess <= TOLERANCE, self.rank)
+                if row is None and batch.objects.shape[1] == 1:
+                    self._block(batch, keys, ranked, excess)
             if row is None:
                 continue
             candidate = self.x.copy()
@@ -352,6 +375,7 @@ class BatchedDescent:
         to its FIRST_CHUNK first destinations only (a pass over every destination of
         10,000 objects takes longer than most limits)."""
         improved = False
+        self.blocked = {}
         order = self.representatives()
         if lazy:
             order = order[self.idle_since[order] < self.changed_at[self.x[order]]]
@@ -372,6 +396,46 @@ class BatchedDescent:
                 improved = True
             elif not self.over(deadline):
                 self.idle_since[o] = self.version
+        return improved
+
+    def _block(self, batch: MoveBatch, keys: np.ndarray, ranked: np.ndarray,
+               excess: np.ndarray) -> None:
+        """Note the best of the batch's single moves that would lower the tuple but break
+        a hard rule, for ``trades``."""
+        row = best_below(ranked, (excess > TOLERANCE) & rows_below(keys, self.key), self.rank)
+        if row is not None:
+            self.blocked[int(batch.objects[row, 0])] = (int(batch.targets[row, 0]), keys[row])
+
+    def trades(self, deadline: float) -> bool:
+        """One pass of trades: each of the TRADES best moves the last pass of moves found
+        blocked by a hard rule (``blocked``), together with one moved object's return to
+        where it started, which gives back what its move spent (of a movement allowance, a
+        group's move limit, the destination's room); whether any was kept. Where moves
+        spend a budget, a move that pays at a later position may hold what a better one at
+        an earlier position needs. Returns are priced from the destination's objects and
+        the object's group mates on, NEAR_PARTNERS of them."""
+        improved = False
+        blocked, self.blocked = self.blocked, {}
+        objects = np.fromiter(blocked, dtype=np.int64, count=len(blocked))
+        if not len(objects):
+            return False
+        keys = np.array([blocked[o][1] for o in objects])
+        for o in objects[np.lexsort(keys.T[::-1])][:TRADES]:
+            target = blocked[int(o)][0]
+            if self.over(deadline):
+                break
+            if self.x[o] == target:
+                continue
+            moved = np.flatnonzero((self.x != self.problem.initial) & self.movable)
+            moved = self.rng.permutation(moved[moved != o])
+            mates = self.mates.get(int(o), [])
+            related = np.isin(moved, np.concatenate(mates)) if mates else np.zeros(
+                len(moved), dtype=bool)
+            moved = moved[np.lexsort((~related, self.x[moved] != target))][:NEAR_PARTNERS]
+            pairs = np.column_stack([np.full(len(moved), o), moved])
+            targets = np.column_stack([np.full(len(moved), target),
+                                       self.problem.initial[moved]])
+            improved |= self._try(pairs, targets, deadline)
         return improved
 
     def relative_loads(self) -> np.ndarray:
@@ -403,7 +467,9 @@ class BatchedDescent:
     def _most_promising_first(self, objects: np.ndarray, deadline: float) -> np.ndarray:
         """``objects`` ordered by what moving each to its probes (``_probes``) does: while
         repairing, by the least hard-rule excess a probe leaves; else the objects whose
-        move lowers the tuple first, by the lowest tuple a probe reaches, then the others in
+        move lowers the tuple first, by the lowest tuple a probe reaches (under a budget
+        that moves spend, by the most gain per share of it at the first column gained: a
+        greedy by the largest steps spends it on a few large objects), then the others in
         the order given. Among thousands of objects, the few that break a rule or a soft
         constraint are where a pass should start."""
         probes = self._probes(self.x[objects])
@@ -412,6 +478,7 @@ class BatchedDescent:
         targets = probes.reshape(-1)
         excess = np.full(2 * n, self.excess)
         keys = np.tile(self.key, (2 * n, 1))
+        spent = np.zeros(2 * n)  # the share of the budgets each probe spends
         for start in range(0, 2 * n, BATCH):
             if self.over(deadline):
                 break
@@ -419,12 +486,21 @@ class BatchedDescent:
             batch = MoveBatch(self.context, movers[chunk, None], targets[chunk, None])
             keys[chunk], excess[chunk] = evaluate_moves(self.problem, self.model, batch,
                                                         self.splits)
+            for spec in self.budgets:
+                (used, most), (now, _) = spec.budget(batch), spec.budget(self.context)
+                spent[chunk] += (np.asarray(used) - now) / most
         if self.excess > 0:
             return objects[np.argsort(np.minimum(excess[:n], excess[n:]), kind="stable")]
         rows = np.flatnonzero(rows_below(keys, self.key) & (excess <= TOLERANCE))
         if not len(rows):
             return objects
-        rows = rows[np.lexsort(keys[rows].T[::-1])] % n  # each object at its best probe
+        if self.budgets:  # the most gain per share of the budgets, at the first column gained
+            column = _first_difference(keys[rows], self.key)[1]
+            gain = self.key[column] - keys[rows, column]
+            rate = gain / np.maximum(spent[rows], NOISE)
+            rows = rows[np.lexsort((-rate, column))] % n
+        else:  # each object at its best probe
+            rows = rows[np.lexsort(keys[rows].T[::-1])] % n
         _, first = np.unique(rows, return_index=True)
         promising = rows[np.sort(first)]
         rest = np.ones(n, dtype=bool)
@@ -478,13 +554,13 @@ class BatchedDescent:
         best, by the tuple alone, so that where it stops no step lowers the tuple."""
         while not self.over(deadline):
             before, repairing = self.key, self.excess > 0
-            moved = self.moves(deadline, lazy=True)
+            moved = self.moves(deadline, lazy=True) | self.trades(deadline)
             if moved and (repairing or below(self.key, before)):  # the tuple fell: more moves
                 continue
             # a pass that lowered only the guides or the spread is followed by swaps too;
             # before the search ends, every object's moves and every swap are priced
             if (self.swaps(deadline, NEAR_PARTNERS) or moved or self.moves(deadline)
-                    or self.swaps(deadline)):
+                    or self.trades(deadline) or self.swaps(deadline)):
                 continue
             if not self.guided:
                 return
