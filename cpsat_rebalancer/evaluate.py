@@ -102,6 +102,12 @@ def soft_term(entry: ConstraintEntry, infos: np.ndarray, soft: np.ndarray,
     return term
 
 
+def soft_cost(entry: ConstraintEntry, split: PolicySplit, ctx: EvalContext) -> np.ndarray:
+    """What a constraint's soft term adds to its position (per candidate under a batch)."""
+    infos = np.asarray(entry.spec.infos(ctx), dtype=float)
+    return np.asarray(soft_term(entry, infos, split.soft, entry.spec.penalties(ctx)))
+
+
 def hard_excess(infos: np.ndarray, split: PolicySplit) -> np.ndarray:
     """How far the hard infos are broken beyond their rule (per candidate): each excess
     within the tolerance counts as kept."""

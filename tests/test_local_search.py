@@ -239,7 +239,7 @@ def test_a_pass_starts_with_the_move_that_lowers_the_tuple_most(
         return next(c for c in open_ if c != here)
 
     key = tuple_key(initial)
-    lowers = {}
+    lowers, rates = {}, {}
     for o in priced:
         here = int(problem.initial[o])
         lowers[o] = False
@@ -247,14 +247,35 @@ def test_a_pass_starts_with_the_move_that_lowers_the_tuple_most(
             moved = problem.initial.copy()
             moved[o] = target
             evaluation = evaluate(problem, model, moved)
-            if evaluation.feasible and better(tuple_key(evaluation), key) and (
-                    not lowers[o] or better(tuple_key(evaluation), lowers[o])):
-                lowers[o] = tuple_key(evaluation)
+            if evaluation.feasible and better(tuple_key(evaluation), key):
+                rates[o] = min(rates.get(o, (np.inf, 0.0)), budget_rate(
+                    problem, model, moved, tuple_key(evaluation), key))
+                if not lowers[o] or better(tuple_key(evaluation), lowers[o]):
+                    lowers[o] = tuple_key(evaluation)
     improving = [o for o in priced if lowers[o]]
     assert priced[:len(improving)] == improving
-    if improving:
+    if improving and search.budgets:  # the most gain per share of the budget first
+        assert rates[priced[0]] == pytest.approx(min(rates[o] for o in improving), rel=1e-9)
+    elif improving:
         best = min(lowers[o] for o in improving)
         assert not better(best, lowers[priced[0]])
+
+
+def budget_rate(problem, model, moved: np.ndarray, key: list, start: list
+                ) -> tuple[int, float]:
+    """(the first entry of the tuple a move lowers, minus the gain there per share of the
+    movement budgets it spends): the smaller, the sooner a pass under budgets prices it."""
+    from cpsat_rebalancer.context import EvalContext
+
+    flat, flat_start = np.concatenate(key), np.concatenate(start)
+    column = int(np.flatnonzero(~np.isclose(flat, flat_start, rtol=1e-12, atol=0))[0])
+    spent = 0.0
+    for entry in model.constraints:
+        after = entry.spec.budget(EvalContext(problem, problem.initial, moved))
+        if after is not None:
+            before = entry.spec.budget(EvalContext(problem, problem.initial, problem.initial))
+            spent += (after[0] - before[0]) / after[1]
+    return column, -(flat_start[column] - flat[column]) / max(spent, 1e-12)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -584,11 +605,22 @@ def test_a_walk_spends_a_movement_allowance_where_it_buys_the_most() -> None:
     assert found[1].positions[0] == pytest.approx(0.05, rel=1e-9)
 
 
-def test_a_trade_returns_a_move_that_holds_a_better_ones_budget() -> None:
-    """A job may move one of its tasks, and b's move to h2 (affinity 1) has used it up, so
-    a's move to h1 (affinity 5) breaks the limit and no single move lowers the tuple; a
-    trade (a to h1, b back home) does, and the walk ends at the optimum found by
-    enumeration."""
+ONE_MOVE = {
+    "job limit": {"spec": {"groupMoveLimitSpec": {
+        "name": "one_move", "partitionName": "job",
+        "limit": {"type": "ABSOLUTE", "globalLimit": 1}}}, "policy": "HARD"},
+    "soft allowance": {"spec": {"minimizeMovementSpec": {
+        "name": "one_move", "scope": "host", "doNotNormalize": True, "allowance": 1}},
+        "policy": "SOFT"},
+}
+
+
+@pytest.mark.parametrize("budget", sorted(ONE_MOVE))
+def test_a_trade_returns_a_move_that_holds_a_better_ones_budget(budget: str) -> None:
+    """One move is allowed (a job's limit, or a soft allowance whose overrun costs more
+    than any affinity), and b's move to h2 (affinity 1) has used it, so a's move to h1
+    (affinity 5) breaks it and no single move lowers the tuple; a trade (a to h1, b back
+    home) does, and the walk ends at the optimum found by enumeration."""
     scenario = parse_scenario({
         "objectName": "task", "containerName": "host",
         "assignment": {"h0": ["a", "b"], "h1": [], "h2": []},
@@ -597,9 +629,7 @@ def test_a_trade_returns_a_move_that_holds_a_better_ones_budget() -> None:
                    "affinities": [{"objectName": "a", "scopeItemName": "h1", "affinity": 5},
                                   {"objectName": "b", "scopeItemName": "h2",
                                    "affinity": 1}]}}, "tuplePos": 0}],
-        "constraints": [{"spec": {"groupMoveLimitSpec": {
-            "name": "one_move", "partitionName": "job",
-            "limit": {"type": "ABSOLUTE", "globalLimit": 1}}}, "policy": "HARD"}]})
+        "constraints": [ONE_MOVE[budget]]})
     problem, model = scenario.problem, scenario.model
     start = problem.initial.copy()
     start[problem.object_index["b"]] = problem.container_index["h2"]

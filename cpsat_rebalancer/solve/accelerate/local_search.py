@@ -32,6 +32,7 @@ from ...evaluate import (
     evaluate_moves,
     guides_by_position,
     policy_splits,
+    soft_cost,
 )
 from ...primitives import TOLERANCE
 from ...problem import OUT_OF_SCOPE, Problem
@@ -191,18 +192,14 @@ class BatchedDescent:
             for obj, containers in entry.spec.suggested_containers(problem).items():
                 self.suggested[obj] = np.concatenate([self.suggested.get(obj, []),
                                                       containers]).astype(np.int64)
-        # constraints whose budget moves spend (``Spec.budget``), SOFT ones excepted
+        # constraints whose budget moves spend (``Spec.budget``), with their policy splits
         at_start = EvalContext(problem, problem.initial, x)
-        self.budgets = [entry.spec for entry in model.constraints
-                        if entry.policy != "SOFT" and entry.spec.budget(at_start) is not None]
+        self.budgets = [(entry, split) for entry, split in zip(model.constraints, self.splits)
+                        if entry.spec.budget(at_start) is not None]
         # per object, the destination and tuple of its best move that would lower the
         # tuple but breaks a hard rule (a spent budget, say), seen by the last pass of moves
         self.blocked: dict[int, tuple[int, np.ndarray]] = {}
-        self.mates: dict[int, list[np.ndarray]] = {}  # per object, its groups' objects
-        for groups in problem.partitions.values():
-            for members in groups.values():
-                for obj in members:
-                    self.mates.setdefault(int(obj), []).append(members)
+        self.mates: dict[int, list[np.ndarray]] | None = None  # per object, its groups'
         self.guided = True  # whether specs' guides order the steps (see run)
         self.sideways = 0  # steps in a row that lowered only the spread (SIDEWAYS_STEPS)
         self.rank: np.ndarray | None = None  # the walk's place in its order (``ranked``)
@@ -221,6 +218,8 @@ class BatchedDescent:
         self.segments = list(zip(positions, ends - [len(part) for part in start], ends))
         # the lowest value each entry of the tuple can take (Model.floors; an IDEAL order
         # none, as ``at_lowest``): once all are reached, no step lowers the tuple
+        self.column = {position: begin for position, begin, _ in self.segments
+                       if position not in current.leximin}  # a scalar position's column
         self.lowest = np.full(int(ends[-1]) if len(ends) else 0, -np.inf)
         floors = model.floors()
         for position, begin, end in self.segments:
@@ -323,7 +322,7 @@ class BatchedDescent:
                 ranked = self.ranked(keys, batch)
                 row = best_below(ranked, excess <= TOLERANCE, self.rank)
                 if row is None and batch.objects.shape[1] == 1:
-                    self._block(batch, keys, ranked, excess)
+                    self._block(batch, keys, excess)
             if row is None:
                 continue
             candidate = self.x.copy()
@@ -398,22 +397,31 @@ class BatchedDescent:
                 self.idle_since[o] = self.version
         return improved
 
-    def _block(self, batch: MoveBatch, keys: np.ndarray, ranked: np.ndarray,
-               excess: np.ndarray) -> None:
+    def _block(self, batch: MoveBatch, keys: np.ndarray, excess: np.ndarray) -> None:
         """Note the best of the batch's single moves that would lower the tuple but break
-        a hard rule, for ``trades``."""
-        row = best_below(ranked, (excess > TOLERANCE) & rows_below(keys, self.key), self.rank)
+        a hard rule or overspend a soft budget (lowering it but for that budget's cost),
+        for ``trades``."""
+        blocked, relieved = excess > TOLERANCE, keys.copy()
+        for entry, split in self.budgets:
+            used, most = entry.spec.budget(batch)
+            blocked |= np.asarray(used) > most * (1 + NOISE) + TOLERANCE
+            column = self.column.get(entry.position)
+            if split.has_soft_term and column is not None:  # the tuple but for its cost
+                relieved[:, column] -= soft_cost(entry, split, batch) - soft_cost(
+                    entry, split, self.context)
+        row = best_below(relieved, blocked, self.key)
         if row is not None:
-            self.blocked[int(batch.objects[row, 0])] = (int(batch.targets[row, 0]), keys[row])
+            self.blocked[int(batch.objects[row, 0])] = (int(batch.targets[row, 0]),
+                                                        relieved[row])
 
     def trades(self, deadline: float) -> bool:
         """One pass of trades: each of the TRADES best moves the last pass of moves found
-        blocked by a hard rule (``blocked``), together with one moved object's return to
-        where it started, which gives back what its move spent (of a movement allowance, a
-        group's move limit, the destination's room); whether any was kept. Where moves
-        spend a budget, a move that pays at a later position may hold what a better one at
-        an earlier position needs. Returns are priced from the destination's objects and
-        the object's group mates on, NEAR_PARTNERS of them."""
+        blocked by a hard rule or a soft budget (``blocked``), with one moved object's
+        return home, which gives back what its move spent (of a movement allowance, a
+        group's move limit, the destination's room); whether any was kept. A move that
+        pays at a later position may hold what a better one at an earlier position needs.
+        Returns are priced from the destination's objects and the object's group mates
+        on, NEAR_PARTNERS of them."""
         improved = False
         blocked, self.blocked = self.blocked, {}
         objects = np.fromiter(blocked, dtype=np.int64, count=len(blocked))
@@ -428,7 +436,7 @@ class BatchedDescent:
                 continue
             moved = np.flatnonzero((self.x != self.problem.initial) & self.movable)
             moved = self.rng.permutation(moved[moved != o])
-            mates = self.mates.get(int(o), [])
+            mates = self._mates(int(o))
             related = np.isin(moved, np.concatenate(mates)) if mates else np.zeros(
                 len(moved), dtype=bool)
             moved = moved[np.lexsort((~related, self.x[moved] != target))][:NEAR_PARTNERS]
@@ -437,6 +445,16 @@ class BatchedDescent:
                                        self.problem.initial[moved]])
             improved |= self._try(pairs, targets, deadline)
         return improved
+
+    def _mates(self, obj: int) -> list[np.ndarray]:
+        """The objects of each group ``obj`` belongs to, in every partition (read once)."""
+        if self.mates is None:
+            self.mates = {}
+            for groups in self.problem.partitions.values():
+                for members in groups.values():
+                    for member in members:
+                        self.mates.setdefault(int(member), []).append(members)
+        return self.mates.get(obj, [])
 
     def relative_loads(self) -> np.ndarray:
         """Per container, the largest of its relative loads in the dimensions read, each in
@@ -486,8 +504,8 @@ class BatchedDescent:
             batch = MoveBatch(self.context, movers[chunk, None], targets[chunk, None])
             keys[chunk], excess[chunk] = evaluate_moves(self.problem, self.model, batch,
                                                         self.splits)
-            for spec in self.budgets:
-                (used, most), (now, _) = spec.budget(batch), spec.budget(self.context)
+            for entry, _ in self.budgets:
+                (used, most), (now, _) = entry.spec.budget(batch), entry.spec.budget(self.context)
                 spent[chunk] += (np.asarray(used) - now) / most
         if self.excess > 0:
             return objects[np.argsort(np.minimum(excess[:n], excess[n:]), kind="stable")]
