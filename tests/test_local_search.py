@@ -249,7 +249,7 @@ def test_a_pass_starts_with_the_move_that_lowers_the_tuple_most(
             evaluation = evaluate(problem, model, moved)
             if evaluation.feasible and better(tuple_key(evaluation), key):
                 rates[o] = min(rates.get(o, (np.inf, 0.0)), budget_rate(
-                    problem, model, moved, tuple_key(evaluation), key))
+                    problem, model, moved, tuple_key(evaluation), initial))
                 if not lowers[o] or better(tuple_key(evaluation), lowers[o]):
                     lowers[o] = tuple_key(evaluation)
     improving = [o for o in priced if lowers[o]]
@@ -261,18 +261,24 @@ def test_a_pass_starts_with_the_move_that_lowers_the_tuple_most(
         assert not better(best, lowers[priced[0]])
 
 
-def budget_rate(problem, model, moved: np.ndarray, key: list, start: list
-                ) -> tuple[int, float]:
+def budget_rate(problem, model, moved: np.ndarray, key: list, initial) -> tuple[int, float]:
     """(the first entry of the tuple a move lowers, minus the gain there per share of the
-    movement budgets it spends): the smaller, the sooner a pass under budgets prices it."""
+    movement budgets it spends that cost there or before: a hard one, or a soft one at
+    that position or an earlier one): the smaller, the sooner a pass under budgets
+    prices it."""
     from cpsat_rebalancer.context import EvalContext
+    from cpsat_rebalancer.evaluate import policy_splits
 
+    start = tuple_key(initial)
     flat, flat_start = np.concatenate(key), np.concatenate(start)
     column = int(np.flatnonzero(~np.isclose(flat, flat_start, rtol=1e-12, atol=0))[0])
+    positions = sorted(set(initial.positions) | set(initial.leximin))
+    column_of = dict(zip(positions, np.cumsum([0] + [len(part) for part in start])))
     spent = 0.0
-    for entry in model.constraints:
+    for entry, split in zip(model.constraints, policy_splits(problem, model)):
         after = entry.spec.budget(EvalContext(problem, problem.initial, moved))
-        if after is not None:
+        if after is not None and (not split.has_soft_term
+                                  or column_of[entry.position] <= column):
             before = entry.spec.budget(EvalContext(problem, problem.initial, problem.initial))
             spent += (after[0] - before[0]) / after[1]
     return column, -(flat_start[column] - flat[column]) / max(spent, 1e-12)

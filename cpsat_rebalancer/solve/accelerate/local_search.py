@@ -496,7 +496,7 @@ class BatchedDescent:
         targets = probes.reshape(-1)
         excess = np.full(2 * n, self.excess)
         keys = np.tile(self.key, (2 * n, 1))
-        spent = np.zeros(2 * n)  # the share of the budgets each probe spends
+        spent = np.zeros((len(self.budgets), 2 * n))  # each budget's share each probe spends
         for start in range(0, 2 * n, BATCH):
             if self.over(deadline):
                 break
@@ -504,9 +504,9 @@ class BatchedDescent:
             batch = MoveBatch(self.context, movers[chunk, None], targets[chunk, None])
             keys[chunk], excess[chunk] = evaluate_moves(self.problem, self.model, batch,
                                                         self.splits)
-            for entry, _ in self.budgets:
+            for b, (entry, _) in enumerate(self.budgets):
                 (used, most), (now, _) = entry.spec.budget(batch), entry.spec.budget(self.context)
-                spent[chunk] += (np.asarray(used) - now) / most
+                spent[b, chunk] = (np.asarray(used) - now) / most
         if self.excess > 0:
             return objects[np.argsort(np.minimum(excess[:n], excess[n:]), kind="stable")]
         rows = np.flatnonzero(rows_below(keys, self.key) & (excess <= TOLERANCE))
@@ -515,7 +515,10 @@ class BatchedDescent:
         if self.budgets:  # the most gain per share of the budgets, at the first column gained
             column = _first_difference(keys[rows], self.key)[1]
             gain = self.key[column] - keys[rows, column]
-            rate = gain / np.maximum(spent[rows], NOISE)
+            # a soft budget costs at its position: a gain before it does not pay for it
+            counts = np.array([[self.column.get(entry.position, -1) if split.has_soft_term
+                                else -1] for entry, split in self.budgets]) <= column
+            rate = gain / np.maximum((spent[:, rows] * counts).sum(axis=0), NOISE)
             rows = rows[np.lexsort((-rate, column))] % n
         else:  # each object at its best probe
             rows = rows[np.lexsort(keys[rows].T[::-1])] % n
