@@ -20,6 +20,7 @@ import math
 import random
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -54,8 +55,7 @@ JUDGED_EVERY = 16
 # containers (where a hot container's swaps that help mostly are), and only when none
 # helps with every partner
 NEAR_PARTNERS = FIRST_CHUNK + BATCH
-# the best blocked moves a pass of trades prices (``BatchedDescent.trades``)
-TRADES = FIRST_CHUNK
+TRADES = FIRST_CHUNK  # the best blocked moves a pass of trades prices
 NOISE = 1e-12  # relative differences below this are float noise, not improvements
 # steps in a row that lower only the load's spread (the tuple and every guide as they were)
 # before the spread stops ranking steps, until a step lowers the tuple or a guide again: a
@@ -407,8 +407,8 @@ class BatchedDescent:
             blocked |= np.asarray(used) > most * (1 + NOISE) + TOLERANCE
             column = self.column.get(entry.position)
             if split.has_soft_term and column is not None:  # the tuple but for its cost
-                relieved[:, column] -= soft_cost(entry, split, batch) - soft_cost(
-                    entry, split, self.context)
+                relieved[:, column] -= soft_cost(entry, split, batch) - self.context.memo(
+                    (entry.spec, "soft cost"), partial(soft_cost, entry, split, self.context))
         row = best_below(relieved, blocked, self.key)
         if row is not None:
             self.blocked[int(batch.objects[row, 0])] = (int(batch.targets[row, 0]),
@@ -497,6 +497,7 @@ class BatchedDescent:
         excess = np.full(2 * n, self.excess)
         keys = np.tile(self.key, (2 * n, 1))
         spent = np.zeros((len(self.budgets), 2 * n))  # each budget's share each probe spends
+        now = [entry.spec.budget(self.context)[0] for entry, _ in self.budgets]
         for start in range(0, 2 * n, BATCH):
             if self.over(deadline):
                 break
@@ -505,8 +506,8 @@ class BatchedDescent:
             keys[chunk], excess[chunk] = evaluate_moves(self.problem, self.model, batch,
                                                         self.splits)
             for b, (entry, _) in enumerate(self.budgets):
-                (used, most), (now, _) = entry.spec.budget(batch), entry.spec.budget(self.context)
-                spent[b, chunk] = (np.asarray(used) - now) / most
+                used, most = entry.spec.budget(batch)
+                spent[b, chunk] = (np.asarray(used) - now[b]) / most
         if self.excess > 0:
             return objects[np.argsort(np.minimum(excess[:n], excess[n:]), kind="stable")]
         rows = np.flatnonzero(rows_below(keys, self.key) & (excess <= TOLERANCE))
