@@ -96,7 +96,8 @@ def random_scenario(seed: int, max_objects: int = 5, max_containers: int = 3,
         racks = {c: f"r{rng.randint(0, 1)}" for c in containers if rng.random() < 0.9}
         if racks:
             scopes["rack"] = racks
-            scope_dims["rack"] = {"cpu": {r: rng.choice([8, 12, 16]) for r in set(racks.values())}}
+            scope_dims["rack"] = {"cpu": {r: rng.choice([8, 12, 16])
+                                          for r in sorted(set(racks.values()))}}
     scope_names = ["host"] + list(scopes)
 
     def items_of(scope: str) -> list[str]:

@@ -214,7 +214,7 @@ class _Pod:
                 running = dict(sidecars)
             else:
                 running = {res: requests.get(res, 0) + sidecars.get(res, 0)
-                           for res in set(requests) | set(sidecars)}
+                           for res in sorted(set(requests) | set(sidecars))}
             for res, value in running.items():
                 init_peak[res] = max(init_peak.get(res, 0), value)
         for res, value in sidecars.items():

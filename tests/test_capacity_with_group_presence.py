@@ -108,7 +108,8 @@ def random_presence_scenario(seed: int, max_objects: int = 5, overlap: bool = Fa
         "objectDimensions": {"load": {o: rng.choice([0, 0.2, 0.5, 1, 1.5, 2]) for o in objects}},
         "containerDimensions": {"load": {h: rng.choice([1, 2, 4]) for h in hosts}},
         "scopes": {"rack": racks},
-        "scopeDimensions": {"rack": {"load": {r: rng.choice([2, 4]) for r in set(racks.values())}}},
+        "scopeDimensions": {"rack": {"load": {r: rng.choice([2, 4])
+                                              for r in sorted(set(racks.values()))}}},
         "partitions": {"job": jobs, "sub": fine},
         "goals": [], "constraints": [],
     }

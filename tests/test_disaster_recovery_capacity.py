@@ -55,7 +55,7 @@ def random_disaster_scenario(seed: int, max_objects: int = 5) -> dict:
                                          for h in hosts}},
         "scopes": {"rack": racks},
         "scopeDimensions": {"rack": {"load": {r: 0 if zero else rng.choice([2, 5])
-                                              for r in set(racks.values())}}},
+                                              for r in sorted(set(racks.values()))}}},
         "goals": [], "constraints": [],
     }
     if rng.random() < 0.5:

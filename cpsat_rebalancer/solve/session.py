@@ -47,6 +47,7 @@ def run_solvers(solves: list[tuple[cp_model.CpSolver, cp_model.CpModel]],
 
     def run(index: int, solver: cp_model.CpSolver, cp: cp_model.CpModel) -> None:
         solver.parameters.catch_sigint_signal = False
+        safe_interleaving(solver.parameters)
         try:
             outcome[index] = solver.solve(cp, callbacks[index])
         except BaseException as failure:  # raised again in the caller's thread
@@ -63,6 +64,15 @@ def run_solvers(solves: list[tuple[cp_model.CpSolver, cp_model.CpModel]],
     if failures:
         raise failures[0]
     return [outcome.get(i, cp_model.UNKNOWN) for i in range(len(solves))], interrupted
+
+
+def safe_interleaving(params: object) -> None:
+    """CP-SAT aborts the whole process (a failed CHECK: no fixed search configured) when an
+    interleaved search of several workers, as a deterministic budget runs, meets an
+    infeasible model with a hint: an infeasible scenario, a probe, a doubted INFEASIBLE's
+    rerun. With the hint repaired first, it does not."""
+    if params.interleave_search and params.num_workers != 1:
+        params.repair_hint = True
 
 
 def run_threads(targets: list[Callable[[], None]], stop: Callable[[], None],

@@ -451,7 +451,7 @@ def _search(model: CountModel, start_bins: dict[tuple[int, int], int],
             for item, vs in at.items():
                 m.Add(sum(vs) + (1 if item in fixed else 0) <= 1)
         else:
-            used = {item: m.NewBoolVar("") for item in set(at) | fixed}
+            used = {item: m.NewBoolVar("") for item in sorted(set(at) | fixed)}
             for item, vs in at.items():  # a ruled VM is a type of its own: 0 or 1
                 for v in vs:
                     m.Add(v <= used[item])
