@@ -649,3 +649,23 @@ def test_a_trade_returns_a_move_that_holds_a_better_ones_budget(budget: str) -> 
                   if evaluation.feasible)
     assert not better(optimum, tuple_key(found[1]))
     assert found[0][problem.object_index["a"]] == problem.container_index["h1"]
+
+
+@pytest.mark.parametrize("formula, assignment, cpu", [
+    ("MAX", {"h0": ["b", "f", "g"], "h1": ["a", "c", "d", "e"]},
+     {"a": 5, "b": 7, "c": 1, "d": 9, "e": 4, "f": 1, "g": 7}),
+    ("LEGACY", {"h0": ["a", "b", "c"], "h1": ["d", "e", "f"]},
+     {"a": 1, "b": 3, "c": 2, "d": 6, "e": 5, "f": 3}),
+])
+def test_an_exchange_of_one_object_for_two_cools_the_hottest_host(
+        formula: str, assignment: dict, cpu: dict) -> None:
+    """The hot host can shed load only by giving one object for two smaller ones (or two
+    for one): no single move or swap lowers its MAX (or LEGACY) term, and the exchanges
+    between the hottest host and the coolest reach the optimum, found by enumeration."""
+    balance = {"name": "bal", "scope": "host", "dimension": "cpu", "formula": formula}
+    if formula == "LEGACY":
+        balance["fixAverageToInitial"] = True
+    found, initial = walk_with_moves_behind(
+        {"balanceSpec": balance}, assignment, objectDimensions={"cpu": cpu},
+        containerDimensions={"cpu": {h: 20 for h in assignment}})
+    assert found.positions[0] == 0.0 < initial.positions[0]

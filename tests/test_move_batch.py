@@ -56,15 +56,20 @@ def moved(x: np.ndarray, objects: np.ndarray, targets: np.ndarray) -> np.ndarray
 
 
 def check_batch_prices(problem: Problem, model: Model, seed: int) -> None:
-    """Single moves and swaps from a random assignment: each candidate's tuple,
-    feasibility and guide equal the evaluator's on that assignment, to relative 1e-9 (the group
-    specs among them: a swap within one group, two moved objects of one group)."""
+    """Single moves, swaps and exchanges of up to four objects from a random assignment:
+    each candidate's tuple, feasibility and guide equal the evaluator's on that assignment,
+    to relative 1e-9 (the group specs among them: a swap within one group, two moved
+    objects of one group)."""
     rng = np.random.default_rng(seed)
     x = rng.integers(0, problem.num_containers, problem.num_objects)
     count = 16
-    objects = np.stack([rng.choice(problem.num_objects, 2, replace=False) for _ in range(count)])
-    objects[: count // 2, 1] = -1  # half single moves, half swaps or double moves
-    targets = rng.integers(0, problem.num_containers, (count, 2))
+    width = min(4, problem.num_objects)
+    objects = np.stack([rng.choice(problem.num_objects, width, replace=False)
+                        for _ in range(count)])
+    objects[: count // 2, 1:] = -1  # single moves; then swaps or double moves
+    objects[count // 2: 3 * count // 4, 2:] = -1
+    objects[3 * count // 4: 7 * count // 8, 1] = -1  # exchanges: none in the middle
+    targets = rng.integers(0, problem.num_containers, (count, width))
     batch = MoveBatch(EvalContext(problem, problem.initial, x), objects, targets)
     keys, excess = evaluate_moves(problem, model, batch, policy_splits(problem, model))
     guides = guides_by_position(model, batch)

@@ -25,6 +25,7 @@ from ..problem import Problem
 from ..result import FEASIBLE, OPTIMAL, SolveResult
 from ..scenario import Model, SolverOptions
 from .accelerate import local_search
+from .accelerate.exchanges import relative_loads
 from .coarse import class_count
 
 # seconds per count variable to create it and hand it to CP-SAT, with room for a busy
@@ -132,7 +133,7 @@ def _neighbourhood(problem: Problem, model: Model, x: np.ndarray, size: int,
     m = problem.num_containers
     heat = np.zeros(m)
     dims = sorted(problem.scalar_dimensions(model.dimensions()) & set(problem.object_dims))
-    for relative, mean in local_search.relative_loads(problem, dims, x):
+    for relative, mean in relative_loads(problem, dims, x):
         heat = np.maximum(heat, np.abs(relative - mean) / (mean if mean > 0 else 1.0))
     hot = int(round(HOT_SHARE * size)) if dims else 0
     ranked = np.argsort(-heat, kind="stable")

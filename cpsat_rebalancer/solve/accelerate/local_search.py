@@ -39,6 +39,7 @@ from ...primitives import TOLERANCE
 from ...problem import OUT_OF_SCOPE, Problem
 from ...scenario import Model
 from ..positions import FLOAT_NOISE
+from .exchanges import PARTNERS, exchange_candidates, relative_loads
 
 SWAPS_PER_ROUND = 2000  # swaps tried once no single move helps, before giving up
 BATCH = 512  # candidates priced in one batched evaluation at most
@@ -114,21 +115,6 @@ def below(a: np.ndarray, b: np.ndarray) -> bool:
     return best_below(a[None, :], np.ones(1, dtype=bool), b) is not None
 
 
-def relative_loads(problem: Problem, dims: list[str], x: np.ndarray
-                   ) -> list[tuple[np.ndarray, float]]:
-    """Per dimension of ``dims``: each container's load over its capacity under ``x``, and
-    the mean of those (how hot a container is, in units any dimension shares)."""
-    scope = problem.container_scope
-    loads = []
-    for dim in dims:
-        caps = scope.capacity(dim)
-        load = np.bincount(x, weights=problem.values_at(dim, x),
-                           minlength=problem.num_containers)
-        relative = load / np.where(caps > 0, caps, 1.0)
-        loads.append((relative, float(relative.mean())))
-    return loads
-
-
 def floors_reached(model: Model, evaluation: Evaluation) -> set[int]:
     """The positions (an IDEAL order never) where an answer that keeps the hard rules has
     the lowest value any assignment can have there (``Model.floors``)."""
@@ -154,12 +140,12 @@ def flat_key(key: list[tuple[float, ...]]) -> np.ndarray:
 class BatchedDescent:
     """Moves priced in batches: for each object in turn (one per class of interchangeable
     objects on a container), its destinations least loaded first, the best of the first
-    batch that improves taken; once a pass of moves lowers no more than the guides,
-    swaps with objects of other classes elsewhere, from the most loaded containers with
-    partners on the least loaded first (a few hundred partners each, and all of them when
-    none of those helps). The evaluator judges what the search returns, every step
-    of a repair and every JUDGED_EVERY-th step otherwise; the others are kept on the
-    batch's price, which equals the evaluator's.
+    batch that improves taken; where a pass leaves the hottest container hottest,
+    exchanges of up to two objects each way with the coolest (``exchanges``); once a pass
+    lowers no more than the guides, swaps from the most loaded containers with partners
+    on the least loaded first (a few hundred each, all when none of those helps). The
+    evaluator judges what the search returns, every step of a repair and every
+    JUDGED_EVERY-th step otherwise; the others are kept on the batch's price (the same).
 
     Steps are ranked by each position's value and then its specs' guides (``Spec.guide``:
     where a value is flat until a group's last object leaves, say), position by position,
@@ -196,12 +182,12 @@ class BatchedDescent:
         at_start = EvalContext(problem, problem.initial, x)
         self.budgets = [(entry, split) for entry, split in zip(model.constraints, self.splits)
                         if entry.spec.budget(at_start) is not None]
-        # per object, the destination and tuple of its best move that would lower the
-        # tuple but breaks a hard rule (a spent budget, say), seen by the last pass of moves
+        # per object, its best move that would lower the tuple but breaks a hard rule
         self.blocked: dict[int, tuple[int, np.ndarray]] = {}
         self.mates: dict[int, list[np.ndarray]] | None = None  # per object, its groups'
         self.guided = True  # whether specs' guides order the steps (see run)
         self.sideways = 0  # steps in a row that lowered only the spread (SIDEWAYS_STEPS)
+        self.exchanged: dict[tuple[str, int], int] = {}  # version none was found at
         self.rank: np.ndarray | None = None  # the walk's place in its order (``ranked``)
         self.steps = 0  # steps kept
         self.trusted = True  # whether a step may be kept on the batch's price alone
@@ -446,6 +432,23 @@ class BatchedDescent:
             improved |= self._try(pairs, targets, deadline)
         return improved
 
+    def exchanges(self, deadline: float) -> bool:
+        """Per dimension read, the most promising exchanges between its most loaded
+        container, unless none was found there as it is, and the PARTNERS least loaded
+        (``exchange_candidates``); whether one was kept."""
+        for dim, (relative, _) in zip(self.dims, relative_loads(self.problem, self.dims, self.x)):
+            hot = int(np.argmax(relative))
+            if self.exchanged.get((dim, hot)) == self.changed_at[hot] or self.over(deadline):
+                continue
+            partners = np.argsort(relative, kind="stable")
+            objects, targets = exchange_candidates(
+                self.problem, dim, self.x, hot, self.movable, self.closed,
+                partners[~self.closed[partners]][:PARTNERS], FIRST_CHUNK + BATCH)
+            if self._try(objects, targets, deadline):
+                return True
+            self.exchanged[(dim, hot)] = int(self.changed_at[hot])
+        return False
+
     def _mates(self, obj: int) -> list[np.ndarray]:
         """The objects of each group ``obj`` belongs to, in every partition (read once)."""
         if self.mates is None:
@@ -571,18 +574,17 @@ class BatchedDescent:
         return objects[np.argsort(-self.relative_loads()[self.x[objects]], kind="stable")]
 
     def run(self, deadline: float) -> None:
-        """Steps until none helps or the deadline. A guided walk may end past its best
-        tuple (a guide pulled it on at a later position's cost): it then goes on from the
-        best, by the tuple alone, so that where it stops no step lowers the tuple."""
+        """Steps until none helps or the deadline. A guided walk that ends past its best
+        tuple goes on from the best by the tuple alone: where it stops, no step lowers it."""
         while not self.over(deadline):
-            before, repairing = self.key, self.excess > 0
+            before, repairing, hottest = self.key, self.excess > 0, self.coolest[-1]
             moved = self.moves(deadline, lazy=True) | self.trades(deadline)
+            if not repairing and self.coolest[-1] == hottest:  # the pass left it the hottest
+                moved |= self.exchanges(deadline)
             if moved and (repairing or below(self.key, before)):  # the tuple fell: more moves
                 continue
-            # a pass that lowered only the guides or the spread is followed by swaps too;
-            # before the search ends, every object's moves and every swap are priced
             if (self.swaps(deadline, NEAR_PARTNERS) or moved or self.moves(deadline)
-                    or self.trades(deadline) or self.swaps(deadline)):
+                    or self.trades(deadline) or self.swaps(deadline)):  # all, before an end
                 continue
             if not self.guided:
                 return
@@ -625,14 +627,12 @@ def pass_seconds(problem: Problem, model: Model) -> float:
 def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
             seed: int = 0, on_interrupt: Callable[[], None] | None = None,
             hot_first: bool = False) -> tuple[np.ndarray, Evaluation] | None:
-    """Single moves (objects in random order, each to the first container that improves
-    the tuple), then random swaps once no move helps, until neither helps or the deadline.
-    Returns the better assignment and its evaluation, or None when none was found. Ctrl-C
-    ends it with the best found so far (and calls ``on_interrupt``). A start that breaks
-    hard rules is repaired first (less broken, then a better tuple), where a batch prices
-    moves; what is returned keeps every hard rule. ``hot_first``: a batched pass takes the
-    objects of the most loaded containers first (where a pass cannot visit every object
-    in the time, the ones a MAX term waits for)."""
+    """Moves and swaps (``BatchedDescent`` where a batch prices moves; else single moves in
+    random order, each to the first container that improves the tuple, then random swaps)
+    until none helps or the deadline. Returns the better assignment and its evaluation, or
+    None. Ctrl-C ends it with the best found (and calls ``on_interrupt``). A start that
+    breaks hard rules is repaired first, where a batch prices moves. ``hot_first``: a pass
+    takes the objects of the most loaded containers first."""
     rng = random.Random(seed)
     x = start.copy()
     current = evaluate(problem, model, x)
