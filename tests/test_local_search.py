@@ -13,6 +13,7 @@ from cpsat_rebalancer.evaluate import batchable, evaluate
 from cpsat_rebalancer.result import BucketReport
 from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.solve import pipeline
+from cpsat_rebalancer.solve.accelerate.exchanges import exchange_candidates
 from cpsat_rebalancer.solve.accelerate.local_search import better, descend, tuple_key
 
 
@@ -669,3 +670,43 @@ def test_an_exchange_of_one_object_for_two_cools_the_hottest_host(
         {"balanceSpec": balance}, assignment, objectDimensions={"cpu": cpu},
         containerDimensions={"cpu": {h: 20 for h in assignment}})
     assert found.positions[0] == 0.0 < initial.positions[0]
+
+
+@pytest.mark.parametrize("hot_closed", [False, True])
+def test_exchange_candidates_cool_both_containers_and_respect_a_closed_host(
+        hot_closed: bool) -> None:
+    """Every candidate moves two to four objects between the hottest host and a partner
+    and leaves both below the hot host's load now (recomputed here); into a closed hot
+    host, only objects that started there."""
+    sizes = {"a": 5, "b": 7, "c": 1, "d": 9, "e": 4, "f": 1, "g": 7, "h": 2}
+    scenario = parse_scenario({
+        "objectName": "task", "containerName": "host",
+        "assignment": {"h0": ["b", "f", "g"], "h1": ["a", "c", "d", "e"], "h2": ["h"]},
+        "objectDimensions": {"cpu": sizes}, "containerDimensions": {"cpu": {
+            "h0": 20, "h1": 20, "h2": 20}},
+        "goals": [{"spec": {"balanceSpec": {"name": "bal", "scope": "host",
+                                            "dimension": "cpu", "formula": "MAX"}}}]})
+    problem = scenario.problem
+    x = problem.initial.copy()
+    x[problem.object_index["b"]] = problem.container_index["h1"]  # b left h0, closed
+    closed = np.zeros(3, dtype=bool)
+    closed[problem.container_index["h1"]] = hot_closed
+    cpu = problem.values_at("cpu", x)
+    load = np.bincount(x, weights=cpu, minlength=3)
+    hot = int(np.argmax(load))
+    assert problem.containers[hot] == "h1"
+    objects, targets = exchange_candidates(problem, "cpu", x, hot, np.ones(8, dtype=bool),
+                                           closed, np.array([0, 2]), 100)
+    assert len(objects)
+    for row, to in zip(objects, targets):
+        moved = row >= 0
+        out, into = moved[:2].sum(), moved[2:].sum()
+        assert out >= 1 and (out, into) not in {(1, 0), (1, 1)}  # nor a move nor a swap
+        after = x.copy()
+        after[row[moved]] = to[moved]
+        new = np.bincount(after, weights=cpu, minlength=3)
+        touched = np.unique(np.concatenate([x[row[moved]], to[moved]]))
+        assert (new[touched] < load[hot]).all()
+        entering = row[2:][row[2:] >= 0]
+        if hot_closed:
+            assert (problem.initial[entering] == hot).all()

@@ -50,12 +50,12 @@ def _sets(members: np.ndarray, empty: bool) -> np.ndarray:
 def exchange_candidates(problem: Problem, dim: str, x: np.ndarray, hot: int,
                         movable: np.ndarray, closed: np.ndarray, partners: np.ndarray,
                         most: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exchanges between container ``hot`` and each of ``partners``: one or two of hot's
-    SIDE largest movable objects out, none, one or two of the partner's in (beyond a
-    single move or a swap), into open containers or home. Returns at most ``most`` of
-    them, as rows of four objects and their targets (-1: none), those that leave both
-    containers less loaded in ``dim`` (relative to capacity) than hot is now, the least
-    loaded first."""
+    """Exchanges between container ``hot`` and each of ``partners`` (open containers):
+    one or two of hot's SIDE largest movable objects out, none, one or two of the
+    partner's in (beyond a single move or a swap; into a closed hot only objects that
+    started there). Returns at most ``most`` of them, as rows of four objects and their
+    targets (-1: none), those that leave both containers less loaded in ``dim``
+    (relative to capacity) than hot is now, the least loaded first."""
     none = np.empty((0, 4), np.int64), np.empty((0, 4), np.int64)
     caps = problem.container_scope.capacity(dim)
     caps = np.where(caps > 0, caps, 1.0)
@@ -78,10 +78,7 @@ def exchange_candidates(problem: Problem, dim: str, x: np.ndarray, hot: int,
         after = np.maximum(load[hot] + delta / caps[hot], load[partner] - delta / caps[partner])
         # a single move or a swap: the passes of moves and swaps price those
         after[(outs[:, 1] < 0)[:, None] & (ins[:, 1] < 0)[None, :]] = np.inf
-        if closed[partner]:  # only objects that started there may enter
-            home = problem.initial[np.maximum(outs, 0)] == partner
-            after[~np.where(outs >= 0, home, True).all(axis=1)] = np.inf
-        if closed[hot]:
+        if closed[hot]:  # only objects that started there may enter
             home = problem.initial[np.maximum(ins, 0)] == hot
             after[:, ~np.where(ins >= 0, home, True).all(axis=1)] = np.inf
         o, i = np.nonzero(after < load[hot] * (1 - 1e-12))
