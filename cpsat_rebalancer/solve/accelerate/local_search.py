@@ -187,7 +187,7 @@ class BatchedDescent:
         self.mates: dict[int, list[np.ndarray]] | None = None  # per object, its groups'
         self.guided = True  # whether specs' guides order the steps (see run)
         self.sideways = 0  # steps in a row that lowered only the spread (SIDEWAYS_STEPS)
-        self.exchanged: dict[tuple[str, int], int] = {}  # version none was found at
+        self.exchanged: dict[tuple[str, int], int] = {}  # (dim, container) -> version none helped
         self.rank: np.ndarray | None = None  # the walk's place in its order (``ranked``)
         self.steps = 0  # steps kept
         self.trusted = True  # whether a step may be kept on the batch's price alone
@@ -434,8 +434,8 @@ class BatchedDescent:
 
     def exchanges(self, deadline: float) -> bool:
         """Per dimension read, the most promising exchanges between its most loaded
-        container, unless none was found there as it is, and the PARTNERS least loaded
-        (``exchange_candidates``); whether one was kept."""
+        container and the PARTNERS least loaded (``exchange_candidates``), unless none
+        helped on that container as it is now; whether one was kept."""
         for dim, (relative, _) in zip(self.dims, relative_loads(self.problem, self.dims, self.x)):
             hot = int(np.argmax(relative))
             if self.exchanged.get((dim, hot)) == self.changed_at[hot] or self.over(deadline):
