@@ -695,8 +695,9 @@ def test_exchange_candidates_cool_both_containers_and_respect_a_closed_host(
     load = np.bincount(x, weights=cpu, minlength=3)
     hot = int(np.argmax(load))
     assert problem.containers[hot] == "h1"
-    objects, targets = exchange_candidates(problem, "cpu", x, hot, np.ones(8, dtype=bool),
-                                           closed, np.array([0, 2]), 100)
+    objects, targets = exchange_candidates(problem, "cpu", x, load / 20, hot,
+                                           np.ones(8, dtype=bool), closed, np.array([0, 2]),
+                                           100)
     assert len(objects)
     for row, to in zip(objects, targets):
         moved = row >= 0

@@ -47,20 +47,20 @@ def _sets(members: np.ndarray, empty: bool) -> np.ndarray:
     return np.concatenate(rows).astype(np.int64)
 
 
-def exchange_candidates(problem: Problem, dim: str, x: np.ndarray, hot: int,
-                        movable: np.ndarray, closed: np.ndarray, partners: np.ndarray,
-                        most: int) -> tuple[np.ndarray, np.ndarray]:
+def exchange_candidates(problem: Problem, dim: str, x: np.ndarray, load: np.ndarray,
+                        hot: int, movable: np.ndarray, closed: np.ndarray,
+                        partners: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray]:
     """Exchanges between container ``hot`` and each of ``partners`` (open containers):
     one or two of hot's SIDE largest movable objects out, none, one or two of the
     partner's in (beyond a single move or a swap; into a closed hot only objects that
     started there). Returns at most ``most`` of them, as rows of four objects and their
     targets (-1: none), those that leave both containers less loaded in ``dim``
-    (relative to capacity) than hot is now, the least loaded first."""
+    (``load``: relative to capacity, as ``relative_loads`` gives it) than hot is now, the
+    least loaded first."""
     none = np.empty((0, 4), np.int64), np.empty((0, 4), np.int64)
     caps = problem.container_scope.capacity(dim)
     caps = np.where(caps > 0, caps, 1.0)
     values = problem.values_at(dim, x)
-    load = np.bincount(x, weights=values, minlength=problem.num_containers) / caps
 
     def largest(container: int) -> np.ndarray:
         members = np.flatnonzero((x == container) & movable)

@@ -442,7 +442,7 @@ class BatchedDescent:
                 continue
             partners = np.argsort(relative, kind="stable")
             objects, targets = exchange_candidates(
-                self.problem, dim, self.x, hot, self.movable, self.closed,
+                self.problem, dim, self.x, relative, hot, self.movable, self.closed,
                 partners[~self.closed[partners]][:PARTNERS], FIRST_CHUNK + BATCH)
             if self._try(objects, targets, deadline):
                 return True
