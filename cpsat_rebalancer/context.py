@@ -47,10 +47,13 @@ class EvalContext:
 
     @property
     def at_initial(self) -> EvalContext:
-        """The same problem evaluated with nothing moved (initial values of every metric)."""
+        """The same problem evaluated with nothing moved (initial values of every metric).
+        Never kept on itself: a context in a reference cycle, with the arrays it memoizes,
+        would outlive its evaluation until a full garbage collection."""
+        if self.final is self.initial:
+            return self
         if self._at_initial is None:
-            self._at_initial = (self if self.final is self.initial
-                                else EvalContext(self.problem, self.initial, self.initial))
+            self._at_initial = EvalContext(self.problem, self.initial, self.initial)
         return self._at_initial
 
     def final_at(self, objects: np.ndarray) -> np.ndarray:

@@ -187,6 +187,26 @@ def test_a_sub_model_stopped_while_compiling_gets_twice_the_time_next() -> None:
     assert [round(t) for t in limits] == [6, 12, 24, 24]
 
 
+def test_no_sub_model_starts_that_cannot_end_before_the_deadline() -> None:
+    """A sub-model costs its evaluation and compile whatever its time limit: with less
+    time left than the quickest round took, the search ends instead of overrunning."""
+    from cpsat_rebalancer.result import SolveResult
+
+    scenario, start = shape(0)
+    problem, model = scenario.problem, scenario.model
+
+    def slow_compile(sub_model, hint, sub_options):
+        time.sleep(0.8)
+        return SolveResult(problem, FEASIBLE, "time_limit", problem.initial.copy(), start,
+                           start, [], 0.0, classes=0)
+
+    options = SolverOptions(time_limit=2.2, workers=1, seed=0)
+    deadline = time.monotonic() + 2.2
+    large.search(problem, model, options, problem.initial, start, deadline, slow_compile,
+                 lambda: False, lambda: None)
+    assert time.monotonic() <= deadline + 0.05
+
+
 def test_an_answer_at_every_floor_is_proven_without_the_whole_model(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A SQUARES balance beside a SOFT capacity, broken at the start: single moves reach 0

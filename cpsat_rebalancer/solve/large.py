@@ -86,13 +86,18 @@ def search(problem: Problem, model: Model, options: SolverOptions, start: np.nda
     limit = options.time_limit or deadline - time.monotonic()
     step = min(max(STEP_SECONDS[0], STEP_SHARE * limit), STEP_SECONDS[1])
     longest = max(step, LONGEST_STEP_SHARE * limit)
+    # a sub-model costs its evaluation and compile on top of its search, whatever its time
+    # limit: no round starts with less time left than the quickest one took
+    rounds: list[float] = []  # seconds each took
     try:
         while not stopped() and not local_search.at_lowest(model, current):
-            if min(step, deadline - time.monotonic()) < 0.5:
+            began = time.monotonic()
+            if deadline - began < max(0.5, min(rounds, default=0.0)):
                 break
             freed = _neighbourhood(problem, model, x, size, rng)
             result = solve(_restricted(problem, model, x, freed), x.copy(),
                            replace(options, time_limit=min(step, deadline - time.monotonic())))
+            rounds.append(time.monotonic() - began)
             if result.termination == "interrupted":
                 break
             if not any(b.status in (OPTIMAL, FEASIBLE) for b in result.buckets):
