@@ -17,7 +17,7 @@ from cpsat_rebalancer.result import FEASIBLE, OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.shapes import REPORTED_SHAPES, random_shape_scenario, shape_scenario
 from cpsat_rebalancer.solve import large
-from cpsat_rebalancer.solve.accelerate.local_search import better, tuple_key
+from cpsat_rebalancer.solve.accelerate.tuples import better, tuple_key
 from cpsat_rebalancer.solve.pipeline import solve_model
 
 REL = 1e-9

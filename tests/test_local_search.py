@@ -12,9 +12,11 @@ from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.evaluate import batchable, evaluate
 from cpsat_rebalancer.result import BucketReport
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.shapes import random_shape_scenario
 from cpsat_rebalancer.solve import pipeline
 from cpsat_rebalancer.solve.accelerate.exchanges import exchange_candidates
-from cpsat_rebalancer.solve.accelerate.local_search import better, descend, tuple_key
+from cpsat_rebalancer.solve.accelerate.local_search import descend
+from cpsat_rebalancer.solve.accelerate.tuples import better, tuple_key
 
 
 def single_moves(scenario, final: np.ndarray):
@@ -489,7 +491,8 @@ def test_the_walk_ends_once_the_tuple_is_at_its_lowest(monkeypatch: pytest.Monke
     walk stops at the first step there. Without the floor it walks on, lowering only the
     load's spread (to 2 / 2 / 2), which no tuple asks for."""
     from cpsat_rebalancer.scenario import Model
-    from cpsat_rebalancer.solve.accelerate.local_search import BatchedDescent, at_lowest
+    from cpsat_rebalancer.solve.accelerate.local_search import BatchedDescent
+    from cpsat_rebalancer.solve.accelerate.tuples import at_lowest
 
     scenario = parse_scenario({
         "objectDimensions": {"cpu": {f"t{k}": 1 for k in range(6)}},
@@ -711,3 +714,57 @@ def test_exchange_candidates_cool_both_containers_and_respect_a_closed_host(
         entering = row[2:][row[2:] >= 0]
         if hot_closed:
             assert (problem.initial[entering] == hot).all()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_carried_walk_goes_on_from_any_start_to_where_no_single_move_helps(
+        seed: int) -> None:
+    """A walk carried into a second search from another assignment (the start
+    with two objects moved) keeps its marks only where that assignment left containers as
+    they were: it still ends where no single move helps, and never worse than its start."""
+    from cpsat_rebalancer.solve.accelerate.local_search import Carried
+
+    problem, model, initial, shape_seed = feasible_batchable(24, 5, 3 * seed)
+    scenario = parse_scenario(random_shape_scenario(24, 5, shape_seed))
+    carried = Carried()
+    first = descend(problem, model, problem.initial, time.monotonic() + 10, carried=carried)
+    assert carried.search is not None
+    other = (first[0] if first is not None else problem.initial).copy()
+    rng = np.random.default_rng(seed)
+    for obj in rng.choice(problem.num_objects, size=2, replace=False):
+        other[obj] = rng.integers(problem.num_containers)
+    before = evaluate(problem, model, other)
+    if not before.feasible:
+        other, before = problem.initial.copy(), initial
+    found = descend(problem, model, other, time.monotonic() + 10, carried=carried)
+    if found is None:
+        assert not improving_move_exists(scenario, other)
+        return
+    assert found[1].feasible and better(tuple_key(found[1]), tuple_key(before))
+    assert not improving_move_exists(scenario, found[0])
+
+
+def test_a_carried_walk_prices_only_what_changed_since_it_ended(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Carried into a search from the assignment it ended at, a walk prices only the
+    objects of the containers that changed since their moves were last priced (none), then
+    the full pass that ends every search; a new walk prices every object twice."""
+    from cpsat_rebalancer.solve.accelerate import local_search
+
+    problem, model, initial, _ = feasible_batchable(60, 8, 0)
+    carried = local_search.Carried()
+    found = descend(problem, model, problem.initial, time.monotonic() + 10, carried=carried)
+    end = found[0] if found is not None else problem.initial
+    batches: list[int] = []
+    original = local_search.MoveBatch
+
+    def counted(base, objects, targets):
+        batches.append(len(objects))
+        return original(base, objects, targets)
+
+    monkeypatch.setattr(local_search, "MoveBatch", counted)
+    assert descend(problem, model, end, time.monotonic() + 10, carried=carried) is None
+    carried_priced = sum(batches)
+    batches.clear()
+    assert descend(problem, model, end, time.monotonic() + 10) is None
+    assert carried_priced < sum(batches)

@@ -25,7 +25,7 @@ from cpsat_rebalancer.generators import random_scenario
 from cpsat_rebalancer.problem import Problem
 from cpsat_rebalancer.scenario import Model
 from cpsat_rebalancer.shapes import random_shape_scenario
-from cpsat_rebalancer.solve.accelerate.local_search import best_below, flat_key, tuple_key
+from cpsat_rebalancer.solve.accelerate.tuples import best_below, flat_key, tuple_key
 
 # priced from the base and the groups (or items) a candidate's moves touch
 DELTA_SPECS = ("GroupDiversitySpec", "CapacityWithGroupPresenceSpec", "GroupMoveLimitSpec",

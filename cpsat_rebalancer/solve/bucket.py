@@ -15,7 +15,7 @@ from ..cpsat.linear import Lin, lin_sum
 from ..evaluate import batchable
 from ..result import BucketReport
 from . import closure
-from .accelerate import bucket_start, configurations_floor, expr_value, local_search
+from .accelerate import bucket_start, configurations_floor, expr_value, local_search, tuples
 from .accelerate.neighbourhoods import descend
 from .accelerate.relaxation import moves_floor
 from .accelerate.repair import PRESOLVE_SECONDS, add_move_cuts
@@ -323,11 +323,12 @@ def stalled_search(session: Session, form: Integerized, seconds: float) -> int |
 
     session.progress.phase("local search")
     found = local_search.descend(problem, model, session.decode(),
-                                 time.monotonic() + seconds, session.options.seed, stop)
+                                 time.monotonic() + seconds, session.options.seed, stop,
+                                 carried=session.carried)
     if found is None:
         return None
-    if session.searched is None or local_search.better(
-            local_search.tuple_key(found[1]), local_search.tuple_key(session.searched[1])):
+    if session.searched is None or tuples.better(
+            tuples.tuple_key(found[1]), tuples.tuple_key(session.searched[1])):
         session.searched = found
     counts = builder.counts_of(found[0])
     if counts is None or not session.start_from(counts, form.expr):

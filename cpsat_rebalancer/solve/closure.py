@@ -23,7 +23,7 @@ from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Integerized
 from ..evaluate import Evaluation, evaluate
 from .accelerate import expr_value
-from .accelerate.local_search import tuple_key
+from .accelerate.tuples import tuple_key
 from .positions import EXACT, FLOAT_NOISE, Bucket
 from .session import Session
 

@@ -31,7 +31,7 @@ from ..primitives import TOLERANCE, MoveBudget
 from ..problem import Problem
 from ..result import FEASIBLE, OPTIMAL, BucketReport, SolveResult
 from ..scenario import Model, SolverOptions
-from .accelerate import local_search
+from .accelerate import tuples
 from .compile import classes_may_span_containers
 from .positions import EXACT, FLOAT_NOISE
 
@@ -97,8 +97,8 @@ def lifted(problem: Problem, model: Model, coarse: SolveResult, initial: Evaluat
         if final is None:
             continue
         evaluation = evaluate(problem, model, final)
-        key = local_search.tuple_key(evaluation)
-        if evaluation.feasible and (best is None or local_search.better(key, best[0])):
+        key = tuples.tuple_key(evaluation)
+        if evaluation.feasible and (best is None or tuples.better(key, best[0])):
             best = (key, final, evaluation)
     if best is None:
         return None

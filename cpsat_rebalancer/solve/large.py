@@ -24,7 +24,7 @@ from ..primitives import Restrictions
 from ..problem import Problem
 from ..result import FEASIBLE, OPTIMAL, SolveResult
 from ..scenario import Model, SolverOptions
-from .accelerate import local_search
+from .accelerate import tuples
 from .accelerate.exchanges import relative_loads
 from .coarse import class_count
 
@@ -76,11 +76,11 @@ def search(problem: Problem, model: Model, options: SolverOptions, start: np.nda
     """Improve ``start`` (an assignment that keeps the hard rules, evaluated) one sub-model
     at a time until ``deadline`` (monotonic clock) or ``stopped()``; the best assignment
     found and its evaluation, None when none beat the start. It ends early at the tuple's
-    lowest values (``local_search.at_lowest``); Ctrl-C ends it with the best found (and
+    lowest values (``tuples.at_lowest``); Ctrl-C ends it with the best found (and
     calls ``on_interrupt``)."""
     rng = np.random.default_rng(options.seed)
     x, current = start.copy(), start_evaluation
-    key = local_search.tuple_key(current)
+    key = tuples.tuple_key(current)
     improved = False
     size = min(FIRST_SIZE, problem.num_containers)
     limit = options.time_limit or deadline - time.monotonic()
@@ -90,7 +90,7 @@ def search(problem: Problem, model: Model, options: SolverOptions, start: np.nda
     # limit: no round starts with less time left than the quickest one took
     rounds: list[float] = []  # seconds each took
     try:
-        while not stopped() and not local_search.at_lowest(model, current):
+        while not stopped() and not tuples.at_lowest(model, current):
             began = time.monotonic()
             if deadline - began < max(0.5, min(rounds, default=0.0)):
                 break
@@ -106,8 +106,8 @@ def search(problem: Problem, model: Model, options: SolverOptions, start: np.nda
                 step = min(2 * step, longest)
                 continue
             found = evaluate(problem, model, result.final)
-            found_key = local_search.tuple_key(found)
-            if found.feasible and local_search.better(found_key, key):
+            found_key = tuples.tuple_key(found)
+            if found.feasible and tuples.better(found_key, key):
                 x, current, key, improved = result.final.copy(), found, found_key, True
             if result.status == OPTIMAL:  # proven in its step: a larger one may fit
                 size = min(LARGEST_SIZE, size + size // 2, problem.num_containers)

@@ -19,7 +19,7 @@ from ..progress import Progress, ProgressEvent
 from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport, SolveResult
 from ..scenario import Model, SolverOptions
 from . import coarse, large
-from .accelerate import local_search
+from .accelerate import local_search, tuples
 from .bucket import solve_bucket
 from .budget import DEFAULT_BUDGET, Budget
 from .check import check_result, settle
@@ -82,9 +82,9 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
             check_result(fallback.final_evaluation, fallback.buckets)
             if fallback.status == OPTIMAL:
                 return fallback
-            if hint is None or local_search.better(
-                    local_search.tuple_key(fallback.final_evaluation),
-                    local_search.tuple_key(evaluate(problem, model, hint))):
+            if hint is None or tuples.better(
+                    tuples.tuple_key(fallback.final_evaluation),
+                    tuples.tuple_key(evaluate(problem, model, hint))):
                 hint = fallback.final
     if large.too_large(problem, model, options) and options.plan.lexicographic:
         return neighbourhood_answer(problem, model, options, budget, progress, initial,
@@ -103,6 +103,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
         fallback.seconds = time.monotonic() - started
         return fallback
     session = Session(builder, model, options, started, budget, progress)
+    session.carried = local_search.Carried()
     early = None
     try:
         if options.plan.lexicographic:  # it judges in the plain order only
@@ -148,8 +149,8 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     polish_stopped |= came_now
     for searched in (early, session.searched, given):  # the local searches', the hint
         if (searched is not None and not infeasible
-                and local_search.better(local_search.tuple_key(searched[1]),
-                                        local_search.tuple_key(final_eval))):
+                and tuples.better(tuples.tuple_key(searched[1]),
+                                        tuples.tuple_key(final_eval))):
             unsettle_after(reports, final_eval, searched[1])
             final, final_eval = searched
     for report in reports:
@@ -178,8 +179,8 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
                                 if r.termination in ("approximated", "work_limit")),
                                "time_limit"))
     if (fallback is not None and held and not infeasible
-            and local_search.better(local_search.tuple_key(fallback.final_evaluation),
-                                    local_search.tuple_key(final_eval))):
+            and tuples.better(tuples.tuple_key(fallback.final_evaluation),
+                                    tuples.tuple_key(final_eval))):
         fallback.seconds = time.monotonic() - started
         return fallback  # the whole model's search ended behind the relaxation's lift
     return SolveResult(problem, status, termination, final, initial, final_eval, reports,
@@ -234,7 +235,7 @@ def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
     if found is not None:
         unsettle_after(reports, final_eval, found[1])
         final, final_eval = found
-    at_floor = local_search.floors_reached(model, final_eval)
+    at_floor = tuples.floors_reached(model, final_eval)
     leading = True  # every position before this one proven
     for report in sorted(reports, key=lambda r: r.position):
         # a position no search improved stays as the start left it
@@ -282,7 +283,8 @@ def early_floor(session: Session, initial: Evaluation
         session.interrupted = True
 
     return local_search.descend(problem, session.model, problem.initial,
-                                time.monotonic() + seconds, session.options.seed, stop)
+                                time.monotonic() + seconds, session.options.seed, stop,
+                                carried=session.carried)
 
 
 def start(session: Session, initial: Evaluation, hint: np.ndarray | None,
@@ -422,8 +424,8 @@ def hinted(problem: Problem, model: Model, initial: Evaluation, hint: np.ndarray
     if hint is None or not options.plan.lexicographic:
         return None
     evaluation = evaluate(problem, model, hint)
-    if evaluation.feasible and (not initial.feasible or local_search.better(
-            local_search.tuple_key(evaluation), local_search.tuple_key(initial))):
+    if evaluation.feasible and (not initial.feasible or tuples.better(
+            tuples.tuple_key(evaluation), tuples.tuple_key(initial))):
         return hint.copy(), evaluation
     return None
 
@@ -454,15 +456,15 @@ def move_floor(session: Session, final: np.ndarray) -> tuple[np.ndarray, Evaluat
     if deadline is None or deadline - time.monotonic() <= 0.05:
         return None
     return local_search.descend(session.builder.problem, session.model, final, deadline,
-                                session.options.seed)
+                                session.options.seed, carried=session.carried)
 
 
 def unsettle_after(reports: list[BucketReport], before: Evaluation, after: Evaluation) -> None:
     """The move-based floor improved the answer lexicographically: at the first position it
     improved, the chain's bound still holds; after it, the chain's bounds and compiled values
     described a search held at the worse value there, so they are dropped (unknown)."""
-    first = next((p for p, (old, new) in enumerate(zip(local_search.tuple_key(before),
-                                                       local_search.tuple_key(after)))
+    first = next((p for p, (old, new) in enumerate(zip(tuples.tuple_key(before),
+                                                       tuples.tuple_key(after)))
                   if new != old), None)
     positions = sorted(set(before.positions) | set(before.leximin))
     if first is None:

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -170,6 +171,9 @@ class Session:
         # the best answer of a local search run inside the chain (bucket.stalled_search),
         # with its evaluation: the answer returned is never worse than it
         self.searched: tuple[np.ndarray, Evaluation] | None = None
+        # the walk the session's local searches share (a ``local_search.Carried``, set by
+        # the pipeline): each goes on where the last one ended
+        self.carried: Any = None
 
     @property
     def accelerate(self) -> bool:

@@ -16,10 +16,10 @@ evaluation each, first improvement in random order.
 from __future__ import annotations
 
 import itertools
-import math
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -40,6 +40,17 @@ from ...problem import OUT_OF_SCOPE, Problem
 from ...scenario import Model
 from ..positions import FLOAT_NOISE
 from .exchanges import PARTNERS, exchange_candidates, relative_loads
+from .tuples import (
+    NOISE,
+    at_lowest,
+    below,
+    best_below,
+    better,
+    first_difference,
+    flat_key,
+    rows_below,
+    tuple_key,
+)
 
 SWAPS_PER_ROUND = 2000  # swaps tried once no single move helps, before giving up
 BATCH = 512  # candidates priced in one batched evaluation at most
@@ -57,84 +68,10 @@ JUDGED_EVERY = 16
 # helps with every partner
 NEAR_PARTNERS = FIRST_CHUNK + BATCH
 TRADES = FIRST_CHUNK  # the best blocked moves a pass of trades prices
-NOISE = 1e-12  # relative differences below this are float noise, not improvements
 # steps in a row that lower only the load's spread (the tuple and every guide as they were)
 # before the spread stops ranking steps, until a step lowers the tuple or a guide again: a
 # walk along a plateau makes room for a flat term, an endless one only spends the time
 SIDEWAYS_STEPS = 100
-
-
-def tuple_key(evaluation: Evaluation) -> list[tuple[float, ...]]:
-    """The evaluator's tuple in lexicographic order: per position its value, or for a lone
-    IDEAL goal its sorted vector (leximin)."""
-    positions = sorted(set(evaluation.positions) | set(evaluation.leximin))
-    return [tuple(evaluation.leximin[p]) if p in evaluation.leximin
-            else (evaluation.positions.get(p, 0.0),) for p in positions]
-
-
-def better(a: list[tuple[float, ...]], b: list[tuple[float, ...]]) -> bool:
-    """Whether tuple ``a`` is lexicographically below ``b`` by more than float noise."""
-    for x, y in zip(a, b):
-        for u, v in zip(x, y):
-            if abs(u - v) > NOISE * max(1.0, abs(u), abs(v)):
-                return u < v
-    return False
-
-
-def rows_below(keys: np.ndarray, current: np.ndarray) -> np.ndarray:
-    """Which rows of ``keys`` (flattened tuples) are lexicographically below ``current`` by
-    more than float noise."""
-    if keys.shape[1] == 0:  # a tuple with no position: nothing is below
-        return np.zeros(len(keys), dtype=bool)
-    differ, first = _first_difference(keys, current)
-    return differ & (keys[np.arange(len(keys)), first] < current[first])
-
-
-def _first_difference(keys: np.ndarray, current: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of ``keys``, whether it differs from ``current`` by more than float noise,
-    and the first column where it does (0 where it does not)."""
-    differ = np.abs(keys - current) > NOISE * np.maximum(
-        1.0, np.maximum(np.abs(keys), np.abs(current)))
-    return differ.any(axis=1), differ.argmax(axis=1)
-
-
-def best_below(keys: np.ndarray, feasible: np.ndarray, current: np.ndarray) -> int | None:
-    """The row of ``keys`` (flattened tuples) lexicographically smallest among the feasible
-    rows below ``current`` by more than float noise; None when there is none."""
-    below = feasible & rows_below(keys, current)
-    if not below.any():
-        return None
-    candidates = np.flatnonzero(below)
-    order = np.lexsort(keys[candidates].T[::-1])
-    return int(candidates[order[0]])
-
-
-def below(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether the flattened tuple ``a`` is lexicographically below ``b`` by more than float
-    noise."""
-    return best_below(a[None, :], np.ones(1, dtype=bool), b) is not None
-
-
-def floors_reached(model: Model, evaluation: Evaluation) -> set[int]:
-    """The positions (an IDEAL order never) where an answer that keeps the hard rules has
-    the lowest value any assignment can have there (``Model.floors``)."""
-    if not evaluation.feasible:
-        return set()
-    floors = model.floors()
-    return {position for position, value in evaluation.positions.items()
-            if position not in evaluation.leximin
-            and value <= floors.get(position, -math.inf) + FLOAT_NOISE}
-
-
-def at_lowest(model: Model, evaluation: Evaluation) -> bool:
-    """Whether an answer is at its floor at every position of the tuple: then no
-    assignment is lexicographically better."""
-    return (evaluation.feasible and not evaluation.leximin
-            and floors_reached(model, evaluation) == set(evaluation.positions))
-
-
-def flat_key(key: list[tuple[float, ...]]) -> np.ndarray:
-    return np.asarray([v for part in key for v in part], dtype=float)
 
 
 class BatchedDescent:
@@ -212,6 +149,13 @@ class BatchedDescent:
             if position not in current.leximin:
                 self.lowest[begin:end] = floors.get(position, -np.inf)
         self._keep(x, flat_key(start), current.hard_excess, first=True)
+
+    def restart(self, x: np.ndarray, current: Evaluation) -> None:
+        """Go on from ``x`` (evaluated ``current``) with what this walk learned: the "don't
+        look" marks of the containers ``x`` leaves as they were still hold, so a pass prices
+        only the objects around what changed. What it kept before is forgotten."""
+        self.kept, self.kept_key, self.judged_at = None, None, -1
+        self._keep(x, flat_key(tuple_key(current)), current.hard_excess, first=True)
 
     def _keep(self, x: np.ndarray, key: np.ndarray, excess: float, first: bool = False
               ) -> None:
@@ -517,7 +461,7 @@ class BatchedDescent:
         if not len(rows):
             return objects
         if self.budgets:  # the most gain per share of the budgets, at the first column gained
-            column = _first_difference(keys[rows], self.key)[1]
+            column = first_difference(keys[rows], self.key)[1]
             gain = self.key[column] - keys[rows, column]
             # a soft budget costs at its position: a gain before it does not pay for it
             counts = np.array([[self.column.get(entry.position, -1) if split.has_soft_term
@@ -624,15 +568,25 @@ def pass_seconds(problem: Problem, model: Model) -> float:
     return (time.monotonic() - started) * n * (m - 1)
 
 
+@dataclass
+class Carried:
+    """The walk of a solve's descents (one problem and model): each goes on where the last
+    ended instead of pricing every object again."""
+
+    search: BatchedDescent | None = None
+
+
 def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
             seed: int = 0, on_interrupt: Callable[[], None] | None = None,
-            hot_first: bool = False) -> tuple[np.ndarray, Evaluation] | None:
+            hot_first: bool = False, carried: Carried | None = None
+            ) -> tuple[np.ndarray, Evaluation] | None:
     """Moves and swaps (``BatchedDescent`` where a batch prices moves; else single moves in
     random order, each to the first container that improves the tuple, then random swaps)
     until none helps or the deadline. Returns the better assignment and its evaluation, or
     None. Ctrl-C ends it with the best found (and calls ``on_interrupt``). A start that
     breaks hard rules is repaired first, where a batch prices moves. ``hot_first``: a pass
-    takes the objects of the most loaded containers first."""
+    takes the objects of the most loaded containers first. ``carried``: the walk an earlier
+    search of the same problem and model left, which this one goes on (and leaves on)."""
     rng = random.Random(seed)
     x = start.copy()
     current = evaluate(problem, model, x)
@@ -645,7 +599,13 @@ def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
     if n == 0 or m < 2:  # nothing can move
         return None
     if batchable(problem, model):
-        search = BatchedDescent(problem, model, x, current, seed, hot_first)
+        search = None if carried is None else carried.search
+        if search is None or search.hot_first != hot_first:
+            search = BatchedDescent(problem, model, x, current, seed, hot_first)
+        else:
+            search.restart(x, current)
+        if carried is not None:
+            carried.search = search
         try:
             search.run(deadline)
         except KeyboardInterrupt:
