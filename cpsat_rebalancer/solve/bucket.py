@@ -327,8 +327,7 @@ def stalled_search(session: Session, form: Integerized, seconds: float) -> int |
                                  carried=session.carried)
     if found is None:
         return None
-    if session.searched is None or tuples.better(
-            tuples.tuple_key(found[1]), tuples.tuple_key(session.searched[1])):
+    if session.searched is None or tuples.ahead(found[1], session.searched[1]):
         session.searched = found
     counts = builder.counts_of(found[0])
     if counts is None or not session.start_from(counts, form.expr):

@@ -82,9 +82,8 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
             check_result(fallback.final_evaluation, fallback.buckets)
             if fallback.status == OPTIMAL:
                 return fallback
-            if hint is None or tuples.better(
-                    tuples.tuple_key(fallback.final_evaluation),
-                    tuples.tuple_key(evaluate(problem, model, hint))):
+            if hint is None or tuples.ahead(fallback.final_evaluation,
+                                            evaluate(problem, model, hint)):
                 hint = fallback.final
     if large.too_large(problem, model, options) and options.plan.lexicographic:
         return neighbourhood_answer(problem, model, options, budget, progress, initial,
@@ -149,8 +148,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     polish_stopped |= came_now
     for searched in (early, session.searched, given):  # the local searches', the hint
         if (searched is not None and not infeasible
-                and tuples.better(tuples.tuple_key(searched[1]),
-                                        tuples.tuple_key(final_eval))):
+                and tuples.ahead(searched[1], final_eval)):
             unsettle_after(reports, final_eval, searched[1])
             final, final_eval = searched
     for report in reports:
@@ -179,8 +177,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
                                 if r.termination in ("approximated", "work_limit")),
                                "time_limit"))
     if (fallback is not None and held and not infeasible
-            and tuples.better(tuples.tuple_key(fallback.final_evaluation),
-                                    tuples.tuple_key(final_eval))):
+            and tuples.ahead(fallback.final_evaluation, final_eval)):
         fallback.seconds = time.monotonic() - started
         return fallback  # the whole model's search ended behind the relaxation's lift
     return SolveResult(problem, status, termination, final, initial, final_eval, reports,
@@ -424,8 +421,7 @@ def hinted(problem: Problem, model: Model, initial: Evaluation, hint: np.ndarray
     if hint is None or not options.plan.lexicographic:
         return None
     evaluation = evaluate(problem, model, hint)
-    if evaluation.feasible and (not initial.feasible or tuples.better(
-            tuples.tuple_key(evaluation), tuples.tuple_key(initial))):
+    if evaluation.feasible and (not initial.feasible or tuples.ahead(evaluation, initial)):
         return hint.copy(), evaluation
     return None
 

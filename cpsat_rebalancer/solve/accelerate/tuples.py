@@ -33,6 +33,11 @@ def better(a: list[tuple[float, ...]], b: list[tuple[float, ...]]) -> bool:
     return False
 
 
+def ahead(a: Evaluation, b: Evaluation) -> bool:
+    """Whether evaluation ``a``'s tuple is lexicographically below ``b``'s (``better``)."""
+    return better(tuple_key(a), tuple_key(b))
+
+
 def rows_below(keys: np.ndarray, current: np.ndarray) -> np.ndarray:
     """Which rows of ``keys`` (flattened tuples) are lexicographically below ``current`` by
     more than float noise."""
