@@ -17,6 +17,7 @@ from cpsat_rebalancer.result import FEASIBLE, OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.shapes import REPORTED_SHAPES, random_shape_scenario, shape_scenario
 from cpsat_rebalancer.solve import large
+from cpsat_rebalancer.solve.accelerate import local_search
 from cpsat_rebalancer.solve.accelerate.tuples import better, tuple_key
 from cpsat_rebalancer.solve.pipeline import solve_model
 
@@ -101,12 +102,12 @@ def test_a_model_too_large_returns_its_start_improved_never_worse(
         assert report.bound is None or report.bound <= value + REL * max(1.0, abs(value))
 
 
-def test_the_search_over_sub_models_improves_a_start_single_moves_cannot() -> None:
+def split_job() -> dict:
     """Two hosts each hold one of a job's two tasks, and the job is to be colocated on one
     host with a movement goal after: no single move keeps the capacity rule, so the start
     is stuck for a local search; freeing both hosts (a sub-model of the whole) swaps a
     task for filler and reaches the colocated assignment."""
-    data = {
+    return {
         "objectName": "task", "containerName": "host",
         "objectDimensions": {"cpu": {"a": 4, "b": 4, "f1": 4, "f2": 4}},
         "containerDimensions": {"cpu": {"h0": 8, "h1": 8}},
@@ -119,7 +120,11 @@ def test_the_search_over_sub_models_improves_a_start_single_moves_cannot() -> No
         "constraints": [{"spec": {"capacitySpec": {"name": "cap", "scope": "host",
                                                    "dimension": "cpu"}}, "policy": "HARD"}],
     }
-    scenario = parse_scenario(data)
+
+
+def test_the_search_over_sub_models_improves_a_start_single_moves_cannot() -> None:
+    """``split_job``: the search over sub-models colocates the job."""
+    scenario = parse_scenario(split_job())
     problem, model = scenario.problem, scenario.model
     start = evaluate(problem, model, problem.initial)
     options = SolverOptions(time_limit=10.0, workers=1, seed=0)
@@ -133,6 +138,32 @@ def test_the_search_over_sub_models_improves_a_start_single_moves_cannot() -> No
     final, evaluation = found
     assert evaluation.feasible
     assert evaluation.positions[0] < start.positions[0]
+    assert final[problem.object_index["a"]] == final[problem.object_index["b"]]
+
+
+def test_each_sub_model_has_its_time_after_a_long_walk(monkeypatch: pytest.MonkeyPatch
+                                                      ) -> None:
+    """A sub-model's time limit counts from when it starts, not from the solve's start:
+    after single moves that took longer than any sub-model's step (here a walk that spends
+    4.5 s and finds nothing), the sub-models still colocate ``split_job``'s job (without
+    the accelerators, whose coarse relaxation would colocate it first)."""
+    scenario = parse_scenario(split_job())
+    problem, model = scenario.problem, scenario.model
+    monkeypatch.setattr(large, "too_large", lambda _p, whole, _o: whole is model)
+    walk, walks = local_search.descend, []
+
+    def slow_first_walk(*args, **kwargs):
+        walks.append(time.monotonic())
+        if len(walks) == 1:
+            time.sleep(4.5)
+            return None
+        return walk(*args, **kwargs)
+
+    monkeypatch.setattr(local_search, "descend", slow_first_walk)
+    result = solve_model(problem, model, SolverOptions(time_limit=10.0, workers=1, seed=0),
+                         accelerate=False)
+    final = result.final
+    assert walks and result.final_evaluation.feasible
     assert final[problem.object_index["a"]] == final[problem.object_index["b"]]
 
 

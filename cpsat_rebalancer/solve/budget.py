@@ -52,9 +52,6 @@ class Budget:
     early_search_seconds: float = 5.0  # and at most this long
     early_search_passes: float = 0.25  # skipped unless this much of a pass of single moves
     # (every object to every container, one evaluation each) fits in its time
-    # a model too large to build in the time limit (solve.large): of the time left, at most,
-    # for the single moves and swaps before the large-neighbourhood search
-    large_search_share: float = 0.5
     # a model with specs that read partition groups (solve.coarse)
     # of the time limit, at most, for the coarse relaxation (what it leaves flows on to the
     # whole model, which it makes many times larger)

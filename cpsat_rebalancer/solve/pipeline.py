@@ -57,8 +57,9 @@ def solve_model(problem: Problem, model: Model, options: SolverOptions,
 
 def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bool,
            hint: np.ndarray | None, accelerate: bool, budget: Budget,
-           progress: Progress) -> SolveResult:
-    started = progress.started
+           progress: Progress, started: float | None = None) -> SolveResult:
+    # (``started``: when this solve's time limit began, if not with the whole solve's)
+    started = progress.started if started is None else started
     deadline = None if options.time_limit is None else started + options.time_limit
     progress.phase("initial evaluation")
     initial, came = settled(lambda: evaluate(problem, model, problem.initial))
@@ -87,7 +88,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
                 hint = fallback.final
     if large.too_large(problem, model, options) and options.plan.lexicographic:
         return neighbourhood_answer(problem, model, options, budget, progress, initial,
-                                    fallback)
+                                    fallback, started)
     try:
         progress.phase("compile")
         builder, buckets = compile_model(problem, model, aggregate, accelerate=accelerate,
@@ -187,12 +188,11 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
 
 def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
                          budget: Budget, progress: Progress, initial: Evaluation,
-                         fallback: SolveResult | None) -> SolveResult:
+                         fallback: SolveResult | None, started: float) -> SolveResult:
     """The whole model is too large to build in the time limit: the start (the coarse
     relaxation's lift where there is one) improved by single moves and swaps where a batch
     prices them, then by the large-neighbourhood search (``large``); FEASIBLE with the
     bounds the lift proved before the first position the searches improved, none after."""
-    started = progress.started
     base = fallback if fallback is not None else stopped_at_start(
         problem, initial, started, "time_limit")
     if not base.final_evaluation.feasible and not batchable(problem, model):
@@ -203,9 +203,11 @@ def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
 
     def sub_solve(sub_model: Model, start: np.ndarray, sub_options: SolverOptions
                   ) -> SolveResult:
-        # without the accelerators: they read the start, where held objects no longer are
+        # without the accelerators: they read the start, where held objects no longer are;
+        # its time limit starts now
         nonlocal interrupted
-        result = _solve(problem, sub_model, sub_options, True, start, False, budget, progress)
+        result = _solve(problem, sub_model, sub_options, True, start, False, budget, progress,
+                        time.monotonic())
         interrupted |= result.termination == "interrupted"
         return result
 
@@ -217,9 +219,9 @@ def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
     final, final_eval = base.final, base.final_evaluation
     reports = base.buckets
     if batchable(problem, model):  # single moves first (a repair first), where a batch
-        searched = local_search.descend(  # prices them
-            problem, model, final, time.monotonic() + budget.large_search_share * (
-                deadline - time.monotonic()), options.seed, stop, hot_first=True)
+        # prices them, until no move helps: the sub-models are for a walk that has stopped
+        searched = local_search.descend(problem, model, final, deadline, options.seed, stop,
+                                        hot_first=True)
         if searched is not None:
             unsettle_after(reports, final_eval, searched[1])
             final, final_eval = searched
