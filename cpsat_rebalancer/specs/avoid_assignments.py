@@ -54,19 +54,19 @@ class AvoidAssignmentsSpec(Spec):
     def infos(self, ctx: EvalContext) -> np.ndarray:
         if not self.item_objects:
             return np.zeros(0)
-        named, first = self._named
-        final_item = self.scope.container_item[ctx.final_at(named)]
-        counts = [(final_item[..., first[k]:first[k + 1]] == item).sum(axis=-1)
-                  for k, (item, _) in enumerate(self.item_objects)]
-        return np.stack(counts, axis=-1).astype(float)
+        named, starts, avoided = self._named
+        inside = self.scope.container_item[ctx.final_at(named)] == avoided
+        return np.add.reduceat(inside.astype(float), starts, axis=-1)
 
     @functools.cached_property
-    def _named(self) -> tuple[np.ndarray, list[int]]:
-        """Every item's objects, one list after another, and where each item's start (a
-        batch then reads where these objects end, not every candidate's assignment)."""
+    def _named(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every item's objects, one list after another, where each item's list starts,
+        and the item each entry avoids (a batch then reads where these objects end, not
+        every candidate's assignment)."""
         lengths = [len(objs) for _, objs in self.item_objects]
         named = np.concatenate([objs for _, objs in self.item_objects])
-        return named, [0, *np.cumsum(lengths).tolist()]
+        avoided = np.repeat([item for item, _ in self.item_objects], lengths)
+        return named, np.cumsum([0, *lengths[:-1]]), avoided
 
     def info_labels(self, problem: Problem) -> list[str]:
         return [", ".join(problem.objects[o] for o in objs) + f" not on {self.scope.items[i]}"

@@ -278,19 +278,17 @@ class CapacityWithGroupPresenceSpec(Spec):
         return np.maximum(self._side(weight * present, "presence", at),
                           self._side(after, "utilization", at))
 
-    def _per_item(self, after: np.ndarray, raw: bool = False) -> np.ndarray:
-        """Contributions per (group, main item), from the cells where something is (the
-        others contribute 0); ``raw``: the utilizations themselves, neither rounded nor
-        weighed by presence."""
-        group, item = np.nonzero(after)
-        contributions = (after[group, item] if raw
-                         else self._contributions(after[group, item], (group, item)))
+    def _per_item(self, ctx: EvalContext, raw: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Contributions at ``ctx`` (not a batch) of the cells where something is (the
+        others contribute 0), as (group, main item, contribution) entries; ``raw``: the
+        utilizations themselves, neither rounded nor weighed by presence."""
+        group, item, after = ctx.group_cells(self.aggregation_scope, self.dimension,
+                                             self.groups)
+        contributions = after if raw else self._contributions(after, (group, item))
         main = self.main_of_item[item]
         kept = main >= 0
-        n = len(self.scope.items)
-        totals = np.bincount(group[kept] * n + main[kept], weights=contributions[kept],
-                             minlength=len(self.groups) * n)
-        return totals.astype(float).reshape(len(self.groups), n)  # (int when no cell is)
+        return group[kept], main[kept], contributions[kept]
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
         if isinstance(ctx, MoveBatch):
@@ -298,8 +296,7 @@ class CapacityWithGroupPresenceSpec(Spec):
             util = np.repeat(util[None, :], ctx.size, axis=0)
             np.add.at(util, (candidate, info), change)
         else:
-            util = self._utils(self._per_item(
-                ctx.group_after(self.aggregation_scope, self.dimension, self.groups)))
+            util = self._utils(self._per_item(ctx))
         return self._expressions(util)
 
     def _expressions(self, util: np.ndarray, infos: np.ndarray | None = None) -> np.ndarray:
@@ -307,17 +304,19 @@ class CapacityWithGroupPresenceSpec(Spec):
         limit = self._info_arrays[1] if infos is None else self._info_arrays[1][infos]
         return util - limit if self.bound == "MAX" else limit - util
 
-    def _utils(self, per_item: np.ndarray) -> np.ndarray:
-        """Each expression's utilization: the contributions per (group, main item) summed
-        per kept main group, or over all groups, at the expression's main item."""
+    def _utils(self, per_item: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+        """Each expression's utilization: the contributions (``_per_item``) summed per kept
+        main group, or over all groups, at the expression's main item."""
         at, _ = self._info_arrays
-        util = per_item.sum(axis=0)[at[:, 0]]
+        group, main, contribution = per_item
+        n = len(self.scope.items)
+        util = np.bincount(main, weights=contribution, minlength=n).astype(float)[at[:, 0]]
         within = at[:, 1] >= 0
         if within.any():  # Σ over the groups inside each expression's main group
-            group, main = np.nonzero(self.inside)
-            per_group = np.zeros((self.inside.shape[1], per_item.shape[1]))
-            np.add.at(per_group, main, per_item[group])
-            util[within] = per_group[at[within, 1], at[within, 0]]
+            cell, main_group = np.nonzero(self.inside[group])
+            per_group = np.bincount(main_group * n + main[cell], weights=contribution[cell],
+                                    minlength=self.inside.shape[1] * n)
+            util[within] = per_group.reshape(-1, n)[at[within, 1], at[within, 0]]
         return util
 
     def _changes_in_batch(self, batch: MoveBatch) -> tuple[np.ndarray, ...]:
@@ -330,8 +329,7 @@ class CapacityWithGroupPresenceSpec(Spec):
 
     def _changes_of(self, batch: MoveBatch) -> tuple[np.ndarray, ...]:
         base = batch.base
-        util = base.memo((self, "utils"), lambda: self._utils(self._per_item(
-            base.group_after(self.aggregation_scope, self.dimension, self.groups))))
+        util = base.memo((self, "utils"), lambda: self._utils(self._per_item(base)))
         candidate, group, item, before, after = batch.touched_cells(
             self.aggregation_scope, self.dimension, self.groups)
         cells = (group, item)
@@ -403,12 +401,10 @@ class CapacityWithGroupPresenceSpec(Spec):
             return np.where(over, raw, 0.0) / (scale if infos is None else scale[infos])
 
         if not isinstance(ctx, MoveBatch):
-            after = ctx.group_after(self.aggregation_scope, self.dimension, self.groups)
-            return float(term(self._utils(self._per_item(after)),
-                              self._utils(self._per_item(after, raw=True))).sum())
+            return float(term(self._utils(self._per_item(ctx)),
+                              self._utils(self._per_item(ctx, raw=True))).sum())
         base = ctx.base
-        raw = base.memo((self, "raw"), lambda: self._utils(self._per_item(
-            base.group_after(self.aggregation_scope, self.dimension, self.groups), raw=True)))
+        raw = base.memo((self, "raw"), lambda: self._utils(self._per_item(base, raw=True)))
         util, candidate, info, change, raw_change = self._changes_in_batch(ctx)
         before = term(util, raw)
         changed, where = np.unique(candidate * len(util) + info, return_inverse=True)

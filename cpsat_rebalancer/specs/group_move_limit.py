@@ -10,6 +10,7 @@ M_g the weight of g's counted objects and L_g its limit, the one constraint expr
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..context import EvalContext, MoveBatch
+from ..context import EvalContext, MoveBatch, membership
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Info
 from ..cpsat.linear import Lin, to_fraction
@@ -158,7 +159,12 @@ class GroupMoveLimitSpec(Spec):
         if self.dynamic:
             weights = np.maximum(weights, problem.values_at(self.dimension, final))
         counted = self._counted(home, final, weights)
-        return np.asarray([float(counted[objects].sum()) for objects in self.members])
+        objects, groups = self._membership
+        return np.bincount(groups, weights=counted[objects], minlength=len(self.members))
+
+    @functools.cached_property
+    def _membership(self) -> tuple[np.ndarray, np.ndarray]:
+        return membership(self.members)
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
         if isinstance(ctx, MoveBatch):
