@@ -111,6 +111,11 @@ class Spec:
         containers would otherwise come last)."""
         return {}
 
+    def emptiable(self, problem: Problem) -> np.ndarray:
+        """As a goal: the containers whose emptying alone lowers its value (the last of a
+        run of moves that leave it flat), which a local search tries to empty whole."""
+        return np.zeros(0, dtype=np.int64)
+
     def budget(self, ctx: EvalContext) -> tuple[float | np.ndarray, float] | None:
         """As a constraint: the amount of a budget that moves use up (per candidate under a
         ``MoveBatch``) and the most it may reach unbroken, where moves spend one (a

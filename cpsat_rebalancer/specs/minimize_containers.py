@@ -26,7 +26,7 @@ from ..cpsat.linear import Lin, lin_sum
 from ..cpsat.packing_bounds import dive_work, gilmore_gomory, martello_toth_l2, pattern_dive
 from ..errors import InputError
 from ..fields import Fields, check_number, is_integer
-from ..problem import Problem, Scope
+from ..problem import OUT_OF_SCOPE, Problem, Scope
 from .common import (
     GoalForm,
     Spec,
@@ -98,6 +98,17 @@ class MinimizeContainersSpec(Spec):
 
     def reads_initial(self) -> bool:
         return False
+
+    def emptiable(self, problem: Problem) -> np.ndarray:
+        """The containers of the filtered items of positive cost, where each item is one
+        container (emptying a container of a larger item lowers nothing alone)."""
+        item = self.scope.container_item
+        inside = item[item != OUT_OF_SCOPE]
+        if len(np.unique(inside)) != len(inside):
+            return np.zeros(0, dtype=np.int64)
+        counted = np.zeros(len(self.scope.items), dtype=bool)
+        counted[self.items[self.costs > 0]] = True
+        return np.flatnonzero((item != OUT_OF_SCOPE) & counted[np.maximum(item, 0)])
 
     batched: ClassVar[bool] = True
 

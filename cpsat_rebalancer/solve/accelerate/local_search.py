@@ -39,6 +39,7 @@ from ...primitives import TOLERANCE
 from ...problem import OUT_OF_SCOPE, Problem
 from ...scenario import Model
 from ..positions import FLOAT_NOISE
+from . import emptying
 from .exchanges import PARTNERS, exchange_candidates, relative_loads
 from .tuples import (
     NOISE,
@@ -78,7 +79,8 @@ class BatchedDescent:
     """Moves priced in batches: for each object in turn (one per class of interchangeable
     objects on a container), its destinations least loaded first, the best of the first
     batch that improves taken; where a pass leaves the hottest container hottest,
-    exchanges of up to two objects each way with the coolest (``exchanges``); once a pass
+    exchanges of up to two objects each way with the coolest (``exchanges``); where a goal
+    counts used containers, a light one emptied whole first (``emptying``); once a pass
     lowers no more than the guides, swaps from the most loaded containers with partners
     on the least loaded first (a few hundred each, all when none of those helps). The
     evaluator judges what the search returns, every step of a repair and every
@@ -119,6 +121,11 @@ class BatchedDescent:
         at_start = EvalContext(problem, problem.initial, x)
         self.budgets = [(entry, split) for entry, split in zip(model.constraints, self.splits)
                         if entry.spec.budget(at_start) is not None]
+        # containers a goal would have empty (``emptying``), and the version at which each
+        # was last tried
+        self.emptiable = np.unique(np.concatenate(
+            [np.zeros(0, dtype=np.int64), *(e.spec.emptiable(problem) for e in model.goals)]))
+        self.emptied_at = np.full(problem.num_containers, -1, dtype=np.int64)
         # per object, its best move that would lower the tuple but breaks a hard rule
         self.blocked: dict[int, tuple[int, np.ndarray]] = {}
         self.mates: dict[int, list[np.ndarray]] | None = None  # per object, its groups'
@@ -501,6 +508,28 @@ class BatchedDescent:
             improved |= self._try(objects[allowed], targets[allowed], deadline)
         return improved
 
+    def empties(self, deadline: float) -> bool:
+        """Where a goal counts used containers, the first of a few light ones whose
+        emptying whole lowers the tuple, emptied (``emptying``); whether one was."""
+        if not len(self.emptiable) or self.excess > 0:
+            return False
+        for container in emptying.to_try(self.x, self.movable, self.emptiable,
+                                         self.emptied_at, self.version,
+                                         self.relative_loads()):
+            self.emptied_at[container] = self.version
+            x = emptying.emptied(self.problem, self.model, self.splits, self.x,
+                                 int(container), self.dims, self._allowed, self.ranked,
+                                 deadline)
+            if x is None:
+                continue
+            evaluation = evaluate(self.problem, self.model, x)
+            key = flat_key(tuple_key(evaluation))
+            if (evaluation.feasible and not evaluation.restriction_violations
+                    and below(key, self.key)):
+                self._keep(x, key, 0.0)
+                return True
+        return False
+
     def _rewarded_first(self, obj: int, containers: np.ndarray) -> np.ndarray:
         """The order that puts the containers where a goal rewards ``obj``
         (``Spec.suggested_containers``) first, in the order suggested, the others after
@@ -522,7 +551,8 @@ class BatchedDescent:
         tuple goes on from the best by the tuple alone: where it stops, no step lowers it."""
         while not self.over(deadline):
             before, repairing, hottest = self.key, self.excess > 0, self.coolest[-1]
-            moved = self.moves(deadline, lazy=True) | self.trades(deadline)
+            moved = self.empties(deadline) | self.moves(deadline, lazy=True) | self.trades(
+                deadline)
             if not repairing and self.coolest[-1] == hottest:  # the pass left it the hottest
                 moved |= self.exchanges(deadline)
             if moved and (repairing or below(self.key, before)):  # the tuple fell: more moves

@@ -1,0 +1,82 @@
+"""Emptying a container whole, for the move-based floor (``local_search``).
+
+A goal that counts used containers (MinimizeContainers) is flat under every move but the
+one that takes a container's last object: single moves reach a lower count only by a
+long run of steps its guide ranks, and on thousands of objects the walk spreads that run
+over many containers. Here the objects of one lightly loaded container leave in one
+compound step, each (largest first) to the destination the search ranks best (the tuple,
+then the guides) among those that keep every hard rule. The evaluator judges the whole,
+kept only when the tuple falls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from ...context import EvalContext, MoveBatch
+from ...evaluate import PolicySplit, evaluate_moves
+from ...primitives import TOLERANCE
+from ...problem import Problem
+from ...scenario import Model
+from .tuples import below
+
+TRIES = 8  # containers a round tries to empty, least loaded first
+BATCH = 512  # destinations priced in one batched evaluation at most
+
+# (objects, targets) -> which of these moves keep the restrictions
+Allowed = Callable[[np.ndarray, np.ndarray], np.ndarray]
+# (tuples of a batch's candidates, the batch) -> the walk's rank of each
+Ranked = Callable[[np.ndarray, MoveBatch], np.ndarray]
+
+
+def to_try(x: np.ndarray, movable: np.ndarray, emptiable: np.ndarray,
+           tried_at: np.ndarray, version: int, loads: np.ndarray) -> np.ndarray:
+    """The TRIES least loaded (``loads``, per container) of the ``emptiable`` containers
+    that hold something and no held object, each not tried (``tried_at``) since the walk
+    reached ``version``."""
+    m = len(loads)
+    occupied = np.bincount(x, minlength=m) > 0
+    holding = np.bincount(x[~movable], minlength=m) > 0
+    chosen = emptiable[occupied[emptiable] & ~holding[emptiable]
+                       & (tried_at[emptiable] < version)]
+    return chosen[np.argsort(loads[chosen], kind="stable")][:TRIES]
+
+
+def emptied(problem: Problem, model: Model, splits: list[PolicySplit], x: np.ndarray,
+            container: int, dims: list[str], allowed: Allowed, ranked: Ranked,
+            deadline: float) -> np.ndarray | None:
+    """``x`` with every object of ``container`` moved out, largest first (in multiples of
+    each read dimension's mean), each to its best ranked destination among those that keep
+    the hard rules; None where one has none, or at the deadline."""
+    objects = np.flatnonzero(x == container)
+    size = np.zeros(len(objects))
+    for dim in dims:
+        values = problem.object_dims[dim]
+        mean = values.mean()
+        size += values[objects] / (mean if mean > 0 else 1.0)
+    x = x.copy()
+    others = np.flatnonzero(np.arange(problem.num_containers) != container)
+    for obj in objects[np.argsort(-size, kind="stable")]:
+        targets = others[allowed(np.full(len(others), obj), others)]
+        context = EvalContext(problem, problem.initial, x)
+        best: tuple[np.ndarray, int] | None = None
+        for start in range(0, len(targets), BATCH):
+            if time.monotonic() >= deadline:
+                return None
+            chunk = targets[start:start + BATCH]
+            batch = MoveBatch(context, np.full(len(chunk), obj)[:, None], chunk[:, None])
+            keys, excess = evaluate_moves(problem, model, batch, splits)
+            kept = np.flatnonzero(excess <= TOLERANCE)
+            if not len(kept):
+                continue
+            rank = ranked(keys, batch)
+            row = kept[np.lexsort(rank[kept].T[::-1])[0]]
+            if best is None or below(rank[row], best[0]):
+                best = (rank[row], int(chunk[row]))
+        if best is None:
+            return None
+        x[obj] = best[1]
+    return x
