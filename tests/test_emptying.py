@@ -74,3 +74,19 @@ def test_an_emptying_that_does_not_lower_the_tuple_is_not_kept() -> None:
     problem, model = scenario.problem, scenario.model
     found = descend(problem, model, problem.initial, time.monotonic() + 10.0)
     assert found is None or np.array_equal(found[0], problem.initial)
+
+
+def test_containers_not_tried_since_they_changed_come_first() -> None:
+    """Of four light containers, the two tried since they last changed (a failed
+    emptying) come after the two not tried, each pair least loaded first; one holding a
+    held object, one empty and one tried at the walk's current version are not tried."""
+    x = np.array([0, 1, 2, 3, 4, 5, 6])  # container c holds object c; container 7 is empty
+    movable = np.ones(7, dtype=bool)
+    movable[5] = False  # container 5 holds a held object
+    emptiable = np.arange(8)
+    version = 10
+    changed_at = np.array([3, 3, 3, 3, 3, 3, 3, 3])
+    tried_at = np.array([5, 2, 4, 1, -1, -1, version, -1])  # 0 and 2 tried since they changed
+    loads = np.array([0.1, 0.4, 0.2, 0.3, 0.9, 0.0, 0.0, 0.0])
+    order = emptying.to_try(x, movable, emptiable, tried_at, changed_at, version, loads)
+    assert order.tolist() == [3, 1, 4, 0, 2][:emptying.TRIES]

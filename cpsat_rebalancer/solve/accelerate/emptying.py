@@ -33,16 +33,21 @@ Ranked = Callable[[np.ndarray, MoveBatch], np.ndarray]
 
 
 def to_try(x: np.ndarray, movable: np.ndarray, emptiable: np.ndarray,
-           tried_at: np.ndarray, version: int, loads: np.ndarray) -> np.ndarray:
-    """The TRIES least loaded (``loads``, per container) of the ``emptiable`` containers
-    that hold something and no held object, each not tried (``tried_at``) since the walk
-    reached ``version``."""
+           tried_at: np.ndarray, changed_at: np.ndarray, version: int,
+           loads: np.ndarray) -> np.ndarray:
+    """TRIES of the ``emptiable`` containers that hold something and no held object and
+    were not tried (``tried_at``) since the walk reached ``version``: first those not tried
+    since they last changed (``changed_at``), then the others, each least loaded
+    (``loads``, per container) first. A container whose emptying failed is tried again
+    only after those: what blocks it (a destination's room, a group's move limit) mostly
+    still does."""
     m = len(loads)
     occupied = np.bincount(x, minlength=m) > 0
     holding = np.bincount(x[~movable], minlength=m) > 0
     chosen = emptiable[occupied[emptiable] & ~holding[emptiable]
                        & (tried_at[emptiable] < version)]
-    return chosen[np.argsort(loads[chosen], kind="stable")][:TRIES]
+    tried = tried_at[chosen] >= changed_at[chosen]
+    return chosen[np.lexsort((loads[chosen], tried))][:TRIES]
 
 
 def emptied(problem: Problem, model: Model, splits: list[PolicySplit], x: np.ndarray,

@@ -514,7 +514,7 @@ class BatchedDescent:
         if not len(self.emptiable) or self.excess > 0:
             return False
         for container in emptying.to_try(self.x, self.movable, self.emptiable,
-                                         self.emptied_at, self.version,
+                                         self.emptied_at, self.changed_at, self.version,
                                          self.relative_loads()):
             self.emptied_at[container] = self.version
             x = emptying.emptied(self.problem, self.model, self.splits, self.x,
