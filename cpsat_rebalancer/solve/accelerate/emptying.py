@@ -21,10 +21,8 @@ from ...evaluate import PolicySplit, evaluate_moves
 from ...primitives import TOLERANCE
 from ...problem import Problem
 from ...scenario import Model
-from .tuples import below
 
 TRIES = 8  # containers a round tries to empty, least loaded first
-BATCH = 512  # destinations priced in one batched evaluation at most
 
 # (objects, targets) -> which of these moves keep the restrictions
 Allowed = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -66,22 +64,14 @@ def emptied(problem: Problem, model: Model, splits: list[PolicySplit], x: np.nda
     others = np.flatnonzero(np.arange(problem.num_containers) != container)
     for obj in objects[np.argsort(-size, kind="stable")]:
         targets = others[allowed(np.full(len(others), obj), others)]
-        context = EvalContext(problem, problem.initial, x)
-        best: tuple[np.ndarray, int] | None = None
-        for start in range(0, len(targets), BATCH):
-            if time.monotonic() >= deadline:
-                return None
-            chunk = targets[start:start + BATCH]
-            batch = MoveBatch(context, np.full(len(chunk), obj)[:, None], chunk[:, None])
-            keys, excess = evaluate_moves(problem, model, batch, splits)
-            kept = np.flatnonzero(excess <= TOLERANCE)
-            if not len(kept):
-                continue
-            rank = ranked(keys, batch)
-            row = kept[np.lexsort(rank[kept].T[::-1])[0]]
-            if best is None or below(rank[row], best[0]):
-                best = (rank[row], int(chunk[row]))
-        if best is None:
+        if not len(targets) or time.monotonic() >= deadline:
             return None
-        x[obj] = best[1]
+        context = EvalContext(problem, problem.initial, x)
+        batch = MoveBatch(context, np.full(len(targets), obj)[:, None], targets[:, None])
+        keys, excess = evaluate_moves(problem, model, batch, splits)
+        kept = np.flatnonzero(excess <= TOLERANCE)
+        if not len(kept):
+            return None
+        rank = ranked(keys, batch)
+        x[obj] = targets[kept[np.lexsort(rank[kept].T[::-1])[0]]]
     return x
