@@ -15,7 +15,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from ..context import EvalContext, MoveBatch, positive, step
+from ..context import EvalContext, MoveBatch, membership, positive, step
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Info
 from ..cpsat.linear import Lin, lin_sum, to_fraction
@@ -28,6 +28,7 @@ from .common import (
     GoalForm,
     GroupLimit,
     Spec,
+    leaving,
     parse_filter,
     register,
     resolve_dimension,
@@ -206,6 +207,25 @@ class ColocateGroupsSpec(Spec):
         return [self._spread_form(b, g, info.expr) * to_fraction(float(w))
                 if self.masses[g] > 0 else Lin()
                 for g, (info, w) in enumerate(zip(infos, self.group_weights))]
+
+    def departures(self, ctx: EvalContext) -> list[tuple[np.ndarray, np.ndarray]]:
+        """MAX: each group spread over more than its limit, its objects of positive size
+        in each weighed item where it is, out of that item: it counts there until its last
+        one leaves."""
+        if self.minimum or self.dimension in ctx.problem.dynamic_dims:
+            return []
+        weight = np.zeros(len(self.scope.items) + 1)  # the last: out of scope
+        weight[self.items] = self.item_weights
+        groups, items, totals = ctx.group_cells(self.scope, self.dimension, self.members)
+        spread = np.bincount(groups, weights=weight[items] * (totals > TOLERANCE),
+                             minlength=len(self.members))
+        over = spread - self.limits > TOLERANCE
+        objects, of = membership(self.members)
+        where = self.scope.container_item[ctx.final[objects]]
+        chosen = (over[of] & (weight[where] > 0)
+                  & (ctx.problem.object_dims[self.dimension][objects] > TOLERANCE))
+        return leaving(self.scope, objects[chosen],
+                       of[chosen] * len(self.scope.items) + where[chosen], where[chosen])
 
     def reads_groups(self) -> bool:
         return True

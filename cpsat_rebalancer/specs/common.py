@@ -111,10 +111,12 @@ class Spec:
         containers would otherwise come last)."""
         return {}
 
-    def emptiable(self, problem: Problem) -> np.ndarray:
-        """As a goal: the containers whose emptying alone lowers its value (the last of a
-        run of moves that leave it flat), which a local search tries to empty whole."""
-        return np.zeros(0, dtype=np.int64)
+    def departures(self, ctx: EvalContext) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Sets of objects whose leaving together lowers this spec's value at ``ctx``'s
+        assignment where each single move out leaves it flat or costs (a container's last
+        object, a group's last object in an item): per set, the objects and the containers
+        they leave. A local search tries each as one step. Empty for most specs."""
+        return []
 
     def budget(self, ctx: EvalContext) -> tuple[float | np.ndarray, float] | None:
         """As a constraint: the amount of a budget that moves use up (per candidate under a
@@ -442,3 +444,20 @@ def parse_group_filter(data: Any, path: str, groups: list[str]) -> np.ndarray:
                     raise InputError(f"{fields.at(key)}[{k}]", "unknown group", name)
                 mask[index[name]] = keep
     return mask
+
+
+def leaving(scope: Scope, objects: np.ndarray, cells: np.ndarray, items: np.ndarray
+            ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``objects`` split by ``cells`` (aligned; one departure per distinct cell), each set
+    leaving the containers of its item of ``scope`` (``items``, aligned)."""
+    order = np.argsort(cells, kind="stable")
+    objects, cells, items = objects[order], cells[order], items[order]
+    starts = np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]]) if len(cells) else []
+    containers: dict[int, np.ndarray] = {}
+    result = []
+    for start, end in zip(starts, [*starts[1:], len(cells)]):
+        item = int(items[start])
+        if item not in containers:
+            containers[item] = np.flatnonzero(scope.container_item == item)
+        result.append((objects[start:end], containers[item]))
+    return result

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..context import EvalContext, MoveBatch, positive, step
+from ..context import EvalContext, MoveBatch, membership, positive, step
 from ..cpsat.builder import CpBuilder
 from ..cpsat.classes import item_groups
 from ..cpsat.forms import Info
@@ -30,6 +30,7 @@ from .common import (
     GoalForm,
     Limit,
     Spec,
+    leaving,
     parse_filter,
     register,
     resolve_dimension,
@@ -218,6 +219,19 @@ class GroupDiversitySpec(Spec):
         total = np.repeat(spread.sum(axis=0)[None, :], ctx.size, axis=0)
         np.add.at(total, candidate, self._spread(rows) - spread[group])
         return (step(self.infos(ctx)) * total).sum(axis=-1)
+
+    def departures(self, ctx: EvalContext) -> list[tuple[np.ndarray, np.ndarray]]:
+        """MAX: each group present in an item above its limit, its objects of positive
+        size there out of the item: the group counts there until its last one leaves."""
+        if not self.maximum or self.dimension in ctx.problem.dynamic_dims:
+            return []
+        over = np.zeros(len(self.scope.items) + 1, dtype=bool)  # the last: out of scope
+        over[self.items[self.infos(ctx) > 0]] = True
+        objects, groups = membership(self.members)
+        items = self.scope.container_item[ctx.final[objects]]
+        chosen = over[items] & (ctx.problem.object_dims[self.dimension][objects] > TOLERANCE)
+        objects, groups, items = objects[chosen], groups[chosen], items[chosen]
+        return leaving(self.scope, objects, groups * len(self.scope.items) + items, items)
 
     # ---------- compilation ----------
     def _forms(self, b: CpBuilder) -> list[Lin]:

@@ -26,10 +26,12 @@ from ..cpsat.linear import Lin, lin_sum
 from ..cpsat.packing_bounds import dive_work, gilmore_gomory, martello_toth_l2, pattern_dive
 from ..errors import InputError
 from ..fields import Fields, check_number, is_integer
-from ..problem import OUT_OF_SCOPE, Problem, Scope
+from ..primitives import TOLERANCE
+from ..problem import Problem, Scope
 from .common import (
     GoalForm,
     Spec,
+    leaving,
     parse_filter,
     register,
     resolve_dimension,
@@ -99,16 +101,15 @@ class MinimizeContainersSpec(Spec):
     def reads_initial(self) -> bool:
         return False
 
-    def emptiable(self, problem: Problem) -> np.ndarray:
-        """The containers of the filtered items of positive cost, where each item is one
-        container (emptying a container of a larger item lowers nothing alone)."""
-        item = self.scope.container_item
-        inside = item[item != OUT_OF_SCOPE]
-        if len(np.unique(inside)) != len(inside):
-            return np.zeros(0, dtype=np.int64)
-        counted = np.zeros(len(self.scope.items), dtype=bool)
+    def departures(self, ctx: EvalContext) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each used filtered item of positive cost, its objects of positive size out of
+        its containers: the count falls only with the item's last such object."""
+        item = self.scope.container_item[ctx.final]
+        counted = np.zeros(len(self.scope.items) + 1, dtype=bool)  # the last: out of scope
         counted[self.items[self.costs > 0]] = True
-        return np.flatnonzero((item != OUT_OF_SCOPE) & counted[np.maximum(item, 0)])
+        sizes = ctx.problem.values_at(self.dimension, ctx.final)
+        objects = np.flatnonzero(counted[item] & (sizes > TOLERANCE))
+        return leaving(self.scope, objects, item[objects], item[objects])
 
     batched: ClassVar[bool] = True
 

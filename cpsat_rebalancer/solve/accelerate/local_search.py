@@ -39,7 +39,7 @@ from ...primitives import TOLERANCE
 from ...problem import OUT_OF_SCOPE, Problem
 from ...scenario import Model
 from ..positions import FLOAT_NOISE
-from . import emptying
+from . import departures
 from .exchanges import PARTNERS, exchange_candidates, relative_loads
 from .tuples import (
     NOISE,
@@ -80,7 +80,8 @@ class BatchedDescent:
     objects on a container), its destinations least loaded first, the best of the first
     batch that improves taken; where a pass leaves the hottest container hottest,
     exchanges of up to two objects each way with the coolest (``exchanges``); where a goal
-    counts used containers, a light one emptied whole first (``emptying``); once a pass
+    counts used containers or groups present, a light set of objects whose leaving lowers
+    it moved out whole first (``departures``); once a pass
     lowers no more than the guides, swaps from the most loaded containers with partners
     on the least loaded first (a few hundred each, all when none of those helps). The
     evaluator judges what the search returns, every step of a repair and every
@@ -121,11 +122,10 @@ class BatchedDescent:
         at_start = EvalContext(problem, problem.initial, x)
         self.budgets = [(entry, split) for entry, split in zip(model.constraints, self.splits)
                         if entry.spec.budget(at_start) is not None]
-        # containers a goal would have empty (``emptying``), and the version at which each
-        # was last tried
-        self.emptiable = np.unique(np.concatenate(
-            [np.zeros(0, dtype=np.int64), *(e.spec.emptiable(problem) for e in model.goals)]))
-        self.emptied_at = np.full(problem.num_containers, -1, dtype=np.int64)
+        # each object's size in multiples of each read dimension's mean, and per departure
+        # the version of its last try and how many failed (``departures``)
+        self.sizes = departures.relative_sizes(problem, self.dims)
+        self.departed: dict[bytes, tuple[int, int]] = {}
         # per object, its best move that would lower the tuple but breaks a hard rule
         self.blocked: dict[int, tuple[int, np.ndarray]] = {}
         self.mates: dict[int, list[np.ndarray]] | None = None  # per object, its groups'
@@ -508,27 +508,36 @@ class BatchedDescent:
             improved |= self._try(objects[allowed], targets[allowed], deadline)
         return improved
 
-    def empties(self, deadline: float) -> bool:
-        """Where a goal counts used containers, the first of a few light ones whose
-        emptying whole lowers the tuple, emptied (``emptying``); whether one was."""
-        if not len(self.emptiable) or self.excess > 0:
+    def departs(self, deadline: float) -> bool:
+        """Sets of objects whose leaving together lowers a spec's value
+        (``Spec.departures``), lightest first, each moved out where that lowers the tuple
+        (``departures``), until TRIES were of no use and SECONDS passed; whether one was.
+        A set with no destination at all (say, every other container closed) costs no try."""
+        if self.excess > 0:
             return False
-        for container in emptying.to_try(self.x, self.movable, self.emptiable,
-                                         self.emptied_at, self.changed_at, self.version,
-                                         self.relative_loads()):
-            self.emptied_at[container] = self.version
-            x = emptying.emptied(self.problem, self.model, self.splits, self.x,
-                                 int(container), self.dims, self._allowed, self.ranked,
-                                 deadline)
-            if x is None:
+        improved, useless, until = False, 0, time.monotonic() + departures.SECONDS
+        offered = departures.offered(self.problem, self.model, self.context)
+        for departure in departures.ordered(offered, self.movable, self.departed,
+                                            self.changed_at, self.version, self.sizes):
+            if (useless >= departures.TRIES and time.monotonic() >= until) or self.over(
+                    deadline):
+                break
+            key = departures.key(departure)
+            failures = self.departed.get(key, (-1, 0))[1]
+            self.departed[key] = (self.version, failures + 1)
+            targets = departures.destinations(self.problem.num_containers, departure,
+                                              self._allowed)
+            if targets is None:
                 continue
-            evaluation = evaluate(self.problem, self.model, x)
-            key = flat_key(tuple_key(evaluation))
-            if (evaluation.feasible and not evaluation.restriction_violations
-                    and below(key, self.key)):
-                self._keep(x, key, 0.0)
-                return True
-        return False
+            found = departures.departed(self.problem, self.model, self.splits, self.x,
+                                        departure, targets, self.sizes, self.ranked, deadline)
+            if found is not None and below(found[1], self.key):
+                self.departed[key] = (self.version, failures)
+                self._keep(found[0], found[1], 0.0)
+                improved = True
+            else:
+                useless += 1
+        return improved
 
     def _rewarded_first(self, obj: int, containers: np.ndarray) -> np.ndarray:
         """The order that puts the containers where a goal rewards ``obj``
@@ -551,7 +560,7 @@ class BatchedDescent:
         tuple goes on from the best by the tuple alone: where it stops, no step lowers it."""
         while not self.over(deadline):
             before, repairing, hottest = self.key, self.excess > 0, self.coolest[-1]
-            moved = self.empties(deadline) | self.moves(deadline, lazy=True) | self.trades(
+            moved = self.departs(deadline) | self.moves(deadline, lazy=True) | self.trades(
                 deadline)
             if not repairing and self.coolest[-1] == hottest:  # the pass left it the hottest
                 moved |= self.exchanges(deadline)
