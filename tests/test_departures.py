@@ -161,5 +161,5 @@ def test_departures_not_tried_since_they_changed_come_first() -> None:
     tried = {departures.key(offered[0]): (5, 1), departures.key(offered[3]): (5, 1),
              departures.key(offered[4]): (version, 0)}
     order = departures.ordered(offered, movable, tried, changed_at, version, sizes)
-    expected = [offered[i] for i in (2, 1, 3, 0)]
-    assert [departures.key(d) for d in order] == [departures.key(d) for d in expected]
+    assert [(departures.key(d), stale) for d, stale in order] == [
+        (departures.key(offered[i]), i == 0) for i in (2, 1, 3, 0)]

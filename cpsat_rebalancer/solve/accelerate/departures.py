@@ -11,7 +11,7 @@ they leave); here one set leaves in one compound step, each object (largest firs
 destination the search ranks best (the tuple, then the guides) among those outside the
 containers it leaves that keep every hard rule. The evaluator judges the whole, kept only
 when the tuple falls; a round goes on through the sets until TRIES of them were of no
-use and SECONDS passed.
+use and SECONDS passed, or it reaches those tried since their containers last changed.
 """
 
 from __future__ import annotations
@@ -65,13 +65,13 @@ def key(departure: Departure) -> bytes:
 
 def ordered(departures: list[Departure], movable: np.ndarray,
             tried: dict[bytes, tuple[int, int]], changed_at: np.ndarray, version: int,
-            sizes: np.ndarray) -> list[Departure]:
+            sizes: np.ndarray) -> list[tuple[Departure, bool]]:
     """``departures`` that move no held object (``movable``) and were not tried since the
     walk reached ``version`` (``tried``, per ``key``: the version of its last try and how
     many failed), in the order a round tries them: first those not tried since one of
     their containers last changed (``changed_at``), then by fewest failed tries, each
-    lightest (``sizes``, per object) first. What blocked a departure (a destination's
-    room, a group's move limit) mostly still does."""
+    lightest (``sizes``, per object) first; each with whether it was tried since (what
+    blocked it then, a destination's room or a group's move limit, mostly still does)."""
     chosen, stale, failed, weight = [], [], [], []
     for departure in departures:
         objects, left = departure
@@ -85,7 +85,7 @@ def ordered(departures: list[Departure], movable: np.ndarray,
         failed.append(failures)
         weight.append(sizes[objects].sum())
     order = np.lexsort((np.array(weight), np.array(failed), np.array(stale, dtype=bool)))
-    return [chosen[i] for i in order]
+    return [(chosen[i], stale[i]) for i in order]
 
 
 def destinations(num_containers: int, departure: Departure, allowed: Allowed

@@ -511,16 +511,17 @@ class BatchedDescent:
     def departs(self, deadline: float) -> bool:
         """Sets of objects whose leaving together lowers a spec's value
         (``Spec.departures``), lightest first, each moved out where that lowers the tuple
-        (``departures``), until TRIES were of no use and SECONDS passed; whether one was.
-        A set with no destination at all (say, every other container closed) costs no try."""
+        (``departures``), until TRIES were of no use and SECONDS passed (or the rest were
+        tried since they last changed); whether one was. A set with no destination at all
+        (say, every other container closed) costs no try."""
         if self.excess > 0:
             return False
         improved, useless, until = False, 0, time.monotonic() + departures.SECONDS
         offered = departures.offered(self.problem, self.model, self.context)
-        for departure in departures.ordered(offered, self.movable, self.departed,
-                                            self.changed_at, self.version, self.sizes):
-            if (useless >= departures.TRIES and time.monotonic() >= until) or self.over(
-                    deadline):
+        for departure, stale in departures.ordered(offered, self.movable, self.departed,
+                                                   self.changed_at, self.version, self.sizes):
+            if (useless >= departures.TRIES and (stale or time.monotonic() >= until)
+                    or self.over(deadline)):
                 break
             key = departures.key(departure)
             failures = self.departed.get(key, (-1, 0))[1]
