@@ -12,6 +12,7 @@ import pytest
 from randomized import brute_force
 
 from cpsat_rebalancer import parse_scenario
+from cpsat_rebalancer.context import EvalContext
 from cpsat_rebalancer.evaluate import evaluate
 from cpsat_rebalancer.solve.accelerate import departures
 from cpsat_rebalancer.solve.accelerate.local_search import descend
@@ -163,3 +164,17 @@ def test_departures_not_tried_since_they_changed_come_first() -> None:
     order = departures.ordered(offered, movable, tried, changed_at, version, sizes)
     assert [(departures.key(d), stale) for d, stale in order] == [
         (departures.key(offered[i]), i == 0) for i in (2, 1, 3, 0)]
+
+
+def test_a_round_offers_the_sets_of_the_positions_asked() -> None:
+    """With MinimizeContainers at position 1, a round that asks for position 0 only (an
+    earlier position still falling) offers none of its sets; one that asks for all does."""
+    data = split_to_empty()
+    data["goals"][0]["tuplePos"] = 1
+    data["goals"][2]["tuplePos"] = 2
+    scenario = parse_scenario(data)
+    problem, model = scenario.problem, scenario.model
+    context = EvalContext(problem, problem.initial, problem.initial)
+    assert departures.offered(model, context, up_to=0) == []
+    everything = departures.offered(model, context)
+    assert [sorted(left.tolist()) for _, left in everything] == [[0], [1], [2]]

@@ -12,6 +12,9 @@ destination the search ranks best (the tuple, then the guides) among those outsi
 containers it leaves that keep every hard rule. The evaluator judges the whole, kept only
 when the tuple falls; a round goes on through the sets until TRIES of them were of no
 use and SECONDS passed, or it reaches those tried since their containers last changed.
+A set that lowers a later position may take the room an earlier one needs: while moves
+lower the tuple, a round offers only the sets of the first position above its floor, the
+others once moves stall.
 """
 
 from __future__ import annotations
@@ -39,10 +42,11 @@ Allowed = Callable[[np.ndarray, np.ndarray], np.ndarray]
 Ranked = Callable[[np.ndarray, MoveBatch], np.ndarray]
 
 
-def offered(problem: Problem, model: Model, context: EvalContext) -> list[Departure]:
-    """Every departure the model's goals and constraints name at ``context``'s assignment."""
+def offered(model: Model, context: EvalContext, up_to: float = np.inf) -> list[Departure]:
+    """Every departure the model's goals and constraints at a position up to ``up_to``
+    (a constraint's: where its soft term goes) name at ``context``'s assignment."""
     return [departure for entry in [*model.goals, *model.constraints]
-            for departure in entry.spec.departures(context)]
+            if entry.position <= up_to for departure in entry.spec.departures(context)]
 
 
 def relative_sizes(problem: Problem, dims: list[str]) -> np.ndarray:
@@ -88,12 +92,12 @@ def ordered(departures: list[Departure], movable: np.ndarray,
     return [(chosen[i], stale[i]) for i in order]
 
 
-def destinations(num_containers: int, departure: Departure, allowed: Allowed
+def destinations(problem: Problem, departure: Departure, allowed: Allowed
                  ) -> list[np.ndarray] | None:
     """Per object of the departure, the containers outside those it leaves that keep the
     restrictions (``allowed``); None where one has none."""
     objects, left = departure
-    away = np.ones(num_containers, dtype=bool)
+    away = np.ones(problem.num_containers, dtype=bool)
     away[left] = False
     others = np.flatnonzero(away)
     result = []

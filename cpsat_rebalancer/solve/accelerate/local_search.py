@@ -2,15 +2,12 @@
 evaluator finds the whole tuple lexicographically better and every hard rule kept.
 
 Where CP-SAT's proof does not close in time, a search of this kind (Rebalancer's own local
-search is one) can still walk below the incumbent the chain holds: judged by the evaluator
-itself, it has no compiled approximation in the way. It runs in the time the chain leaves
-it, from the chain's answer, and keeps the answer when it finds nothing better.
-
-Where every spec prices candidates in a batch (``evaluate.batchable``), one evaluation
-prices many destinations of an object (or swap partners) at once, least loaded first, and
-each step takes the best of the first batch that improves, so a pass over all objects costs
-a few evaluations per object rather than one per move. Otherwise moves are priced one
-evaluation each, first improvement in random order.
+search is one) can still walk below the chain's incumbent: judged by the evaluator itself,
+it has no compiled approximation in the way. It keeps the answer when it finds nothing
+better. Where every spec prices candidates in a batch (``evaluate.batchable``), one
+evaluation prices many destinations of an object (or swap partners) at once, least loaded
+first, and each step takes the best of the first batch that improves; otherwise moves are
+priced one evaluation each, first improvement in random order.
 """
 
 from __future__ import annotations
@@ -79,9 +76,8 @@ class BatchedDescent:
     """Moves priced in batches: for each object in turn (one per class of interchangeable
     objects on a container), its destinations least loaded first, the best of the first
     batch that improves taken; where a pass leaves the hottest container hottest,
-    exchanges of up to two objects each way with the coolest (``exchanges``); where a goal
-    counts used containers or groups present, a light set of objects whose leaving lowers
-    it moved out whole first (``departures``); once a pass
+    exchanges of up to two objects each way with the coolest (``exchanges``); sets of
+    objects whose leaving lowers a spec moved out whole (``departures``); once a pass
     lowers no more than the guides, swaps from the most loaded containers with partners
     on the least loaded first (a few hundred each, all when none of those helps). The
     evaluator judges what the search returns, every step of a repair and every
@@ -122,8 +118,7 @@ class BatchedDescent:
         at_start = EvalContext(problem, problem.initial, x)
         self.budgets = [(entry, split) for entry, split in zip(model.constraints, self.splits)
                         if entry.spec.budget(at_start) is not None]
-        # each object's size in multiples of each read dimension's mean, and per departure
-        # the version of its last try and how many failed (``departures``)
+        # per object its relative size, per departure its last try's version and failures
         self.sizes = departures.relative_sizes(problem, self.dims)
         self.departed: dict[bytes, tuple[int, int]] = {}
         # per object, its best move that would lower the tuple but breaks a hard rule
@@ -508,16 +503,21 @@ class BatchedDescent:
             improved |= self._try(objects[allowed], targets[allowed], deadline)
         return improved
 
-    def departs(self, deadline: float) -> bool:
-        """Sets of objects whose leaving together lowers a spec's value
-        (``Spec.departures``), lightest first, each moved out where that lowers the tuple
-        (``departures``), until TRIES were of no use and SECONDS passed (or the rest were
-        tried since they last changed); whether one was. A set with no destination at all
-        (say, every other container closed) costs no try."""
+    def driving(self) -> float:
+        """The first position above its lowest value (``Model.floors``)."""
+        return next((position for position, begin, end in self.segments
+                     if (self.key[begin:end] > self.lowest[begin:end] + FLOAT_NOISE).any()),
+                    np.inf)
+
+    def departs(self, deadline: float, up_to: float = np.inf) -> bool:
+        """The sets of objects the specs at a position up to ``up_to`` name, each moved
+        out where that lowers the tuple (``departures``), until TRIES were of no use and
+        SECONDS passed or only sets tried since they last changed are left (a set with no
+        destination at all costs no try); whether one was."""
         if self.excess > 0:
             return False
         improved, useless, until = False, 0, time.monotonic() + departures.SECONDS
-        offered = departures.offered(self.problem, self.model, self.context)
+        offered = departures.offered(self.model, self.context, up_to)
         for departure, stale in departures.ordered(offered, self.movable, self.departed,
                                                    self.changed_at, self.version, self.sizes):
             if (useless >= departures.TRIES and (stale or time.monotonic() >= until)
@@ -526,8 +526,7 @@ class BatchedDescent:
             key = departures.key(departure)
             failures = self.departed.get(key, (-1, 0))[1]
             self.departed[key] = (self.version, failures + 1)
-            targets = departures.destinations(self.problem.num_containers, departure,
-                                              self._allowed)
+            targets = departures.destinations(self.problem, departure, self._allowed)
             if targets is None:
                 continue
             found = departures.departed(self.problem, self.model, self.splits, self.x,
@@ -561,14 +560,15 @@ class BatchedDescent:
         tuple goes on from the best by the tuple alone: where it stops, no step lowers it."""
         while not self.over(deadline):
             before, repairing, hottest = self.key, self.excess > 0, self.coolest[-1]
-            moved = self.departs(deadline) | self.moves(deadline, lazy=True) | self.trades(
-                deadline)
+            moved = self.departs(deadline, self.driving()) | self.moves(
+                deadline, lazy=True) | self.trades(deadline)
             if not repairing and self.coolest[-1] == hottest:  # the pass left it the hottest
                 moved |= self.exchanges(deadline)
             if moved and (repairing or below(self.key, before)):  # the tuple fell: more moves
                 continue
-            if (self.swaps(deadline, NEAR_PARTNERS) or moved or self.moves(deadline)
-                    or self.trades(deadline) or self.swaps(deadline)):  # all, before an end
+            if (self.departs(deadline) or self.swaps(deadline, NEAR_PARTNERS) or moved
+                    or self.moves(deadline) or self.trades(deadline)
+                    or self.swaps(deadline)):  # all, before an end
                 continue
             if not self.guided:
                 return
