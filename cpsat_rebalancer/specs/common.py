@@ -452,12 +452,9 @@ def leaving(scope: Scope, objects: np.ndarray, cells: np.ndarray, items: np.ndar
     leaving the containers of its item of ``scope`` (``items``, aligned)."""
     order = np.argsort(cells, kind="stable")
     objects, cells, items = objects[order], cells[order], items[order]
-    starts = np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]]) if len(cells) else []
-    containers: dict[int, np.ndarray] = {}
-    result = []
-    for start, end in zip(starts, [*starts[1:], len(cells)]):
-        item = int(items[start])
-        if item not in containers:
-            containers[item] = np.flatnonzero(scope.container_item == item)
-        result.append((objects[start:end], containers[item]))
-    return result
+    if not len(cells):
+        return []
+    starts = np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]])
+    containers = scope.members()
+    return [(objects[start:end], containers[items[start]])
+            for start, end in zip(starts, [*starts[1:], len(cells)])]
