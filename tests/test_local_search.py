@@ -398,17 +398,34 @@ def test_swaps_start_on_the_hottest_container_with_partners_on_the_coolest(
     """A MAX term waits for the hottest container, and the swaps that lower it trade an
     object there for one on a cool container: the first object a swap pass prices sits on
     the most loaded container, and each object's partners come from the least loaded
-    containers up."""
+    containers up, its group mates first (a group's count in an item changes with a move
+    of one of its objects, and stays with a swap of two)."""
     from cpsat_rebalancer.solve.accelerate.local_search import BatchedDescent
 
     problem, model, initial, _ = feasible_batchable(60, 8, 0)
+    assert problem.partitions  # the shape drawn has groups, or mates are not ordered
     search = BatchedDescent(problem, model, problem.initial.copy(), initial, 0)
-    priced = record_priced(search, monkeypatch)  # per object, its partners' containers
+    priced: dict[int, list[int]] = {}  # per object, its partners in the order priced
+
+    def record(objects, targets, deadline):
+        priced[int(objects[0, 0])] = objects[:, 1].tolist()
+        return False
+
+    monkeypatch.setattr(search, "_try", record)
     search.swaps(time.monotonic() + 10)
     loads = search.relative_loads()
     assert loads[problem.initial[next(iter(priced))]] == loads.max()
-    for partners in priced.values():
-        assert np.all(np.diff(loads[partners]) >= 0)
+    mates_seen = 0
+    for obj, partners in priced.items():
+        mated = np.array([any(obj in members and other in members
+                              for groups in problem.partitions.values()
+                              for members in map(set, groups.values()))
+                          for other in partners], dtype=bool)
+        mates_seen += int(mated.sum())
+        assert not np.any(mated[1:] & ~mated[:-1])  # every mate before every other partner
+        for part in (np.asarray(partners)[mated], np.asarray(partners)[~mated]):
+            assert np.all(np.diff(loads[problem.initial[part]]) >= 0)
+    assert mates_seen
 
 
 def test_a_lazy_pass_prices_only_objects_whose_container_changed(

@@ -368,10 +368,8 @@ class BatchedDescent:
                 continue
             moved = np.flatnonzero((self.x != self.problem.initial) & self.movable)
             moved = self.rng.permutation(moved[moved != o])
-            mates = self._mates(int(o))
-            related = np.isin(moved, np.concatenate(mates)) if mates else np.zeros(
-                len(moved), dtype=bool)
-            moved = moved[np.lexsort((~related, self.x[moved] != target))][:NEAR_PARTNERS]
+            moved = moved[np.lexsort((~self._mated(int(o), moved),
+                                      self.x[moved] != target))][:NEAR_PARTNERS]
             pairs = np.column_stack([np.full(len(moved), o), moved])
             targets = np.column_stack([np.full(len(moved), target),
                                        self.problem.initial[moved]])
@@ -395,15 +393,17 @@ class BatchedDescent:
             self.exchanged[(dim, hot)] = int(self.changed_at[hot])
         return False
 
-    def _mates(self, obj: int) -> list[np.ndarray]:
-        """The objects of each group ``obj`` belongs to, in every partition (read once)."""
+    def _mated(self, obj: int, objects: np.ndarray) -> np.ndarray:
+        """Per object of ``objects``, whether it shares a group with ``obj`` (read once)."""
         if self.mates is None:
             self.mates = {}
-            for groups in self.problem.partitions.values():
-                for members in groups.values():
-                    for member in members:
-                        self.mates.setdefault(int(member), []).append(members)
-        return self.mates.get(obj, [])
+            for members in (m for groups in self.problem.partitions.values()
+                            for m in groups.values()):
+                for member in members.tolist():
+                    self.mates.setdefault(member, []).append(members)
+        mated = np.zeros(self.problem.num_objects, dtype=bool)
+        mated[np.concatenate(self.mates.get(obj, [np.empty(0, np.int64)]))] = True
+        return mated[objects]
 
     def relative_loads(self) -> np.ndarray:
         """Per container, the largest of its relative loads in the dimensions read, each in
@@ -482,7 +482,8 @@ class BatchedDescent:
         """One pass of best swaps: each representative (first those a goal rewards
         elsewhere, then from the most loaded containers down) with the representatives of
         other classes on other containers: on the containers a goal rewards it first, then
-        least loaded first (``partners``: only that many of them); whether any was kept."""
+        its group mates (a swap within a group keeps its count in both items, where either
+        move alone may not), then least loaded first (``partners``: only that many)."""
         improved = False
         order = self._hottest_first(self.representatives())
         rewarded = np.fromiter((o in self.suggested and self.x[o] not in self.suggested[o]
@@ -493,8 +494,8 @@ class BatchedDescent:
             others = self.representatives()
             others = others[(self.x[others] != self.x[o])
                             & (self.classes[others] != self.classes[o])]
-            others = self.rng.permutation(others)  # least loaded first (``coolest``)
-            others = others[np.argsort(self.place[self.x[others]], kind="stable")]
+            others = self.rng.permutation(others)  # ties in random order
+            others = others[np.lexsort((self.place[self.x[others]], ~self._mated(o, others)))]
             others = others[self._rewarded_first(o, self.x[others])][:partners]
             objects = np.column_stack([np.full(len(others), o), others])
             targets = np.column_stack([self.x[others], np.full(len(others), self.x[o])])
@@ -610,8 +611,7 @@ def pass_seconds(problem: Problem, model: Model) -> float:
 
 @dataclass
 class Carried:
-    """The walk of a solve's descents (one problem and model): each goes on where the last
-    ended instead of pricing every object again."""
+    """A solve's descents' walk: each goes on where the last ended, not pricing anew."""
 
     search: BatchedDescent | None = None
 
