@@ -7,12 +7,11 @@ it has no compiled approximation in the way. It keeps the answer when it finds n
 better. Where every spec prices candidates in a batch (``evaluate.batchable``), one
 evaluation prices many destinations of an object (or swap partners) at once, least loaded
 first, and each step takes the best of the first batch that improves; otherwise moves are
-priced one evaluation each, first improvement in random order.
+priced one evaluation each, first improvement in random order (``single_moves``).
 """
 
 from __future__ import annotations
 
-import itertools
 import random
 import time
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from ...scenario import Model
 from ..positions import FLOAT_NOISE
 from . import departures
 from .exchanges import PARTNERS, exchange_candidates, relative_loads
+from .single_moves import first_improvements
 from .tuples import (
     NOISE,
     at_lowest,
@@ -50,7 +50,6 @@ from .tuples import (
     tuple_key,
 )
 
-SWAPS_PER_ROUND = 2000  # swaps tried once no single move helps, before giving up
 BATCH = 512  # candidates priced in one batched evaluation at most
 # an object's destinations (or swap partners) are priced in the order given, first this
 # many, then the rest BATCH at a time, and the best of the first chunk that improves is
@@ -579,17 +578,6 @@ class BatchedDescent:
                 self._keep(self.kept.copy(), self.kept_key, 0.0)
 
 
-def _swap_pairs(n: int, rng: random.Random) -> list[tuple[int, int]]:
-    """The swaps of one round: every pair of the ``n`` objects once, in random order, where
-    there are at most SWAPS_PER_ROUND pairs (trying one twice finds nothing new); else that
-    many pairs drawn at random."""
-    if n * (n - 1) // 2 <= SWAPS_PER_ROUND:
-        pairs = list(itertools.combinations(range(n), 2))
-        rng.shuffle(pairs)
-        return pairs
-    return [(rng.randrange(n), rng.randrange(n)) for _ in range(SWAPS_PER_ROUND)]
-
-
 def pass_seconds(problem: Problem, model: Model) -> float:
     """What one pass of single moves over every object costs: one batched evaluation per
     object where the model prices moves in batches, else one evaluation per move (timed on
@@ -627,16 +615,12 @@ def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
     breaks hard rules is repaired first, where a batch prices moves. ``hot_first``: a pass
     takes the objects of the most loaded containers first. ``carried``: the walk an earlier
     search of the same problem and model left, which this one goes on (and leaves on)."""
-    rng = random.Random(seed)
     x = start.copy()
     current = evaluate(problem, model, x)
     repair = not current.feasible  # a start that breaks hard rules: repaired by a batch only
     if current.restriction_violations or (repair and not batchable(problem, model)):
         return None
-    key = tuple_key(current)
-    best: np.ndarray | None = None  # the last assignment kept (a copy: Ctrl-C may land
-    n, m = problem.num_objects, problem.num_containers  # in the middle of a move)
-    if n == 0 or m < 2:  # nothing can move
+    if problem.num_objects == 0 or problem.num_containers < 2:  # nothing can move
         return None
     if batchable(problem, model):
         search = None if carried is None else carried.search
@@ -656,45 +640,6 @@ def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
         # evaluated again: Ctrl-C may have landed between keeping a step and its evaluation
         evaluation = evaluate(problem, model, search.kept)
         return (search.kept, evaluation) if evaluation.feasible and (
-            repair or better(tuple_key(evaluation), key)) else None
-
-    def accept(candidate: np.ndarray) -> bool:
-        nonlocal current, key, best
-        evaluation = evaluate(problem, model, candidate)
-        if evaluation.feasible and better(tuple_key(evaluation), key):
-            current, key, best = evaluation, tuple_key(evaluation), candidate.copy()
-            return True
-        return False
-
-    try:
-        improved = True
-        while improved and time.monotonic() < deadline:
-            improved = False
-            for o in rng.sample(range(n), n):
-                if time.monotonic() >= deadline:
-                    break
-                home = x[o]
-                for c in rng.sample(range(m), m):
-                    if c == home:
-                        continue
-                    if time.monotonic() >= deadline:  # every evaluation can be long
-                        break
-                    x[o] = c
-                    if accept(x):
-                        improved = True
-                        break
-                    x[o] = home
-            for a, b in ([] if improved else _swap_pairs(n, rng)):
-                if time.monotonic() >= deadline:
-                    break
-                if x[a] == x[b]:
-                    continue
-                x[a], x[b] = x[b], x[a]
-                if accept(x):
-                    improved = True
-                    break
-                x[a], x[b] = x[b], x[a]
-    except KeyboardInterrupt:  # the best kept so far stands; the caller hears of it
-        if on_interrupt is not None:
-            on_interrupt()
-    return None if best is None else (best, evaluate(problem, model, best))
+            repair or better(tuple_key(evaluation), tuple_key(current))) else None
+    return first_improvements(problem, model, x, current, deadline, random.Random(seed),
+                              on_interrupt)
