@@ -5,6 +5,7 @@ no CP-SAT: the evaluator and every spec's ``evaluate`` stand on it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -195,6 +196,19 @@ def step(x: np.ndarray | float) -> np.ndarray:
 
 def positive(x: np.ndarray | float) -> np.ndarray:
     return np.maximum(np.asarray(x, dtype=float), 0.0)
+
+
+@dataclass(frozen=True)
+class InfoChanges:
+    """A constraint's expressions under a MoveBatch, as those of its base and the few each
+    candidate changes: ``candidate[i]`` sets expression ``info[i]`` to ``value[i]`` (each
+    pair once). Where each move touches a few of thousands of expressions, a local search
+    prices a batch from these without a row per candidate."""
+
+    base: np.ndarray  # every expression at the batch's base assignment
+    candidate: np.ndarray
+    info: np.ndarray
+    value: np.ndarray
 
 
 class MoveBatch(EvalContext):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .context import EvalContext, MoveBatch, positive, step
+from .context import EvalContext, InfoChanges, MoveBatch, positive, step
 from .primitives import TOLERANCE
 from .problem import Problem
 from .scenario import ConstraintEntry, Model
@@ -204,17 +204,41 @@ def evaluate_moves(problem: Problem, model: Model, batch: MoveBatch,
     broken = np.zeros(k)
     soft_positions = set()
     for entry, split in zip(model.constraints, splits):
-        infos = np.asarray(entry.spec.infos(batch), dtype=float)
+        changes = entry.spec.info_changes(batch)
+        if changes is not None:
+            soft, excess = changed_terms(entry, split, changes, k)
+        else:
+            infos = np.asarray(entry.spec.infos(batch), dtype=float)
+            soft = (soft_term(entry, infos, split.soft, entry.spec.penalties(batch))
+                    if split.has_soft_term else None)
+            excess = hard_excess(infos, split)
         if split.has_soft_term:
-            add(entry.position, soft_term(entry, infos, split.soft, entry.spec.penalties(batch)))
+            add(entry.position, soft)
             soft_positions.add(entry.position)
-        broken = broken + np.broadcast_to(hard_excess(infos, split), (k,))
+        broken = broken + np.broadcast_to(excess, (k,))
     leximin = {position: -np.sort(-model.goals[goal].spec.leximin_values(batch), axis=-1)
                for position, goal in model.leximin_positions(soft_positions).items()}
     columns = [leximin[p] if p in leximin else positions.get(p, np.zeros(k))[:, None]
                for p in sorted(set(positions) | set(leximin))]
     keys = np.concatenate(columns, axis=1) if columns else np.zeros((k, 0))
     return keys, broken
+
+
+def changed_terms(entry: ConstraintEntry, split: PolicySplit, changes: InfoChanges, k: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """``soft_term`` and ``hard_excess`` per candidate of a batch of ``k``, from the base's
+    expressions and those each candidate changes (the spec has no penalties)."""
+    def terms(values: np.ndarray, infos: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+        soft = np.where(split.soft[infos], entry.invalid_cost * positive(values)
+                        + entry.invalid_state * step(values), 0.0)
+        excess = positive(values - split.hard_rhs[infos])
+        return soft, np.where(split.hard[infos] & (excess > TOLERANCE), excess, 0.0)
+
+    base = terms(changes.base, slice(None))
+    changed = terms(changes.value, changes.info)
+    return tuple(np.sum(before) + np.bincount(changes.candidate, after - before[changes.info],
+                                              minlength=k)
+                 for before, after in zip(base, changed))
 
 
 def guides_by_position(model: Model, ctx: EvalContext) -> dict[int, float | np.ndarray]:

@@ -502,6 +502,33 @@ def test_a_walk_takes_a_group_off_an_item_with_too_many() -> None:
     assert found.positions[0] == 0
 
 
+def test_a_walk_gathers_a_group_to_leave_its_lightest_task_alone() -> None:
+    """CapacityWithGroupPresence MIN per job and host: a job present on a host counts at
+    least its presence weight 2 there, against a limit of 100. The job's tasks 1, 3, 3 on
+    h0 and 3, 3, 3 on h1 count 7 and 9; the value falls only once the task of 1 is alone
+    (counted 2), two moves of a 3 away at least, each leaving the value flat but the last
+    (and each costing a move); the guide, minus each cell's squared load, takes them to
+    the enumerated optimum of the presence (not always with the fewest moves)."""
+    presence = {"name": "presence", "scope": "host", "partition": "job", "dimension": "load",
+                "bound": "MIN", "intent": "PER_GROUP_AND_SCOPE_ITEM",
+                "groupToPresenceWeight": {"type": "ABSOLUTE", "globalLimit": 2},
+                "scopeItemToLimit": {"type": "ABSOLUTE", "globalLimit": 100}}
+    scenario = parse_scenario({
+        "objectName": "task", "containerName": "host",
+        "assignment": {"h0": ["a", "b", "c"], "h1": ["d", "e", "f"]},
+        "objectDimensions": {"load": {"a": 1, "b": 3, "c": 3, "d": 3, "e": 3, "f": 3}},
+        "containerDimensions": {"load": {"h0": 100, "h1": 100}},
+        "partitions": {"job": {"j": ["a", "b", "c", "d", "e", "f"]}},
+        "goals": [{"spec": {"capacityWithGroupPresenceSpec": presence}, "tuplePos": 0},
+                  MOVES_BEHIND]})
+    problem, model = scenario.problem, scenario.model
+    found = descend(problem, model, problem.initial, time.monotonic() + 10)
+    assert found is not None
+    optimum = min(evaluation.positions[0] for _, evaluation in brute_force(scenario))
+    initial = evaluate(problem, model, problem.initial).positions[0]
+    assert (initial, found[1].positions[0]) == (184, optimum) and optimum < initial
+
+
 def test_the_walk_ends_once_the_tuple_is_at_its_lowest(monkeypatch: pytest.MonkeyPatch) -> None:
     """Six unit objects on one of three hosts, balanced within 1.5 times the mean: the
     value falls to 0, its lowest (``Model.floors``), at 3 / 3 / 0 or 3 / 2 / 1, and the

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..context import EvalContext, MoveBatch, positive
+from ..context import EvalContext, InfoChanges, MoveBatch, positive
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import INT_LIMIT, Info
 from ..cpsat.linear import Lin, lin_sum, to_fraction
@@ -292,7 +292,7 @@ class CapacityWithGroupPresenceSpec(Spec):
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
         if isinstance(ctx, MoveBatch):
-            util, candidate, info, change, _ = self._changes_in_batch(ctx)
+            util, candidate, info, change, *_ = self._changes_in_batch(ctx)
             util = np.repeat(util[None, :], ctx.size, axis=0)
             np.add.at(util, (candidate, info), change)
         else:
@@ -322,9 +322,10 @@ class CapacityWithGroupPresenceSpec(Spec):
     def _changes_in_batch(self, batch: MoveBatch) -> tuple[np.ndarray, ...]:
         """Each expression's utilization in the base assignment, and what the cells each
         candidate's moves touch change of it, as (candidate, expression, change, raw
-        change) entries (one pair may repeat; the raw change is the utilization's, see
-        ``guide``): a group counts in the expressions over all groups, and in those of each
-        main group it lies in. Kept per batch: the value and the guide both read it."""
+        change, squared change) entries (one pair may repeat; the raw change is the
+        utilization's, the squared one its square's, see ``guide``): a group counts in the
+        expressions over all groups, and in those of each main group it lies in. Kept per
+        batch: the value and the guide both read it."""
         return batch.memo((self, "changes"), lambda: self._changes_of(batch))
 
     def _changes_of(self, batch: MoveBatch) -> tuple[np.ndarray, ...]:
@@ -334,21 +335,20 @@ class CapacityWithGroupPresenceSpec(Spec):
             self.aggregation_scope, self.dimension, self.groups)
         cells = (group, item)
         change = self._contributions(after, cells) - self._contributions(before, cells)
-        raw = after - before
         main = self.main_of_item[item]
         kept = main >= 0
         candidate, group, main = candidate[kept], group[kept], main[kept]
-        change, raw = change[kept], raw[kept]
+        columns = (change[kept], (after - before)[kept], (after**2 - before**2)[kept])
         everything, per_main = self._info_index
         ids = everything[main]
         over_all = ids >= 0
-        entries = [(candidate[over_all], ids[over_all], change[over_all], raw[over_all])]
+        entries = [(candidate[over_all], ids[over_all], *(c[over_all] for c in columns))]
         if per_main.size and (per_main >= 0).any():
             cell, main_group = np.nonzero(self.inside[group])  # the main groups it lies in
             ids = per_main[main_group, main[cell]]
             within = ids >= 0
-            entries.append((candidate[cell][within], ids[within], change[cell][within],
-                            raw[cell][within]))
+            entries.append((candidate[cell][within], ids[within],
+                            *(c[cell][within] for c in columns)))
         return (util, *(np.concatenate(column) for column in zip(*entries)))
 
     @functools.cached_property
@@ -372,48 +372,64 @@ class CapacityWithGroupPresenceSpec(Spec):
         return (np.asarray(self.infos_at, dtype=np.int64).reshape(-1, 2),
                 np.asarray([limit * cap for limit, cap in self.limits], dtype=float))
 
+    def info_changes(self, batch: MoveBatch) -> InfoChanges:
+        util, candidate, info, change, *_ = self._changes_in_batch(batch)
+        changed, where = np.unique(candidate * len(util) + info, return_inverse=True)
+        infos = changed % len(util)
+        after = util[infos] + np.bincount(where, weights=change, minlength=len(changed))
+        return InfoChanges(self._expressions(util), changed // len(util), infos,
+                           self._expressions(after, infos))
+
     def evaluate(self, ctx: EvalContext) -> float | np.ndarray:
         if not isinstance(ctx, MoveBatch):
             return float(positive(self.infos(ctx)).sum())
         # the base's value, changed where a candidate changes an expression
-        util, candidate, info, change, _ = self._changes_in_batch(ctx)
-        before = positive(self._expressions(util))
-        changed, where = np.unique(candidate * len(util) + info, return_inverse=True)
-        total = np.bincount(where, weights=change, minlength=len(changed))
-        infos = changed % len(util)
-        after = positive(self._expressions(util[infos] + total, infos))
-        return before.sum() + np.bincount(changed // len(util), after - before[infos],
-                                          minlength=ctx.size)
+        changes = self.info_changes(ctx)
+        before = positive(changes.base)
+        return before.sum() + np.bincount(
+            changes.candidate, positive(changes.value) - before[changes.info],
+            minlength=ctx.size)
 
     def guide(self, ctx: EvalContext) -> float | np.ndarray | None:
-        """Under a MAX bound: over the expressions above their limit, the utilization there
-        (neither rounded nor weighed by presence) over the limit. A group's last object
-        leaving a host lowers the value, and the moves before it leave the value flat:
-        this measure falls with each of them (Rebalancer's local search adds a continuous
-        penalty to this spec for the same reason)."""
-        if self.bound != "MAX":
-            return None
+        """Over the expressions beyond their limit, a measure of their cells' utilizations
+        (neither rounded nor weighed by presence) that moves along a flat value lower.
+        Under a MAX bound, the utilization over the limit: a group's last object leaving
+        an item lowers the value, and the moves before it leave the value flat (Rebalancer's
+        local search adds a continuous penalty to this spec for the same reason). Under a
+        MIN bound, minus the squared utilization of each (group, item) cell over the limit
+        squared: moving a group's objects between two items where it weighs more than its
+        presence leaves the value flat, until the lighter item falls below its presence
+        weight; this measure falls with each move into the heavier."""
         limit = self._info_arrays[1]
-        scale = np.where(limit > 0, limit, 1.0)
+        maximum = self.bound == "MAX"
+        scale = np.where(limit > 0, limit, 1.0) ** (1 if maximum else 2)
 
-        def term(util: np.ndarray, raw: np.ndarray, infos: np.ndarray | None = None):
-            over = self._expressions(util, infos) > TOLERANCE
-            return np.where(over, raw, 0.0) / (scale if infos is None else scale[infos])
+        def term(util: np.ndarray, measured: np.ndarray, infos: np.ndarray | None = None):
+            beyond = self._expressions(util, infos) > TOLERANCE
+            return ((1.0 if maximum else -1.0) * np.where(beyond, measured, 0.0)
+                    / (scale if infos is None else scale[infos]))
 
         if not isinstance(ctx, MoveBatch):
-            return float(term(self._utils(self._per_item(ctx)),
-                              self._utils(self._per_item(ctx, raw=True))).sum())
+            return float(term(self._utils(self._per_item(ctx)), self._measured(ctx)).sum())
         base = ctx.base
-        raw = base.memo((self, "raw"), lambda: self._utils(self._per_item(base, raw=True)))
-        util, candidate, info, change, raw_change = self._changes_in_batch(ctx)
-        before = term(util, raw)
+        measured = base.memo((self, "measured"), lambda: self._measured(base))
+        util, candidate, info, change, raw_change, squared_change = self._changes_in_batch(ctx)
+        measured_change = raw_change if maximum else squared_change
+        before = term(util, measured)
         changed, where = np.unique(candidate * len(util) + info, return_inverse=True)
         infos = changed % len(util)
         after = term(util[infos] + np.bincount(where, change, minlength=len(changed)),
-                     raw[infos] + np.bincount(where, raw_change, minlength=len(changed)),
+                     measured[infos] + np.bincount(where, measured_change,
+                                                   minlength=len(changed)),
                      infos)
         return before.sum() + np.bincount(changed // len(util), after - before[infos],
                                           minlength=ctx.size)
+
+    def _measured(self, ctx: EvalContext) -> np.ndarray:
+        """Per expression, the sum of its cells' utilizations (MAX) or of their squares
+        (MIN), as ``guide`` reads them."""
+        group, main, raw = self._per_item(ctx, raw=True)
+        return self._utils((group, main, raw if self.bound == "MAX" else raw**2))
 
     # ---------- compilation ----------
     def _ceil_times(self, b: CpBuilder, expr: object, lo: int, hi: int, initial: int | None,

@@ -20,7 +20,7 @@ from ..primitives import MoveBudget, Restrictions
 from ..problem import OUT_OF_SCOPE, Problem, Scope
 
 if TYPE_CHECKING:
-    from ..context import EvalContext
+    from ..context import EvalContext, InfoChanges, MoveBatch
     from ..cpsat.builder import CpBuilder
     from ..cpsat.forms import Info
 
@@ -94,6 +94,11 @@ class Spec:
     def infos(self, ctx: EvalContext) -> np.ndarray:
         """Constraint expressions e_k (each meaning e_k <= 0)."""
         raise NotImplementedError
+
+    def info_changes(self, batch: MoveBatch) -> InfoChanges | None:
+        """The expressions under ``batch`` as the few each candidate changes, where the
+        spec finds them so (and has no ``penalties``); None: ``infos`` prices the batch."""
+        return None
 
     def penalties(self, ctx: EvalContext) -> np.ndarray | None:
         """Extra penalties P_k of the constraint expressions (docs/semantics.md#constraint-
