@@ -659,6 +659,31 @@ def test_a_walk_spends_a_movement_allowance_where_it_buys_the_most() -> None:
     assert found[1].positions[0] == pytest.approx(0.05, rel=1e-9)
 
 
+def test_a_flat_walk_spends_a_movement_allowance_where_its_guide_gains_most() -> None:
+    """Two hosts tie at the top of a MAX balance (a 6-unit object and three 1-unit ones
+    each), so no single move lowers the value and the guide leads the walk; a hard
+    allowance of 6 units moved. The 6-unit object lowers the guide most but spends the
+    whole allowance and leaves the other host on top; the 1-unit objects gain the most
+    per unit spent, and three off each host reach the enumerated optimum."""
+    tasks = {"h0": ["a", "b", "c", "d"], "h1": ["e", "f", "g", "h"], "h2": []}
+    scenario = parse_scenario({
+        "objectName": "task", "containerName": "host", "assignment": tasks,
+        "objectDimensions": {"cpu": {t: 6 if t in "ae" else 1 for t in "abcdefgh"}},
+        "containerDimensions": {"cpu": {"h0": 10, "h1": 10, "h2": 10}},
+        "goals": [{"spec": {"balanceSpec": {"name": "bal", "scope": "host", "formula": "MAX",
+                                            "dimension": "cpu"}}, "tuplePos": 0}],
+        "constraints": [{"spec": {"minimizeMovementSpec": {
+            "name": "moves", "scope": "host", "dimension": "cpu", "doNotNormalize": True,
+            "allowance": 6}}, "policy": "HARD"}]})
+    problem, model = scenario.problem, scenario.model
+    found = descend(problem, model, problem.initial, time.monotonic() + 10)
+    assert found is not None
+    optimum = min(evaluation.positions[0] for _, evaluation in brute_force(scenario)
+                  if evaluation.feasible)
+    assert found[1].positions[0] == pytest.approx(optimum, rel=1e-9)
+    assert optimum < evaluate(problem, model, problem.initial).positions[0]
+
+
 ONE_MOVE = {
     "job limit": {"spec": {"groupMoveLimitSpec": {
         "name": "one_move", "partitionName": "job",

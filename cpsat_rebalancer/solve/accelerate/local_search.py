@@ -434,16 +434,18 @@ class BatchedDescent:
         """``objects`` ordered by what moving each to its probes (``_probes``) does: while
         repairing, by the least hard-rule excess a probe leaves; else the objects whose
         move lowers the tuple first, by the lowest tuple a probe reaches (under a budget
-        that moves spend, by the most gain per share of it at the first column gained: a
-        greedy by the largest steps spends it on a few large objects), then the others in
-        the order given. Among thousands of objects, the few that break a rule or a soft
-        constraint are where a pass should start."""
+        that moves spend, the tuple or a guide, by the most gain per share of the budget at
+        the first column gained: a greedy by the largest steps spends it on a few large
+        objects, and where the value is flat a walk led by its guide spends it too), then
+        the others in the order given. Among thousands of objects, the few that break a
+        rule or a soft constraint are where a pass should start."""
         probes = self._probes(self.x[objects])
         n = len(objects)
         movers = np.concatenate([objects, objects])
         targets = probes.reshape(-1)
         excess = np.full(2 * n, self.excess)
         keys = np.tile(self.key, (2 * n, 1))
+        ranked = np.tile(self.rank[:-1], (2 * n, 1))  # with the guides, not the spread
         spent = np.zeros((len(self.budgets), 2 * n))  # each budget's share each probe spends
         now = [entry.spec.budget(self.context)[0] for entry, _ in self.budgets]
         for start in range(0, 2 * n, BATCH):
@@ -453,19 +455,27 @@ class BatchedDescent:
             batch = MoveBatch(self.context, movers[chunk, None], targets[chunk, None])
             keys[chunk], excess[chunk] = evaluate_moves(self.problem, self.model, batch,
                                                         self.splits)
+            if self.budgets and self.excess <= 0:
+                ranked[chunk] = self.ranked(keys[chunk], batch)[:, :-1]
             for b, (entry, _) in enumerate(self.budgets):
                 used, most = entry.spec.budget(batch)
                 spent[b, chunk] = (np.asarray(used) - now[b]) / most
         if self.excess > 0:
             return objects[np.argsort(np.minimum(excess[:n], excess[n:]), kind="stable")]
-        rows = np.flatnonzero(rows_below(keys, self.key) & (excess <= TOLERANCE))
+        if self.budgets:  # guides too: a flat value's way down spends the budgets as well
+            keys, key = ranked, self.rank[:-1]
+            at = {position: begin + index  # a position's column among the ranked
+                  for index, (position, begin, _) in enumerate(self.segments)}
+        else:
+            key = self.key
+        rows = np.flatnonzero(rows_below(keys, key) & (excess <= TOLERANCE))
         if not len(rows):
             return objects
         if self.budgets:  # the most gain per share of the budgets, at the first column gained
-            column = first_difference(keys[rows], self.key)[1]
-            gain = self.key[column] - keys[rows, column]
+            column = first_difference(keys[rows], key)[1]
+            gain = key[column] - keys[rows, column]
             # a soft budget costs at its position: a gain before it does not pay for it
-            counts = np.array([[self.column.get(entry.position, -1) if split.has_soft_term
+            counts = np.array([[at.get(entry.position, -1) if split.has_soft_term
                                 else -1] for entry, split in self.budgets]) <= column
             rate = gain / np.maximum((spent[:, rows] * counts).sum(axis=0), NOISE)
             rows = rows[np.lexsort((-rate, column))] % n
