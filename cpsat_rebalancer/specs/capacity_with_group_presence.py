@@ -392,14 +392,14 @@ class CapacityWithGroupPresenceSpec(Spec):
 
     def guide(self, ctx: EvalContext) -> float | np.ndarray | None:
         """Over the expressions beyond their limit, a measure of their cells' utilizations
-        (neither rounded nor weighed by presence) that moves along a flat value lower.
-        Under a MAX bound, the utilization over the limit: a group's last object leaving
-        an item lowers the value, and the moves before it leave the value flat (Rebalancer's
-        local search adds a continuous penalty to this spec for the same reason). Under a
-        MIN bound, minus the squared utilization of each (group, item) cell over the limit
-        squared: moving a group's objects between two items where it weighs more than its
-        presence leaves the value flat, until the lighter item falls below its presence
-        weight; this measure falls with each move into the heavier."""
+        (neither rounded nor weighed by presence) that falls along the moves that leave the
+        value flat on its way down. Under a MAX bound, the utilization over the limit: a
+        group's last object leaving an item lowers the value, and the moves before it leave
+        the value flat (Rebalancer's local search adds a continuous penalty to this spec for
+        the same reason). Under a MIN bound, minus the squared utilization of each (group,
+        item) cell over the limit squared: moving a group's objects between two items where
+        it weighs more than its presence leaves the value flat, until the lighter item falls
+        below its presence weight; this measure falls with each move into the heavier."""
         limit = self._info_arrays[1]
         maximum = self.bound == "MAX"
         scale = np.where(limit > 0, limit, 1.0) ** (1 if maximum else 2)
