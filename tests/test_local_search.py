@@ -635,42 +635,14 @@ def test_a_lazy_pass_prices_each_objects_first_chunk_a_full_pass_all(
     assert max(len(targets) for targets in priced.values()) > FIRST_CHUNK
 
 
-def test_a_walk_spends_a_movement_allowance_where_it_buys_the_most() -> None:
-    """A hard allowance of 6 units of cpu moved: taking the 6-unit object off the hot host
-    is the best single step (0.3 to 0.1) but spends the whole allowance; three 1-unit
-    objects lower the balance more per unit moved and reach the optimum, 0.05, found by
-    enumeration."""
+def descend_under_allowance(assignment: dict, cpu: dict, formula: str = "LINEAR"):
+    """The descent's answer and the feasible enumerated optimum of position 0, for a
+    Balance of cpu over hosts of 10 under a hard allowance of 6 units of cpu moved."""
     scenario = parse_scenario({
-        "objectName": "task", "containerName": "host",
-        "assignment": {"h0": ["a", "b", "c", "d"], "h1": ["g"]},
-        "objectDimensions": {"cpu": {"a": 6, "b": 1, "c": 1, "d": 1, "g": 1}},
-        "containerDimensions": {"cpu": {"h0": 10, "h1": 10}},
-        "goals": [{"spec": {"balanceSpec": {"name": "bal", "scope": "host",
-                                            "dimension": "cpu"}}, "tuplePos": 0}],
-        "constraints": [{"spec": {"minimizeMovementSpec": {
-            "name": "moves", "scope": "host", "dimension": "cpu", "doNotNormalize": True,
-            "allowance": 6}}, "policy": "HARD"}]})
-    problem, model = scenario.problem, scenario.model
-    found = descend(problem, model, problem.initial, time.monotonic() + 10)
-    assert found is not None
-    optimum = min(tuple_key(evaluation) for _, evaluation in brute_force(scenario)
-                  if evaluation.feasible)
-    assert not better(optimum, tuple_key(found[1]))
-    assert found[1].positions[0] == pytest.approx(0.05, rel=1e-9)
-
-
-def test_a_flat_walk_spends_a_movement_allowance_where_its_guide_gains_most() -> None:
-    """Two hosts tie at the top of a MAX balance (a 6-unit object and three 1-unit ones
-    each), so no single move lowers the value and the guide leads the walk; a hard
-    allowance of 6 units moved. The 6-unit object lowers the guide most but spends the
-    whole allowance and leaves the other host on top; the 1-unit objects gain the most
-    per unit spent, and three off each host reach the enumerated optimum."""
-    tasks = {"h0": ["a", "b", "c", "d"], "h1": ["e", "f", "g", "h"], "h2": []}
-    scenario = parse_scenario({
-        "objectName": "task", "containerName": "host", "assignment": tasks,
-        "objectDimensions": {"cpu": {t: 6 if t in "ae" else 1 for t in "abcdefgh"}},
-        "containerDimensions": {"cpu": {"h0": 10, "h1": 10, "h2": 10}},
-        "goals": [{"spec": {"balanceSpec": {"name": "bal", "scope": "host", "formula": "MAX",
+        "objectName": "task", "containerName": "host", "assignment": assignment,
+        "objectDimensions": {"cpu": cpu},
+        "containerDimensions": {"cpu": {host: 10 for host in assignment}},
+        "goals": [{"spec": {"balanceSpec": {"name": "bal", "scope": "host", "formula": formula,
                                             "dimension": "cpu"}}, "tuplePos": 0}],
         "constraints": [{"spec": {"minimizeMovementSpec": {
             "name": "moves", "scope": "host", "dimension": "cpu", "doNotNormalize": True,
@@ -680,8 +652,31 @@ def test_a_flat_walk_spends_a_movement_allowance_where_its_guide_gains_most() ->
     assert found is not None
     optimum = min(evaluation.positions[0] for _, evaluation in brute_force(scenario)
                   if evaluation.feasible)
-    assert found[1].positions[0] == pytest.approx(optimum, rel=1e-9)
-    assert optimum < evaluate(problem, model, problem.initial).positions[0]
+    return found[1], optimum, evaluate(problem, model, problem.initial)
+
+
+def test_a_walk_spends_a_movement_allowance_where_it_buys_the_most() -> None:
+    """A hard allowance of 6 units of cpu moved: taking the 6-unit object off the hot host
+    is the best single step (0.3 to 0.1) but spends the whole allowance; three 1-unit
+    objects lower the balance more per unit moved and reach the optimum, 0.05, found by
+    enumeration."""
+    found, optimum, _ = descend_under_allowance(
+        {"h0": ["a", "b", "c", "d"], "h1": ["g"]}, {"a": 6, "b": 1, "c": 1, "d": 1, "g": 1})
+    assert found.positions[0] == pytest.approx(optimum, rel=1e-9)
+    assert optimum == pytest.approx(0.05, rel=1e-9)
+
+
+def test_a_flat_walk_spends_a_movement_allowance_where_its_guide_gains_most() -> None:
+    """Two hosts tie at the top of a MAX balance (a 6-unit object and three 1-unit ones
+    each), so no single move lowers the value and the guide leads the walk; a hard
+    allowance of 6 units moved. The 6-unit object lowers the guide most but spends the
+    whole allowance and leaves the other host on top; the 1-unit objects gain the most
+    per unit spent, and three off each host reach the enumerated optimum."""
+    found, optimum, initial = descend_under_allowance(
+        {"h0": ["a", "b", "c", "d"], "h1": ["e", "f", "g", "h"], "h2": []},
+        {t: 6 if t in "ae" else 1 for t in "abcdefgh"}, formula="MAX")
+    assert found.positions[0] == pytest.approx(optimum, rel=1e-9)
+    assert optimum < initial.positions[0]
 
 
 ONE_MOVE = {
