@@ -445,7 +445,8 @@ class BatchedDescent:
         targets = probes.reshape(-1)
         excess = np.full(2 * n, self.excess)
         keys = np.tile(self.key, (2 * n, 1))
-        ranked = np.tile(self.rank[:-1], (2 * n, 1))  # with the guides, not the spread
+        # under a budget, the probes as the walk ranks them (guides too, not the spread)
+        ranked = np.tile(self.rank[:-1], (2 * n, 1)) if self.budgets else keys
         spent = np.zeros((len(self.budgets), 2 * n))  # each budget's share each probe spends
         now = [entry.spec.budget(self.context)[0] for entry, _ in self.budgets]
         for start in range(0, 2 * n, BATCH):
