@@ -170,14 +170,36 @@ class EvalContext:
         return float(values[mask].sum())
 
 
-def membership(members: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+# ``membership`` per list of groups (kept with the list, so its id is not reused while
+# here), newest last: a spec's groups never change, and a walk asks again at every step
+_MEMBERSHIPS: dict[tuple[int, bool], tuple[list[np.ndarray], tuple[np.ndarray, np.ndarray]]] = {}
+MEMBERSHIPS_KEPT = 32
+
+
+def membership(members: list[np.ndarray], by_object: bool = False
+               ) -> tuple[np.ndarray, np.ndarray]:
     """Every (object, group) pair of ``members`` (object indices per group), as two aligned
-    arrays: the objects, and the group of each."""
+    read-only arrays: the objects, and the group of each; in group order, or in object
+    order (``by_object``)."""
+    key = (id(members), by_object)
+    if key in _MEMBERSHIPS and _MEMBERSHIPS[key][0] is members:
+        return _MEMBERSHIPS[key][1]
     if not members:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    objects = np.concatenate(members).astype(np.int64, copy=False)
-    sizes = np.fromiter(map(len, members), dtype=np.int64, count=len(members))
-    return objects, np.repeat(np.arange(len(members)), sizes)
+        objects, groups = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    else:
+        objects = np.concatenate(members).astype(np.int64)
+        sizes = np.fromiter(map(len, members), dtype=np.int64, count=len(members))
+        groups = np.repeat(np.arange(len(members)), sizes)
+    if by_object:
+        order = np.argsort(objects, kind="stable")
+        objects, groups = objects[order], groups[order]
+    objects.setflags(write=False)
+    groups.setflags(write=False)
+    _MEMBERSHIPS.pop(key, None)
+    _MEMBERSHIPS[key] = (members, (objects, groups))
+    while len(_MEMBERSHIPS) > MEMBERSHIPS_KEPT:
+        del _MEMBERSHIPS[next(iter(_MEMBERSHIPS))]
+    return objects, groups
 
 
 def group_totals(groups: np.ndarray, items: np.ndarray, values: np.ndarray, n_groups: int,
@@ -308,12 +330,7 @@ class MoveBatch(EvalContext):
         """Every (move, group of the moved object) pair of the batch, as aligned arrays: the
         candidate, the object moved, where it goes, and the group (an object in two groups
         gives two pairs)."""
-        def sorted_membership() -> tuple[np.ndarray, np.ndarray]:
-            objects, groups = membership(members)
-            order = np.argsort(objects, kind="stable")
-            return objects[order], groups[order]
-
-        objects, groups = self._parent.memo_of(members, "membership", sorted_membership)
+        objects, groups = membership(members, by_object=True)
         moved = self.objects >= 0
         candidate = np.repeat(np.arange(self.size), self.objects.shape[1])[moved.ravel()]
         mover, target = self.objects[moved], self.targets[moved]
