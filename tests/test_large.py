@@ -141,6 +141,49 @@ def test_the_search_over_sub_models_improves_a_start_single_moves_cannot() -> No
     assert final[problem.object_index["a"]] == final[problem.object_index["b"]]
 
 
+def test_the_walk_goes_on_from_each_better_sub_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sub-model colocates ``split_job``'s job (on a third host) but moves a filler task
+    for nothing, where it holds the other containers: the search hands each better answer
+    to ``polish`` (here the walk, touching up around what changed), which takes the filler
+    home, and keeps the polished answer; a polish that returns nothing better changes
+    nothing."""
+    data = split_job()
+    data["containerDimensions"]["cpu"]["h2"] = 8
+    data["assignment"]["h2"] = []
+    scenario = parse_scenario(data)
+    problem, model = scenario.problem, scenario.model
+    index = problem.object_index
+    wasteful = problem.initial.copy()  # a and b on h2, f1 next to f2 on h1
+    wasteful[[index["a"], index["b"]]] = 2
+    wasteful[index["f1"]] = 1
+    start = evaluate(problem, model, problem.initial)
+    options = SolverOptions(time_limit=2.0, workers=1, seed=0)
+
+    def sub_solve(sub_model, hint, sub_options):  # a real solve, its answer replaced
+        result = solve_model(problem, sub_model, sub_options, hint=hint, accelerate=False)
+        return replace(result, final=wasteful.copy())
+
+    handed: list[np.ndarray] = []
+
+    def touched_up(x, evaluation):
+        handed.append(x.copy())
+        return local_search.descend(problem, model, x, time.monotonic() + 5, touch_up=True)
+
+    found = large.search(problem, model, options, problem.initial, start,
+                         time.monotonic() + 2.0, sub_solve, lambda: False, lambda: None,
+                         touched_up)
+    assert len(handed) == 1 and np.array_equal(handed[0], wasteful)
+    assert found is not None
+    final, evaluation = found
+    assert final[index["a"]] == final[index["b"]] == 2
+    assert final[index["f1"]] == 0 and evaluation.positions[1] < evaluate(
+        problem, model, wasteful).positions[1]
+    kept = large.search(problem, model, options, problem.initial, start,
+                        time.monotonic() + 2.0, sub_solve, lambda: False, lambda: None,
+                        lambda x, evaluation: None)
+    assert kept is not None and np.array_equal(kept[0], wasteful)
+
+
 def test_each_sub_model_has_its_time_after_a_long_walk(monkeypatch: pytest.MonkeyPatch
                                                       ) -> None:
     """A sub-model's time limit counts from when it starts, not from the solve's start:

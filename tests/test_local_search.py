@@ -357,6 +357,69 @@ def test_a_goals_rewarded_containers_are_tried_first(monkeypatch: pytest.MonkeyP
     assert checked
 
 
+def test_a_lazy_pass_takes_a_moved_object_home_to_the_most_loaded_host(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An object moved off the most loaded host, where a movement goal counts it: a lazy
+    pass prices only each object's first destinations (the least loaded), yet its own
+    host comes among them, and the pass takes it home."""
+    from cpsat_rebalancer.solve.accelerate import local_search
+
+    monkeypatch.setattr(local_search, "FIRST_CHUNK", 2)
+    scenario = parse_scenario({
+        "objectName": "task", "containerName": "host",
+        "objectDimensions": {"cpu": {"big": 8, "p": 1, "m1": 2, "m2": 2, "m3": 2}},
+        "containerDimensions": {"cpu": {f"h{i}": 10 for i in range(5)}},
+        "assignment": {"h0": ["big", "p"], "h1": ["m1"], "h2": ["m2"], "h3": ["m3"],
+                       "h4": []},
+        "goals": [{"spec": {"minimizeMovementSpec": {"name": "moves", "scope": "host"}}}]})
+    problem, model = scenario.problem, scenario.model
+    p, home = problem.object_index["p"], problem.initial[problem.object_index["p"]]
+    moved = problem.initial.copy()
+    moved[p] = problem.container_index["h3"]
+    search = local_search.BatchedDescent(problem, model, moved.copy(),
+                                         evaluate(problem, model, moved), 0)
+    assert home not in search.coolest[:3]  # not among the two least loaded others
+    assert search.moves(time.monotonic() + 10, lazy=True)
+    assert search.x[p] == home
+
+
+def test_a_pinned_object_goes_home_once_two_objects_leave_to_make_room() -> None:
+    """A pinned object (AvoidMoving SOFT) moved off its host, which the walk then filled:
+    its return alone overfills the host by far more than the pin costs, and so does its
+    return with any one object leaving (or a swap); with two leaving, nothing overflows
+    and the pin costs nothing. The walk reaches that, the enumerated optimum, and a pass
+    of returns home (``homecoming``) does in one step."""
+    from cpsat_rebalancer.solve.accelerate import local_search
+
+    giga = 10**9
+    scenario = parse_scenario({
+        "objectName": "task", "containerName": "host",
+        "objectDimensions": {"cpu": {"p": 6 * giga, "a": 3 * giga, "b": 3 * giga,
+                                     "c": 3 * giga}},
+        "containerDimensions": {"cpu": {"h0": 10 * giga, "h1": 10 * giga, "h2": 10 * giga}},
+        "assignment": {"h0": ["p", "a", "b"], "h1": ["c"], "h2": []},
+        "partitions": {"job": {name: [name] for name in "pabc"}},
+        "goals": [{"spec": {"capacityWithGroupPresenceSpec": {  # the overflow, in cpu
+            "name": "cap", "scope": "host", "dimension": "cpu", "bound": "MAX",
+            "partition": "job", "groupToPresenceWeight": {"type": "ABSOLUTE",
+                                                          "globalLimit": 1.0},
+            "scopeItemToLimit": {"type": "RELATIVE", "globalLimit": 1.0}}}}],
+        "constraints": [{"spec": {"avoidMovingSpec": {"name": "pin", "objects": ["p"]}}}],
+        "constraintPolicy": "SOFT"})
+    problem, model = scenario.problem, scenario.model
+    away = problem.initial.copy()  # p on h1, c in its place
+    away[problem.object_index["p"]], away[problem.object_index["c"]] = 1, 0
+    optimum = min(tuple_key(evaluation) for _, evaluation in brute_force(scenario))
+    found = descend(problem, model, away, time.monotonic() + 10)
+    assert found is not None and not better(optimum, tuple_key(found[1]))
+    assert found[0][problem.object_index["p"]] == 0
+    search = local_search.BatchedDescent(problem, model, away.copy(),
+                                         evaluate(problem, model, away), 0)
+    assert search.returns(time.monotonic() + 10)  # one step: the return, two leaving
+    assert (search.x != away).sum() == 3 and search.x[problem.object_index["p"]] == 0
+    assert not better(optimum, tuple_key(evaluate(problem, model, search.x)))
+
+
 MOVES_BEHIND = {"spec": {"minimizeMovementSpec": {"name": "moves", "scope": "host",
                                                   "dimension": "task_count",
                                                   "doNotNormalize": True}},
@@ -832,3 +895,56 @@ def test_a_carried_walk_prices_only_what_changed_since_it_ended(
     batches.clear()
     assert descend(problem, model, end, time.monotonic() + 10) is None
     assert carried_priced < sum(batches)
+
+
+def with_move(x: np.ndarray, obj: int, container: int) -> np.ndarray:
+    moved = x.copy()
+    moved[obj] = container
+    return moved
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_touch_up_after_another_search_prices_only_around_what_it_changed(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where another search moved one object after the walk ended, a carried walk's touch
+    up (``touch_up``) prices the objects around that change and not the full passes:
+    where the move made the tuple worse, it improves on it (putting the object back is
+    one of the moves it prices), with fewer candidates priced than a carried full walk
+    from there."""
+    from cpsat_rebalancer.solve.accelerate import local_search
+
+    rng = np.random.default_rng(seed)
+    shape_seed = 7 * seed
+    while True:  # a shape where one object of the walk's end can move, keeping the rules
+        problem, model, initial, shape_seed = feasible_batchable(60, 8, shape_seed)
+        carried = local_search.Carried()
+        found = descend(problem, model, problem.initial, time.monotonic() + 10,
+                        carried=carried)
+        end = found[0] if found is not None else problem.initial
+        moved = next((candidate for candidate in
+                      (with_move(end, obj, container) for obj in rng.permutation(60)
+                       for container in range(8) if container != end[obj])
+                      if evaluate(problem, model, candidate).feasible), None)
+        if moved is not None:
+            break
+        shape_seed += 1
+    ended = evaluate(problem, model, end)
+    batches: list[int] = []
+    original = local_search.MoveBatch
+
+    def counted(base, objects, targets):
+        batches.append(len(objects))
+        return original(base, objects, targets)
+
+    monkeypatch.setattr(local_search, "MoveBatch", counted)
+    touched = descend(problem, model, moved, time.monotonic() + 10, carried=carried,
+                      touch_up=True)
+    touched_priced = sum(batches)
+    before = evaluate(problem, model, moved)
+    if better(tuple_key(ended), tuple_key(before)):  # putting it back is a move that pays
+        assert touched is not None
+    if touched is not None:
+        assert touched[1].feasible and better(tuple_key(touched[1]), tuple_key(before))
+    batches.clear()
+    descend(problem, model, moved, time.monotonic() + 10, carried=carried)
+    assert touched_priced < sum(batches)

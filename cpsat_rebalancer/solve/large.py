@@ -44,6 +44,8 @@ HOT_SHARE = 0.5  # of the containers freed, the ones whose loads are farthest fr
 
 # solves a sub-model from the assignment given (a hint), under the options given
 SubSolve = Callable[[Model, np.ndarray, SolverOptions], SolveResult]
+# improves an assignment (evaluated) by other means: a better one and its evaluation, or None
+Polish = Callable[[np.ndarray, Evaluation], tuple[np.ndarray, Evaluation] | None]
 
 
 def too_large(problem: Problem, model: Model, options: SolverOptions) -> bool:
@@ -71,13 +73,15 @@ class Freed:
 
 def search(problem: Problem, model: Model, options: SolverOptions, start: np.ndarray,
            start_evaluation: Evaluation, deadline: float, solve: SubSolve,
-           stopped: Callable[[], bool], on_interrupt: Callable[[], None]
-           ) -> tuple[np.ndarray, Evaluation] | None:
+           stopped: Callable[[], bool], on_interrupt: Callable[[], None],
+           polish: Polish | None = None) -> tuple[np.ndarray, Evaluation] | None:
     """Improve ``start`` (an assignment that keeps the hard rules, evaluated) one sub-model
     at a time until ``deadline`` (monotonic clock) or ``stopped()``; the best assignment
     found and its evaluation, None when none beat the start. It ends early at the tuple's
     lowest values (``tuples.at_lowest``); Ctrl-C ends it with the best found (and
-    calls ``on_interrupt``)."""
+    calls ``on_interrupt``). ``polish`` goes on from each better sub-model's answer: a
+    sub-model holds all but a few containers, so what its answer makes possible elsewhere
+    (an object it moved out of the way going home, say) is no later sub-model's to find."""
     rng = np.random.default_rng(options.seed)
     x, current = start.copy(), start_evaluation
     key = tuples.tuple_key(current)
@@ -109,6 +113,10 @@ def search(problem: Problem, model: Model, options: SolverOptions, start: np.nda
             found_key = tuples.tuple_key(found)
             if found.feasible and tuples.better(found_key, key):
                 x, current, key, improved = result.final.copy(), found, found_key, True
+                polished = None if polish is None or stopped() else polish(x, current)
+                if polished is not None and tuples.better(tuples.tuple_key(polished[1]), key):
+                    x, current = polished
+                    key = tuples.tuple_key(current)
             if result.status == OPTIMAL:  # proven in its step: a larger one may fit
                 size = min(LARGEST_SIZE, size + size // 2, problem.num_containers)
             else:

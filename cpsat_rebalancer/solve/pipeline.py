@@ -215,13 +215,20 @@ def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
         nonlocal interrupted
         interrupted = True
 
+    carried = local_search.Carried()  # the walk the descents here share
+
+    def touched_up(x: np.ndarray, _: Evaluation) -> tuple[np.ndarray, Evaluation] | None:
+        return local_search.descend(problem, model, x, deadline, options.seed, stop,
+                                    hot_first=True, carried=carried, touch_up=True)
+
     deadline = started + options.time_limit
     final, final_eval = base.final, base.final_evaluation
     reports = base.buckets
     if batchable(problem, model):  # single moves first (a repair first), where a batch
-        # prices them, until no move helps: the sub-models are for a walk that has stopped
+        # prices them, until no move helps: the sub-models are for a walk that has stopped;
+        # the walk goes on around what each better sub-model changed (``touched_up``)
         searched = local_search.descend(problem, model, final, deadline, options.seed, stop,
-                                        hot_first=True)
+                                        hot_first=True, carried=carried)
         if searched is not None:
             unsettle_after(reports, final_eval, searched[1])
             final, final_eval = searched
@@ -230,7 +237,7 @@ def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
         return base
     found = None if interrupted else large.search(
         problem, model, options, final, final_eval, deadline, sub_solve, lambda: interrupted,
-        stop)
+        stop, touched_up if batchable(problem, model) else None)
     if found is not None:
         unsettle_after(reports, final_eval, found[1])
         final, final_eval = found

@@ -35,7 +35,7 @@ from ...primitives import TOLERANCE
 from ...problem import OUT_OF_SCOPE, Problem
 from ...scenario import Model
 from ..positions import FLOAT_NOISE
-from . import departures
+from . import departures, homecoming
 from .exchanges import PARTNERS, exchange_candidates, relative_loads
 from .single_moves import first_improvements
 from .tuples import (
@@ -69,6 +69,10 @@ TRADES = FIRST_CHUNK  # the best blocked moves a pass of trades prices
 # before the spread stops ranking steps, until a step lowers the tuple or a guide again: a
 # walk along a plateau makes room for a flat term, an endless one only spends the time
 SIDEWAYS_STEPS = 100
+# a pass of swaps with the near partners that has kept one hands back to the moves after
+# this many seconds: a swap changes two containers, where moves (and returns home) may pay
+# now, and a pass over 10,000 objects takes longer than most limits
+SWAP_SECONDS = 2.0
 
 
 class BatchedDescent:
@@ -136,6 +140,7 @@ class BatchedDescent:
         self.judged_at = -1  # the version the evaluator last found not at the floors
         self.changed_at = np.zeros(problem.num_containers, dtype=np.int64)
         self.idle_since = np.full(problem.num_objects, -1, dtype=np.int64)
+        self.swap_idle_since = np.full(problem.num_objects, -1, dtype=np.int64)  # as swapped
         start = tuple_key(current)
         ends = np.cumsum([len(part) for part in start])
         positions = sorted(set(current.positions) | set(current.leximin))
@@ -293,7 +298,7 @@ class BatchedDescent:
         """The batch priced a step other than the evaluator does: the search stands where
         the evaluator says it does, and no later step is kept on the batch's price alone."""
         self.trusted = False
-        self.idle_since[:] = -1
+        self.idle_since[:] = self.swap_idle_since[:] = -1
         here = evaluate(self.problem, self.model, self.x)
         self.kept, self.kept_key = None, None  # what the batch ranked best may not be
         self._keep(self.x.copy(), flat_key(tuple_key(here)), here.hard_excess)
@@ -373,6 +378,26 @@ class BatchedDescent:
             targets = np.column_stack([np.full(len(moved), target),
                                        self.problem.initial[moved]])
             improved |= self._try(pairs, targets, deadline)
+        return improved
+
+    def returns(self, deadline: float) -> bool:
+        """One pass of returns home that make room there (``homecoming``): the TRADES moved
+        objects whose return would lower the soft costs the most, each with objects of its
+        home leaving; whether one was kept."""
+        moved = np.flatnonzero((self.x != self.problem.initial) & self.movable)
+        relief = homecoming.relief(self.model, self.splits, self.context, moved, BATCH)
+        improved, open_ = False, self.coolest[~self.closed[self.coolest]]
+        for o in moved[np.argsort(-relief, kind="stable")][:TRADES]:
+            if relief[np.searchsorted(moved, o)] <= TOLERANCE or self.over(deadline):
+                break
+            if self.x[o] == self.problem.initial[o]:  # taken home by an earlier one
+                continue
+            for candidate, key in homecoming.chain(
+                    self.problem, self.model, self.splits, self.ranked, self.x, int(o),
+                    self.movable, open_, BATCH):
+                if below(key, self.key):
+                    improved |= self._judged(candidate, key)
+                    break
         return improved
 
     def exchanges(self, deadline: float) -> bool:
@@ -492,14 +517,20 @@ class BatchedDescent:
         """One pass of best swaps: each representative (first those a goal rewards
         elsewhere, then from the most loaded containers down) with the representatives of
         other classes on other containers: on the containers a goal rewards it first, then
-        its group mates (a swap within a group keeps its count in both items, where either
-        move alone may not), then least loaded first (``partners``: only that many)."""
-        improved = False
+        on its own container where it has moved, then its group mates (a swap within a
+        group keeps its count in both items, where either move alone may not), then least
+        loaded first (``partners``: only that many). With the near partners only, the
+        pass skips the objects whose container is unchanged since their swaps last found
+        nothing, and ends SWAP_SECONDS after it began once it has kept one."""
+        improved, began = False, time.monotonic()
         order = self._hottest_first(self.representatives())
+        if partners is not None:
+            order = order[self.swap_idle_since[order] < self.changed_at[self.x[order]]]
         rewarded = np.fromiter((o in self.suggested and self.x[o] not in self.suggested[o]
                                 for o in order), dtype=bool, count=len(order))
         for o in np.concatenate([order[rewarded], order[~rewarded]]):
-            if self.over(deadline):
+            if self.over(deadline) or (improved and partners is not None
+                                       and time.monotonic() - began > SWAP_SECONDS):
                 break
             others = self.representatives()
             others = others[(self.x[others] != self.x[o])
@@ -511,7 +542,10 @@ class BatchedDescent:
             targets = np.column_stack([self.x[others], np.full(len(others), self.x[o])])
             allowed = self._allowed(objects[:, 0], targets[:, 0]) & self._allowed(
                 objects[:, 1], targets[:, 1])
-            improved |= self._try(objects[allowed], targets[allowed], deadline)
+            if self._try(objects[allowed], targets[allowed], deadline):
+                improved = True
+            elif not self.over(deadline):
+                self.swap_idle_since[o] = self.version
         return improved
 
     def driving(self) -> float:
@@ -552,10 +586,13 @@ class BatchedDescent:
 
     def _rewarded_first(self, obj: int, containers: np.ndarray) -> np.ndarray:
         """The order that puts the containers where a goal rewards ``obj``
-        (``Spec.suggested_containers``) first, in the order suggested, the others after
-        them in the order given."""
-        suggested = self.suggested.get(obj)
-        if suggested is None:
+        (``Spec.suggested_containers``) first, in the order suggested, then its own
+        container where it has moved (going back gives back what the move cost: a
+        movement goal's, a pinned object's), the others after them in the order given."""
+        suggested = self.suggested.get(obj, np.empty(0, np.int64))
+        if self.x[obj] != self.problem.initial[obj]:
+            suggested = np.append(suggested, self.problem.initial[obj])
+        if not len(suggested):
             return np.arange(len(containers))
         rank = np.full(self.problem.num_containers, len(suggested))
         rank[suggested[::-1]] = np.arange(len(suggested))[::-1]  # a container's first place
@@ -566,9 +603,16 @@ class BatchedDescent:
         objects = self.rng.permutation(objects)
         return objects[np.argsort(-self.relative_loads()[self.x[objects]], kind="stable")]
 
-    def run(self, deadline: float) -> None:
+    def run(self, deadline: float, touch_up: bool = False) -> None:
         """Steps until none helps or the deadline. A guided walk that ends past its best
-        tuple goes on from the best by the tuple alone: where it stops, no step lowers it."""
+        tuple goes on from the best by the tuple alone: where it stops, no step lowers it.
+        ``touch_up``: only passes over the objects around what changed since the walk last
+        stood still (moves and trades), until none helps: a few seconds where another
+        search moved a few containers' objects, not the minutes of a full pass."""
+        while touch_up and not self.over(deadline):
+            if not (self.moves(deadline, lazy=True) | self.trades(deadline)
+                    or self.returns(deadline)):
+                return
         while not self.over(deadline):
             before, repairing, hottest = self.key, self.excess > 0, self.coolest[-1]
             moved = self.departs(deadline, self.driving()) | self.moves(
@@ -577,14 +621,16 @@ class BatchedDescent:
                 moved |= self.exchanges(deadline)
             if moved and (repairing or below(self.key, before)):  # the tuple fell: more moves
                 continue
-            if (self.departs(deadline) or self.swaps(deadline, NEAR_PARTNERS) or moved
+            if (self.departs(deadline) or self.returns(deadline)
+                    or self.swaps(deadline, NEAR_PARTNERS) or moved
                     or self.moves(deadline) or self.trades(deadline)
                     or self.swaps(deadline)):  # all, before an end
                 continue
             if not self.guided:
                 return
             self.guided = False
-            self.idle_since[:] = -1  # priced under the guides: by the tuple alone, again
+            # priced under the guides: by the tuple alone, again
+            self.idle_since[:] = self.swap_idle_since[:] = -1
             if self.kept is not None:
                 self._keep(self.kept.copy(), self.kept_key, 0.0)
 
@@ -617,15 +663,16 @@ class Carried:
 
 def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
             seed: int = 0, on_interrupt: Callable[[], None] | None = None,
-            hot_first: bool = False, carried: Carried | None = None
-            ) -> tuple[np.ndarray, Evaluation] | None:
+            hot_first: bool = False, carried: Carried | None = None,
+            touch_up: bool = False) -> tuple[np.ndarray, Evaluation] | None:
     """Moves and swaps (``BatchedDescent`` where a batch prices moves; else single moves in
     random order, each to the first container that improves the tuple, then random swaps)
     until none helps or the deadline. Returns the better assignment and its evaluation, or
     None. Ctrl-C ends it with the best found (and calls ``on_interrupt``). A start that
     breaks hard rules is repaired first, where a batch prices moves. ``hot_first``: a pass
     takes the objects of the most loaded containers first. ``carried``: the walk an earlier
-    search of the same problem and model left, which this one goes on (and leaves on)."""
+    search of the same problem and model left, which this one goes on (and leaves on).
+    ``touch_up``: only the moves around what changed since (``BatchedDescent.run``)."""
     x = start.copy()
     current = evaluate(problem, model, x)
     repair = not current.feasible  # a start that breaks hard rules: repaired by a batch only
@@ -642,7 +689,7 @@ def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
         if carried is not None:
             carried.search = search
         try:
-            search.run(deadline)
+            search.run(deadline, touch_up)
         except KeyboardInterrupt:
             if on_interrupt is not None:
                 on_interrupt()
