@@ -871,6 +871,21 @@ def test_a_carried_walk_goes_on_from_any_start_to_where_no_single_move_helps(
     assert not improving_move_exists(scenario, found[0])
 
 
+def count_priced(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the batches the walk prices from now on, appended as it prices them."""
+    from cpsat_rebalancer.solve.accelerate import local_search
+
+    batches: list[int] = []
+    original = local_search.MoveBatch
+
+    def counted(base, objects, targets):
+        batches.append(len(objects))
+        return original(base, objects, targets)
+
+    monkeypatch.setattr(local_search, "MoveBatch", counted)
+    return batches
+
+
 def test_a_carried_walk_prices_only_what_changed_since_it_ended(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Carried into a search from the assignment it ended at, a walk prices only the
@@ -882,14 +897,7 @@ def test_a_carried_walk_prices_only_what_changed_since_it_ended(
     carried = local_search.Carried()
     found = descend(problem, model, problem.initial, time.monotonic() + 10, carried=carried)
     end = found[0] if found is not None else problem.initial
-    batches: list[int] = []
-    original = local_search.MoveBatch
-
-    def counted(base, objects, targets):
-        batches.append(len(objects))
-        return original(base, objects, targets)
-
-    monkeypatch.setattr(local_search, "MoveBatch", counted)
+    batches = count_priced(monkeypatch)
     assert descend(problem, model, end, time.monotonic() + 10, carried=carried) is None
     carried_priced = sum(batches)
     batches.clear()
@@ -929,14 +937,7 @@ def test_a_touch_up_after_another_search_prices_only_around_what_it_changed(
             break
         shape_seed += 1
     ended = evaluate(problem, model, end)
-    batches: list[int] = []
-    original = local_search.MoveBatch
-
-    def counted(base, objects, targets):
-        batches.append(len(objects))
-        return original(base, objects, targets)
-
-    monkeypatch.setattr(local_search, "MoveBatch", counted)
+    batches = count_priced(monkeypatch)
     touched = descend(problem, model, moved, time.monotonic() + 10, carried=carried,
                       touch_up=True)
     touched_priced = sum(batches)

@@ -2,10 +2,13 @@
 
 A moved object whose return home would lower a soft constraint's cost (a pinned object's,
 under AvoidMoving SOFT) is often kept away by what the walk did while it was away: its
-home filled up, and the return alone now overfills it by more than it gives back. With one
-object of the home leaving in the same step (to where the returning object is, or to one
-of the least loaded containers), the return pays; no single move or swap from the most
-loaded containers down finds that pair soon among thousands of objects.
+home filled up, and the return alone now overfills it by more than it gives back. With
+objects of the home leaving in the same step, the return pays; no single move or swap
+from the most loaded containers down finds that set soon among thousands of objects. A
+chain builds it: the return with the best of one object of the home leaving (to where the
+returning object is, or to one of the least loaded containers), then up to EJECTIONS - 1
+more leaving one at a time, each the best the walk ranks among those that keep the hard
+rules; the walk keeps the first assignment of the chain that lowers its tuple.
 """
 
 from __future__ import annotations

@@ -607,8 +607,8 @@ class BatchedDescent:
         """Steps until none helps or the deadline. A guided walk that ends past its best
         tuple goes on from the best by the tuple alone: where it stops, no step lowers it.
         ``touch_up``: only passes over the objects around what changed since the walk last
-        stood still (moves and trades), until none helps: a few seconds where another
-        search moved a few containers' objects, not the minutes of a full pass."""
+        stood still (moves, trades, returns home), until none helps: a few seconds where
+        another search moved a few containers' objects, not the minutes of a full pass."""
         while touch_up and not self.over(deadline):
             if not (self.moves(deadline, lazy=True) | self.trades(deadline)
                     or self.returns(deadline)):
