@@ -69,9 +69,8 @@ TRADES = FIRST_CHUNK  # the best blocked moves a pass of trades prices
 # before the spread stops ranking steps, until a step lowers the tuple or a guide again: a
 # walk along a plateau makes room for a flat term, an endless one only spends the time
 SIDEWAYS_STEPS = 100
-# a pass of swaps with the near partners that has kept one hands back to the moves after
-# this many seconds: a swap changes two containers, where moves (and returns home) may pay
-# now, and a pass over 10,000 objects takes longer than most limits
+# a near-swap pass that kept one hands back to the moves after this many seconds: a swap
+# changes two containers, where moves may pay now; a pass over 10,000 objects takes minutes
 SWAP_SECONDS = 2.0
 
 
@@ -382,8 +381,7 @@ class BatchedDescent:
 
     def returns(self, deadline: float) -> bool:
         """One pass of returns home that make room there (``homecoming``): the TRADES moved
-        objects whose return would lower the soft costs the most, each with objects of its
-        home leaving; whether one was kept."""
+        objects whose return most lowers the soft costs; whether one was kept."""
         moved = np.flatnonzero((self.x != self.problem.initial) & self.movable)
         relief = homecoming.relief(self.model, self.splits, self.context, moved, BATCH)
         improved, open_ = False, self.coolest[~self.closed[self.coolest]]
@@ -629,8 +627,7 @@ class BatchedDescent:
             if not self.guided:
                 return
             self.guided = False
-            # priced under the guides: by the tuple alone, again
-            self.idle_since[:] = self.swap_idle_since[:] = -1
+            self.idle_since[:] = self.swap_idle_since[:] = -1  # by the tuple alone, again
             if self.kept is not None:
                 self._keep(self.kept.copy(), self.kept_key, 0.0)
 
