@@ -5,11 +5,13 @@ unused."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
+import numpy as np
 import pytest
 from ortools.sat.python import cp_model
 
-from cpsat_rebalancer import parse_scenario
+from cpsat_rebalancer import evaluate, parse_scenario
 from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.generators import balance_instance
 from cpsat_rebalancer.result import FEASIBLE, NO_SOLUTION, BucketReport
@@ -115,6 +117,60 @@ def test_a_first_search_that_stalls_hands_time_to_a_local_search_whose_answer_is
     assert status in (cp_model.FEASIBLE, cp_model.OPTIMAL)
     assert incumbent is not None and incumbent < start
     assert session.held_sum(bucket.members) <= evaluation.positions[0] + 1e-12
+
+
+def walk_of(session: Session, values: list[float | None],
+            monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """A stand-in walk whose slices end at ``values`` (position 0; None: nothing better),
+    each taking its slice's time; returns the deadlines it was given."""
+    problem = session.builder.problem
+    first = evaluate(problem, session.model, problem.initial)
+    deadlines: list[float] = []
+
+    def descend(problem_, model, start: np.ndarray, deadline: float, *args,  # noqa: ANN002
+                **kwargs) -> tuple | None:  # noqa: ANN003
+        deadlines.append(deadline)
+        time.sleep(max(0.0, deadline - time.monotonic()))
+        value = values[min(len(deadlines), len(values)) - 1]
+        return None if value is None else (
+            start.copy(), replace(first, positions={**first.positions, 0: value}))
+
+    monkeypatch.setattr(bucket_module.local_search, "descend", descend)
+    return deadlines
+
+
+@pytest.mark.parametrize(("values", "slices", "kept"), [
+    ([100.0, 50.0, 25.0, 24.9, 10.0], 4, 24.9),  # halves, then gains 0.4%: stops there
+    ([100.0, None, 1.0], 2, 100.0),  # the second slice finds nothing better: stops
+    ([None, 1.0], 1, None),  # the first finds nothing: no more slices
+])
+def test_the_walk_goes_on_in_slices_while_each_still_lowers_the_tuple(
+        values: list[float | None], slices: int, kept: float | None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bucket's local search (CP-SAT's first search stalled) is given a slice, then
+    slices as long again while each lowers the tuple by ``walk_gain`` (1%) or more; the
+    last slice's answer is the one kept."""
+    session, buckets = three_positions()
+    assert session.start_from()
+    form = session.builder.integerize(lin_sum(buckets[0].terms), objective=True)
+    deadlines = walk_of(session, values, monkeypatch)
+    bucket_module.stalled_search(session, form, 0.1, 5.0)
+    assert len(deadlines) == slices
+    assert (session.searched is None) == (kept is None)
+    assert kept is None or session.searched[1].positions[0] == kept
+
+
+def test_a_walk_that_keeps_descending_stops_at_the_most_it_may_take(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    session, buckets = three_positions()
+    assert session.start_from()
+    form = session.builder.integerize(lin_sum(buckets[0].terms), objective=True)
+    deadlines = walk_of(session, [100.0 / 2 ** k for k in range(1000)], monkeypatch)
+    started = time.monotonic()
+    bucket_module.stalled_search(session, form, 0.1, 1.0)
+    assert 5 <= len(deadlines) <= 11
+    assert max(deadlines) <= started + 1.0 + 0.01
+    assert time.monotonic() - started < 1.5
 
 
 def test_a_search_that_found_nothing_proves_no_bound_on_a_negative_objective(

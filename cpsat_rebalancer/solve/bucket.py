@@ -235,8 +235,9 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
     if (budget is not None and status in (cp_model.FEASIBLE, cp_model.UNKNOWN)
             and held is not None and before is not None
             and (incumbent is None or incumbent >= held(before))):
-        found = stalled_search(session, form, shares.stalled_search_share
-                               * (budget - (time.monotonic() - t0)))
+        left = budget - (time.monotonic() - t0)
+        found = stalled_search(session, form, shares.stalled_search_share * left,
+                               shares.stalled_search_most * left)
         if found is not None and (incumbent is None or found < incumbent):
             incumbent, objective = found, float(Fraction(found) / form.factor)
             status = cp_model.FEASIBLE
@@ -305,13 +306,15 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
     return status, solver, incumbent, objective, bound
 
 
-def stalled_search(session: Session, form: Integerized, seconds: float) -> int | None:
+def stalled_search(session: Session, form: Integerized, seconds: float, most: float
+                   ) -> int | None:
     """Where CP-SAT's first search found nothing better than the assignment held (a large
     model it had no time to get into), a local search from that assignment, priced in
-    batches, for ``seconds``: on such models it often walks far below in the time CP-SAT
-    would take to start. Its answer is kept for the end (``session.searched``) and, when
-    the model takes it, held, so that the searches after start from it. Returns its
-    objective (integer units) when held, else None."""
+    batches, for ``seconds``, then slices as long again while each lowers the tuple by
+    the budget's ``walk_gain`` (``most`` seconds in all, at most): on such models it often
+    walks far below in the time CP-SAT would take to start. Its answer is kept for the end
+    (``session.searched``) and, when the model takes it, held, so that the searches after
+    start from it. Returns its objective (integer units) when held, else None."""
     builder = session.builder
     problem, model = builder.problem, session.model
     if (session.values is None or not session.accelerate or seconds <= 0.05
@@ -322,9 +325,20 @@ def stalled_search(session: Session, form: Integerized, seconds: float) -> int |
         session.interrupted = True
 
     session.progress.phase("local search")
+    end = time.monotonic() + max(seconds, most)
     found = local_search.descend(problem, model, session.decode(),
                                  time.monotonic() + seconds, session.options.seed, stop,
                                  carried=session.carried)
+    while (found is not None and not session.interrupted
+           and time.monotonic() + seconds / 2 < end):  # slices more while the walk descends
+        more = local_search.descend(problem, model, found[0],
+                                    min(time.monotonic() + seconds, end),
+                                    session.options.seed, stop, carried=session.carried)
+        if more is None:
+            break
+        found, descending = more, tuples.gained(more[1], found[1], session.budget.walk_gain)
+        if not descending:
+            break
     if found is None:
         return None
     if session.searched is None or tuples.ahead(found[1], session.searched[1]):

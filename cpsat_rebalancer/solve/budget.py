@@ -23,6 +23,11 @@ class Budget:
     # where the first search finds nothing better than the assignment held: of what is left,
     # for a local search from it (bucket.stalled_search)
     stalled_search_share: float = 0.25
+    # and, while each such slice still lowers the tuple by ``walk_gain`` (the walk is still
+    # descending: the bucket's later stages would start from further up), slices more, up
+    # to this much of what was left in all
+    stalled_search_most: float = 0.75
+    walk_gain: float = 0.01  # of the value at the first position a slice lowers
     relax_share: float = 0.4  # of what is left of that, at most, for the load relaxation
     # at least, of the bucket's share (more when the bucket left more), for the exact
     # closure of a compiled optimum on rounded forms (solve.closure)

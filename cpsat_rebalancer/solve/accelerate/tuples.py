@@ -38,6 +38,16 @@ def ahead(a: Evaluation, b: Evaluation) -> bool:
     return better(tuple_key(a), tuple_key(b))
 
 
+def gained(a: Evaluation, b: Evaluation, fraction: float) -> bool:
+    """Whether ``a``'s tuple is below ``b``'s by at least ``fraction`` of the larger
+    magnitude at the first entry where they differ by more than float noise."""
+    for x, y in zip(tuple_key(a), tuple_key(b)):
+        for u, v in zip(x, y):
+            if abs(u - v) > NOISE * max(1.0, abs(u), abs(v)):
+                return v - u >= fraction * max(abs(u), abs(v))
+    return False
+
+
 def rows_below(keys: np.ndarray, current: np.ndarray) -> np.ndarray:
     """Which rows of ``keys`` (flattened tuples) are lexicographically below ``current`` by
     more than float noise."""
