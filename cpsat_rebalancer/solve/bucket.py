@@ -317,7 +317,7 @@ def stalled_search(session: Session, form: Integerized, seconds: float, most: fl
     start from it. Returns its objective (integer units) when held, else None."""
     builder = session.builder
     problem, model = builder.problem, session.model
-    if (session.values is None or not session.accelerate or seconds <= 0.05
+    if (session.values is None or not session.walks or seconds <= 0.05
             or session.interrupted or not batchable(problem, model)):
         return None
 
