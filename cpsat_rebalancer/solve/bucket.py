@@ -336,7 +336,8 @@ def stalled_search(session: Session, form: Integerized, seconds: float, most: fl
                                     session.options.seed, stop, carried=session.carried)
         if more is None:
             break
-        found, descending = more, tuples.gained(more[1], found[1], session.budget.walk_gain)
+        descending = tuples.gained(more[1], found[1], session.budget.walk_gain)
+        found = more
         if not descending:
             break
     if found is None:
