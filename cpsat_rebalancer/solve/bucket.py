@@ -326,19 +326,18 @@ def stalled_search(session: Session, form: Integerized, seconds: float, most: fl
 
     session.progress.phase("local search")
     end = time.monotonic() + max(seconds, most)
-    found = local_search.descend(problem, model, session.decode(),
-                                 time.monotonic() + seconds, session.options.seed, stop,
-                                 carried=session.carried)
-    while (found is not None and not session.interrupted
-           and time.monotonic() + seconds / 2 < end):  # slices more while the walk descends
-        more = local_search.descend(problem, model, found[0],
+    found = None  # the last slice's answer and its evaluation
+    while not session.interrupted:  # slices while the walk descends
+        more = local_search.descend(problem, model,
+                                    session.decode() if found is None else found[0],
                                     min(time.monotonic() + seconds, end),
                                     session.options.seed, stop, carried=session.carried)
         if more is None:
             break
-        descending = tuples.gained(more[1], found[1], session.budget.walk_gain)
+        descending = found is None or tuples.gained(more[1], found[1],
+                                                    session.budget.walk_gain)
         found = more
-        if not descending:
+        if not descending or time.monotonic() + seconds / 2 >= end:
             break
     if found is None:
         return None

@@ -24,13 +24,21 @@ def tuple_key(evaluation: Evaluation) -> list[tuple[float, ...]]:
             else (evaluation.positions.get(p, 0.0),) for p in positions]
 
 
-def better(a: list[tuple[float, ...]], b: list[tuple[float, ...]]) -> bool:
-    """Whether tuple ``a`` is lexicographically below ``b`` by more than float noise."""
+def differing(a: list[tuple[float, ...]], b: list[tuple[float, ...]]
+              ) -> tuple[float, float] | None:
+    """The entries of tuples ``a`` and ``b`` at the first place they differ by more than
+    float noise; None where they do not."""
     for x, y in zip(a, b):
         for u, v in zip(x, y):
             if abs(u - v) > NOISE * max(1.0, abs(u), abs(v)):
-                return u < v
-    return False
+                return u, v
+    return None
+
+
+def better(a: list[tuple[float, ...]], b: list[tuple[float, ...]]) -> bool:
+    """Whether tuple ``a`` is lexicographically below ``b`` by more than float noise."""
+    entries = differing(a, b)
+    return entries is not None and entries[0] < entries[1]
 
 
 def ahead(a: Evaluation, b: Evaluation) -> bool:
@@ -41,11 +49,8 @@ def ahead(a: Evaluation, b: Evaluation) -> bool:
 def gained(a: Evaluation, b: Evaluation, fraction: float) -> bool:
     """Whether ``a``'s tuple is below ``b``'s by at least ``fraction`` of the larger
     magnitude at the first entry where they differ by more than float noise."""
-    for x, y in zip(tuple_key(a), tuple_key(b)):
-        for u, v in zip(x, y):
-            if abs(u - v) > NOISE * max(1.0, abs(u), abs(v)):
-                return v - u >= fraction * max(abs(u), abs(v))
-    return False
+    entries = differing(tuple_key(a), tuple_key(b))
+    return entries is not None and entries[1] - entries[0] >= fraction * max(map(abs, entries))
 
 
 def rows_below(keys: np.ndarray, current: np.ndarray) -> np.ndarray:
