@@ -15,8 +15,8 @@ from ortools.sat.python import cp_model
 from test_bruteforce import check_against_enumeration
 
 from cpsat_rebalancer import parse_scenario
-from cpsat_rebalancer.cpsat.forms import OuterPiece
 from cpsat_rebalancer.cpsat.linear import lin_sum
+from cpsat_rebalancer.cpsat.outer import OuterPiece
 from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.solve.bucket import outer_level
 from cpsat_rebalancer.solve.compile import compile_model

@@ -18,8 +18,9 @@ import numpy as np
 
 from ..errors import InputError
 from .builder import CpBuilder
-from .forms import CUT_ROOM, Atom, OuterPiece
+from .forms import Atom
 from .linear import Lin
+from .outer import CUT_ROOM, OuterPiece
 
 ALL_INTEGERS_UP_TO = 1024  # ranges this short get a breakpoint at every integer (exact)
 SEGMENTS = 64  # otherwise this many uniform segments, plus the kinks
@@ -27,8 +28,6 @@ SEGMENTS = 64  # otherwise this many uniform segments, plus the kinks
 # that a proof holds to far below a relative 1e-9; 9 where a sum has more terms than
 # SHORT_SUM, whose finer values cost CP-SAT's searches and relaxations their footing
 VALUE_DIGITS, COARSE_DIGITS, SHORT_SUM = 12, 9, 128
-
-
 # scaled values stay below this, so that a chord over up to MAX_SPAN + 1 integers (width times
 # value) still fits CP-SAT's 64 bits
 VALUE_LIMIT = 2**45
