@@ -72,8 +72,9 @@ def settle(report: BucketReport, bucket: Bucket) -> None:
     """The bucket's bound and status for the evaluator's value, not the compiled model's.
     The compiled value of any assignment lies at most ``bucket.over`` above its exact value,
     so the compiled bound less that (and no less than ``bucket.floor``, the lowest exact
-    value there is) bounds every assignment's exact value; the bucket is OPTIMAL only when
-    its evaluated value meets that bound to relative EXACT. Where the exact closure
+    value there is) bounds every assignment's exact value; the bucket is OPTIMAL exactly
+    when its evaluated value meets that bound to relative EXACT, whether or not CP-SAT
+    closed the compiled model's last units. Where the exact closure
     proved the exact optimum (``bucket.exact_bound``), that is the bound. A leximin bucket
     is proven level by level and keeps its report."""
     if bucket.exact_bound is not None:
@@ -102,3 +103,7 @@ def settle(report: BucketReport, bucket: Bucket) -> None:
     if report.status == OPTIMAL and gap > EXACT * abs(value) + FLOAT_NOISE:
         report.status = FEASIBLE
         report.termination = "approximated"
+    elif report.status == FEASIBLE and gap <= EXACT * abs(value) + FLOAT_NOISE:
+        # a search cut short on the compiled model, whose last units the exact value does
+        # not need: what OPTIMAL promises holds
+        report.status, report.termination = OPTIMAL, "optimal"

@@ -1,0 +1,39 @@
+"""A bucket's status for the evaluator's value (solve/check.py, ``settle``): OPTIMAL exactly
+when its evaluated value meets the compiled bound less the over-estimate to relative 1e-9,
+whether or not CP-SAT closed the compiled model's last units."""
+
+from __future__ import annotations
+
+import pytest
+
+from cpsat_rebalancer.result import FEASIBLE, OPTIMAL, BucketReport
+from cpsat_rebalancer.solve.check import settle
+from cpsat_rebalancer.solve.positions import Bucket
+
+
+def report(status: str, termination: str, value: float, bound: float) -> BucketReport:
+    return BucketReport(position=3, status=status, termination=termination, objective=value,
+                        compiled_objective=value, bound=bound, gap=None, relative_gap=None,
+                        approximation_error=1e-9, seconds=1.0)
+
+
+@pytest.mark.parametrize(("gap", "over", "status"), [
+    (1e-12, 0.0, OPTIMAL), (1e-6, 0.0, FEASIBLE), (1e-12, 1e-6, FEASIBLE)])
+def test_a_search_cut_short_is_optimal_where_the_exact_value_meets_the_bound(
+        gap: float, over: float, status: str) -> None:
+    """CP-SAT stopped before closing a finely scaled objective's last units: the bound
+    less the over-estimate decides, and the report keeps that bound."""
+    value = 1.1953463859
+    settled = report(FEASIBLE, "time_limit", value, value * (1 - gap))
+    settle(settled, Bucket(3, over=over))
+    assert settled.status == status
+    assert settled.termination == ("optimal" if status == OPTIMAL else "time_limit")
+    assert settled.bound == pytest.approx(value * (1 - gap) - over, rel=1e-15)
+
+
+def test_a_compiled_proof_short_of_the_exact_value_is_approximated() -> None:
+    value = 2.0
+    settled = report(OPTIMAL, "optimal", value, value)
+    settle(settled, Bucket(3, over=1e-6))
+    assert (settled.status, settled.termination) == (FEASIBLE, "approximated")
+    assert settled.gap == pytest.approx(1e-6)
