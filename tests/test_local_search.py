@@ -634,21 +634,24 @@ def test_the_walk_ends_once_the_tuple_is_at_its_lowest(monkeypatch: pytest.Monke
 
 
 def test_a_value_at_its_floor_needs_no_floor_search() -> None:
-    """A bucket whose compiled value may lie above the exact one (``over``) is proven on
-    the evaluator's value only by the exact closure, or where the answer sits at the
-    lowest value any assignment can have there: then the move-based floor, which only
-    runs while something is unproven, would search for nothing."""
+    """A bucket proven on its compiled value is proven on the evaluator's where the
+    compiled bound less the over-estimate meets the answer's value (not where the answer
+    lies above its compiled value, an under-estimate), by the exact closure, or where the
+    answer sits at the lowest value any assignment can have there: then the move-based
+    floor, which only runs while something is unproven, would search for nothing."""
     from types import SimpleNamespace
 
     from cpsat_rebalancer.solve.positions import Bucket
 
-    def proven(bucket: Bucket, value: float) -> bool:
-        return pipeline.exactly_proven(bucket, SimpleNamespace(positions={0: value}))
+    def proven(bucket: Bucket, value: float, bound: float | None = None) -> bool:
+        return pipeline.exactly_proven(bucket, SimpleNamespace(bound=bound, leximin_levels=None),
+                                       SimpleNamespace(positions={0: value}))
 
-    assert proven(Bucket(0, over=0.0), 5.0)
+    assert proven(Bucket(0, over=0.0), 5.0, bound=5.0)
+    assert not proven(Bucket(0, over=0.0), 5.0, bound=4.9)
     assert proven(Bucket(0, over=1e-9, exact_bound=4.0), 5.0)
     assert proven(Bucket(0, over=1e-9), 0.0)
-    assert not proven(Bucket(0, over=1e-9), 1e-6)
+    assert not proven(Bucket(0, over=1e-9), 1e-6, bound=1e-6)
     assert not proven(Bucket(0, over=1e-9, floor=-np.inf), 0.0)
 
 

@@ -27,7 +27,7 @@ from .compile import compile_model
 from .explain import explain_infeasibility
 from .leximin import solve_leximin
 from .moves import fewest_moves
-from .positions import FLOAT_NOISE, Bucket, planned
+from .positions import EXACT, FLOAT_NOISE, Bucket, planned
 from .session import Session
 
 T = TypeVar("T")
@@ -129,7 +129,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     final_eval, came = (initial, False) if holding_initial else settled(
         lambda: evaluate(problem, model, final))
     proven = all(r.status == OPTIMAL and (r.position not in buckets
-                                          or exactly_proven(buckets[r.position], final_eval))
+                                          or exactly_proven(buckets[r.position], r, final_eval))
                  for r in reports)
     if (session.reserve and not infeasible and not session.interrupted and not proven
             and options.plan.lexicographic):  # the floor improves in the plain order only
@@ -444,13 +444,18 @@ def name_work_limits(session: Session, reports: list[BucketReport]) -> None:
                 report.termination = "work_limit"
 
 
-def exactly_proven(bucket: Bucket, final: Evaluation) -> bool:
-    """Whether a bucket proven on its compiled value is proven on the evaluator's too: its
-    compiled value is exact, the exact closure proved it, or the answer's value there is
+def exactly_proven(bucket: Bucket, report: BucketReport, final: Evaluation) -> bool:
+    """Whether a bucket proven on its compiled value is proven on the evaluator's too: the
+    compiled bound less what compiled values may lie above exact ones meets the answer's
+    value there (as check.settle judges it), the exact closure proved it, or that value is
     the lowest any assignment can have."""
     value = sum(final.positions.get(p, 0.0) for p in bucket.members)
-    return (not bucket.over or bucket.exact_bound is not None
-            or value <= bucket.floor + FLOAT_NOISE)
+    if report.leximin_levels is not None:  # proven level by level
+        met = not bucket.over
+    else:
+        met = (report.bound is not None
+               and value - (report.bound - bucket.over) <= EXACT * abs(value) + FLOAT_NOISE)
+    return met or bucket.exact_bound is not None or value <= bucket.floor + FLOAT_NOISE
 
 
 def move_floor(session: Session, final: np.ndarray) -> tuple[np.ndarray, Evaluation] | None:
