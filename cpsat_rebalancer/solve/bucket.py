@@ -208,8 +208,8 @@ def blended(session: Session, form: Integerized, incumbent: int | None,
     session.progress.phase("search with moves")
     status, solver = session.solve(objective, budget)
     value, _, bound = bucket_values(status, solver, form.expr, form.factor, (weight, most))
-    if status == cp_model.OPTIMAL:
-        session.blend_floor = round(solver.objective_value)
+    if status == cp_model.OPTIMAL:  # (exactly: the float objective_value loses units near 1e17)
+        session.blend_floor = int(solver.value(objective))
     elif value is None:
         return status, None, incumbent, None
     return status, solver, value if incumbent is None else min(incumbent, value), bound
@@ -373,8 +373,9 @@ def finish(session: Session, bucket: Bucket, form: Integerized, status: int,
         objective = float(Fraction(incumbent) / form.factor)
         if bound is not None and objective < bound:
             # a compiled value below the compiled optimum proven: that proof was wrong
-            # (CP-SAT's presolve has claimed OPTIMAL on models with large coefficients)
-            bound = None
+            # (CP-SAT's presolve has claimed OPTIMAL on models with large coefficients),
+            # and so is the floor on moves a blended search proved with it
+            bound = session.blend_floor = None
             if not closed.complete:
                 status = cp_model.FEASIBLE
         if closed.complete:

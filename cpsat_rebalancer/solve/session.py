@@ -27,6 +27,10 @@ from ..scenario import Model, SolverOptions
 from .budget import DEFAULT_BUDGET, Budget
 
 OVERRUN_SECONDS = 1.0  # past a solve's own time limit, it is stopped from outside
+# an OPTIMAL of CP-SAT's presolve on a model of at most this many variables is checked by a
+# search without presolve for a better solution, of at most CHECK_WORK deterministic seconds
+CHECKED_VARIABLES, CHECK_WORK = 2000, 1.0
+RECHECK_SECONDS = 0.2  # the least a solve refuted so gets to run again
 
 
 def run_solver(solver: cp_model.CpSolver, cp: cp_model.CpModel) -> tuple[int, bool]:
@@ -322,6 +326,10 @@ class Session:
         status = self.run_all([(solver, cp)], [reporter])[0]
         if status == cp_model.INFEASIBLE and self.values is not None and not probing:
             status = self._doubted(solver, cp, reporter, started)
+        elif (status == cp_model.OPTIMAL and objective is not None and not probing
+              and solver.parameters.cp_model_presolve
+              and len(cp.Proto().variables) <= CHECKED_VARIABLES):
+            status = self._checked_optimum(solver, cp, objective, reporter, started)
         if status == cp_model.MODEL_INVALID:
             reason = cp.validate()
             if not reason and self.options.cpsat_parameters:
@@ -353,6 +361,35 @@ class Session:
             if status != cp_model.INFEASIBLE:
                 return status
         return cp_model.UNKNOWN
+
+    def _checked_optimum(self, solver: cp_model.CpSolver, cp: cp_model.CpModel,
+                         objective: object, reporter: SolutionReporter | None,
+                         started: float) -> int:
+        """A solve's OPTIMAL, which CP-SAT's presolve has claimed above a feasible value on
+        some models with large coefficients (benchmarks/cpsat_false_optimal.py), checked on
+        a small model: a search without presolve for a solution strictly below it. When it
+        finds one the claim is wrong, and the solve runs again without presolve in what is
+        left of its time (its answer stands); else the claim stands (proven when that search
+        says INFEASIBLE, as the search alone proves)."""
+        check = cp.clone()
+        check.clear_objective()
+        check.add(objective <= solver.value(objective) - 1)
+        until = started + solver.parameters.max_time_in_seconds
+        checker = cp_model.CpSolver()
+        params = checker.parameters
+        params.num_workers, params.random_seed = self.options.workers, self.options.seed
+        params.cp_model_presolve = False
+        params.max_deterministic_time = CHECK_WORK
+        params.max_time_in_seconds = max(0.01, until - time.monotonic())
+        if self.run(checker, check) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return cp_model.OPTIMAL
+        cp.clear_hints()  # (the clone's variables are the model's, index for index)
+        for index, value in enumerate(checker.response_proto.solution):
+            cp.add_hint(cp.get_int_var_from_proto_index(index), value)
+        # (at least a moment: the claim's bound must not stand for want of time)
+        until = max(until, time.monotonic() + RECHECK_SECONDS)
+        status = self._again(solver, cp, reporter, until, solver.parameters.random_seed, False)
+        return cp_model.UNKNOWN if status is None else status
 
     def _again(self, solver: cp_model.CpSolver, cp: cp_model.CpModel,
                reporter: SolutionReporter | None, until: float, seed: int,
@@ -503,7 +540,7 @@ class Session:
             if self.interrupted or self._interruptible(solver) not in solved:
                 return False  # (the values held are still a whole, feasible assignment)
             self.values = list(solver.response_proto.solution)
-        self.start_value = round(solver.objective_value)
+        self.start_value = int(solver.value(objective))  # (the float loses units near 1e17)
         return True
 
     def held_whole(self) -> bool:

@@ -1,0 +1,74 @@
+"""An OPTIMAL of CP-SAT's presolve is checked on a small model by a search without presolve
+for a strictly better solution (CP-SAT 9.15 has claimed OPTIMAL above a feasible value on
+models with large coefficients: benchmarks/cpsat_false_optimal.py). A claim that search
+refutes does not stand: the solve runs again without presolve."""
+
+from __future__ import annotations
+
+import pytest
+from ortools.sat.python import cp_model
+
+from cpsat_rebalancer.generators import balance_instance
+from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
+from cpsat_rebalancer.solve import session as session_module
+from cpsat_rebalancer.solve.compile import compile_model
+from cpsat_rebalancer.solve.moves import moved_objects
+from cpsat_rebalancer.solve.session import Session
+
+
+def session_and_objective() -> tuple[Session, object]:
+    """A small balance instance's session, and an objective that is 0 at its optimum
+    (nothing moved), positive elsewhere."""
+    scenario = parse_scenario(balance_instance(24, 8, seed=4))
+    builder, _ = compile_model(scenario.problem, scenario.model)
+    assert 100 < len(builder.cp.Proto().variables) <= session_module.CHECKED_VARIABLES
+    return Session(builder, scenario.model, SolverOptions(workers=1, seed=3)), \
+        moved_objects(builder)
+
+
+def claims_above(monkeypatch: pytest.MonkeyPatch, objective: object, claims: int
+                 ) -> list[bool]:
+    """The first ``claims`` solves with presolve made to end OPTIMAL at a value above the
+    optimum (they solve the model with ``objective >= 2`` added); returns whether each solve
+    made ran with presolve."""
+    presolves: list[bool] = []
+    real = session_module.run_solvers
+
+    def run(solves, reporters=None):  # noqa: ANN001, ANN202
+        solver, cp = solves[0]
+        presolves.append(solver.parameters.cp_model_presolve)
+        if solver.parameters.cp_model_presolve and sum(presolves) <= claims:
+            worse = cp.clone()
+            worse.add(objective >= 2)
+            return real([(solver, worse)], reporters)
+        return real(solves, reporters)
+
+    monkeypatch.setattr(session_module, "run_solvers", run)
+    return presolves
+
+
+def test_an_optimum_a_search_without_presolve_beats_is_solved_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    session, moved = session_and_objective()
+    presolves = claims_above(monkeypatch, moved, 1)
+    status, solver = session.solve(moved)
+    assert status == cp_model.OPTIMAL
+    assert solver.value(moved) == 0 and solver.best_objective_bound == 0
+    assert presolves == [True, False, False]  # the claim, the check, the solve again
+    assert session.values == list(solver.response_proto.solution)
+
+
+def test_an_optimum_the_check_confirms_stands(monkeypatch: pytest.MonkeyPatch) -> None:
+    session, moved = session_and_objective()
+    presolves = claims_above(monkeypatch, moved, 0)
+    status, solver = session.solve(moved)
+    assert status == cp_model.OPTIMAL and solver.value(moved) == 0
+    assert presolves == [True, False]
+
+
+def test_a_large_model_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    session, moved = session_and_objective()
+    monkeypatch.setattr(session_module, "CHECKED_VARIABLES", 100)
+    presolves = claims_above(monkeypatch, moved, 0)
+    session.solve(moved)
+    assert presolves == [True]
