@@ -50,7 +50,7 @@ class BucketReport:
     leximin_level_value: float | None = None
     leximin_level_bound: float | None = None
     # how far above its compiled optimum later buckets may take this one (compiled values
-    # within twice the error may tie exactly)
+    # within the error plus the over-estimate may tie exactly)
     freeze_slack: float = 0.0
     # an allowed worsening: the value later buckets were held to (this bucket's own optimum,
     # proven or not, is what ``status`` and ``bound`` are about; ``objective`` is its final

@@ -14,6 +14,7 @@ from ortools.sat.python import cp_model
 
 from ..errors import InputError
 from ..primitives import TOLERANCE
+from .atoms import Atom, term_below
 from .domains import DOMAIN_ROOM, DomainCountingModel
 from .linear import Lin, lin_sum
 from .outer import OuterPiece
@@ -44,18 +45,6 @@ ATOMS_PER_TIME_CHECK = 1024  # atoms built between two looks at the clock
 
 
 @dataclass
-class Atom:
-    expr: object  # CP-SAT integer expression (IntVar, LinearExpr or int)
-    lo: int
-    hi: int
-    initial: int | None = None  # value at the initial assignment, when defined by the problem
-    bounding: bool = False  # only bounds its value from above (exact under minimization only)
-    # how far its value may lie, whichever way, from what it stands for (integer units): a
-    # load of sizes rounded to the dimension's scale
-    drift: float = 0.0
-
-
-@dataclass
 class Integerized:
     """``K·lin`` as an integer CP-SAT expression, with the rounding error bound (in value)."""
 
@@ -65,6 +54,8 @@ class Integerized:
     hi: int
     error: float = 0.0
     initial: int | None = None  # the value at the initial assignment, where its atoms have one
+    # the part of ``error`` by which the compiled value may lie above the exact one
+    over: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -254,9 +245,13 @@ class IntegerForms:
     def _scaled(self, lin: Lin, divided: Fraction, factor: int,
                 objective: bool = False) -> Integerized:
         """``factor``·``lin`` rounded to integers, its error stated: ``divided``, what
-        ``lin`` already lies from the form it stands for (``_divided``), plus the rounding."""
+        ``lin`` already lies from the form it stands for (``_divided``), plus the rounding.
+        An ``objective``'s terms are rounded down wherever their atom's sign allows (see
+        ``atoms.term_below``): its compiled value then lies above the exact one only by what
+        could not be, so the compiled bound less that bounds the exact optimum, however
+        coarse the rounding below."""
         atoms, coefs = [], []
-        error = divided * factor
+        error = over = divided * factor
         lo = hi = 0
         start: int | None = 0
         for a, c in lin.terms.items():
@@ -264,23 +259,17 @@ class IntegerForms:
             if c == 0 or atom.lo == atom.hi == 0:  # an atom fixed at 0 adds nothing, and its
                 continue  # coefficient is unbounded by the magnitude (a huge weight, say)
             exact = c * factor
-            coef = round(exact)
-            rounding = abs(exact - coef) * max(abs(atom.lo), abs(atom.hi))
             if atom.drift:  # the sizes' rounding, through it
                 error += abs(exact) * Fraction(atom.drift)
-            expr, atom_lo, atom_hi, initial = atom.expr, atom.lo, atom.hi, atom.initial
-            if objective and exact > 0 and atom.bounding and atom.lo >= 0:
-                # exact = p/q: q·w >= atom with w minimized is ceil(atom / q), and p·w lies
-                # less than p units above exact·atom, where rounding exact may lose far more
-                # (a piece's fine steps in an objective whose scale is set by a large penalty)
-                p, q = exact.numerator, exact.denominator
-                if q > 1 and p < rounding:
-                    atom_lo, atom_hi = -(-atom.lo // q), -(-atom.hi // q)
-                    expr = self.cp.new_int_var(atom_lo, atom_hi, "coarse_term")
-                    self.cp.add(q * expr >= atom.expr)
-                    coef, rounding = p, Fraction(p)
-                    initial = None if initial is None else -(-initial // q)
+                over += abs(exact) * Fraction(atom.drift)
+            expr, coef, atom_lo, atom_hi, initial = atom.expr, round(exact), atom.lo, atom.hi, \
+                atom.initial
+            rounding = above = abs(exact - coef) * max(abs(atom.lo), abs(atom.hi))
+            if objective:
+                expr, coef, atom_lo, atom_hi, initial, rounding, above = term_below(
+                    self.cp, atom, exact)
             error += rounding
+            over += above
             if coef:
                 atoms.append(expr)
                 coefs.append(coef)
@@ -288,11 +277,12 @@ class IntegerForms:
                 hi += max(coef * atom_lo, coef * atom_hi)
                 start = None if start is None or initial is None else start + coef * initial
         exact_const = lin.const * factor
-        const = round(exact_const)
+        const = math.floor(exact_const) if objective else round(exact_const)
         error += abs(exact_const - const)
+        over += 0 if objective else abs(exact_const - const)
         expr = cp_model.LinearExpr.weighted_sum(atoms, coefs) + const if atoms else const
         return Integerized(expr, Fraction(factor), lo + const, hi + const, float(error / factor),
-                           None if start is None else start + const)
+                           None if start is None else start + const, float(over / factor))
 
     def cut_above(self, lin: Lin, level: Fraction) -> None:
         """Narrow the atoms of ``lin`` to the values at which ``lin`` can still be at most
@@ -385,22 +375,24 @@ class IntegerForms:
         if form.error > COARSE_ROUNDING * float(self.magnitude(lin)):
             # the small domain rounds a fine coefficient of a large sum away (decimal sizes
             # near 1e13): z keeps its scale, and its rule keeps lin exactly if it can (see
-            # _ratio_rule), else a finer scale as far as the room for domains allows
+            # _ratio_rule); else z counts in the exact rule's own units (_own_unit_rule) or a
+            # finer scale as far as the room for domains allows, whichever is nearer
             ratio = self._ratio_rule(lin, form.factor)
             if ratio is None:
                 form = self.integerize(lin, self.variable_limit(limit=INT_LIMIT))
-        # the rule multiplier·z >= rhs, z in [0, top]; with a ratio rule, z = ceil(K·lin)
-        # lies less than one of its units above K·lin
-        multiplier, rhs, top = (1, form.expr, form.hi) if ratio is None else ratio
-        self.note_error(what or "rounding", form.error if ratio is None
-                        else 1 / form.factor + self.drift(lin))
+                ratio = self._own_unit_rule(lin, form.error)
+        # the rule multiplier·z >= rhs, z in [0, top] counting units of 1/factor, within
+        # ``error`` of max(0, lin); with a rule, z is the least integer it allows
+        multiplier, rhs, top, factor, error = ((1, form.expr, form.hi, form.factor, form.error)
+                                               if ratio is None else ratio)
+        self.note_error(what or "rounding", error)
         if top <= 0:
             return Lin()
         if form.lo >= 0 and gate is None and ratio is None:
             return lin
-        kink = self._kink(lin, form.factor) if gate is None and ratio is None else None
+        kink = self._kink(lin, factor) if gate is None and ratio is None else None
         if kink is not None and kink[0] > WELL_SCALED:
-            return self._excess_in_steps(*kink, form.factor)
+            return self._excess_in_steps(*kink, factor)
         z = self.cp.new_int_var(0, top, "pos")
         constraint = self.cp.add(multiplier * z >= rhs)
         if gate is not None:
@@ -412,13 +404,15 @@ class IntegerForms:
             a, b, u, f, _ = kink
             if b % a:
                 self.cp.add(z >= (a * (f + 1) + b) * (u - f))
-        return Lin.atom(self.new_atom(z, 0, top, bounding=True), 1 / form.factor)
+        return Lin.atom(self.new_atom(z, 0, top, bounding=True), 1 / factor)
 
-    def _ratio_rule(self, lin: Lin, factor: Fraction) -> tuple[int, object, int] | None:
+    def _ratio_rule(self, lin: Lin, factor: Fraction
+                    ) -> tuple[int, object, int, Fraction, float] | None:
         """z >= ``factor``·lin for an integer z, exactly, as P·z >= Q·E + C over the rule
         form E = lin/g - c/g (see rule_form) with factor·g = Q/P: (P, Q·E + C, z's largest
-        value) when those integers fit in 64 bits (a load's own unit at a power of ten, as
-        a ToFree's excess), else None."""
+        value, factor, error) when those integers fit in 64 bits (a load's own unit at a
+        power of ten, as a ToFree's excess), else None. z = ceil(factor·lin) lies less than
+        one of its units above it."""
         fine, _ = self.rule_form(lin, Fraction(0))
         if fine.error:
             return None
@@ -429,7 +423,28 @@ class IntegerForms:
         if (q * max(abs(fine.lo), abs(fine.hi)) + abs(const) >= INT_LIMIT
                 or p * max(hi, 0) >= INT_LIMIT):
             return None
-        return p, q * fine.expr + const, max(hi, 0)
+        return p, q * fine.expr + const, max(hi, 0), factor, float(1 / factor) + self.drift(lin)
+
+    def _own_unit_rule(self, lin: Lin, rounded: float
+                       ) -> tuple[int, object, int, Fraction, float] | None:
+        """z >= lin in the units of its exact rule form E = lin/g - c/g (rule_form), by
+        powers of two D as the room for domains requires: D·z >= E + ceil(c/g), z's unit
+        D·g, z less than two units above lin (a normalized excess over loads of decimal
+        sizes, whose g has a denominator far beyond any power of ten the sum allows). As
+        ``_ratio_rule`` returns it; None when the form is not exact or its error would not
+        be below ``rounded``."""
+        fine, _ = self.rule_form(lin, Fraction(0))
+        const = math.ceil(lin.const * fine.factor)
+        if fine.error or abs(const) + max(abs(fine.lo), abs(fine.hi)) >= INT_LIMIT:
+            return None
+        limit, divisor = self.variable_limit(limit=INT_LIMIT), 1
+        while -(-(fine.hi + const) // divisor) > limit:
+            divisor *= 2
+        factor = fine.factor / divisor
+        error = float(2 / factor) + self.drift(lin)
+        if error >= rounded:
+            return None
+        return divisor, fine.expr + const, max(0, -(-(fine.hi + const) // divisor)), factor, error
 
     def _kink(self, lin: Lin, factor: Fraction) -> tuple[int, int, object, int, int] | None:
         """A one-atom form K·lin = a·U + b (K = ``factor``, rounded as ``_scaled`` rounds it)

@@ -36,7 +36,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     session.progress.show(form.expr, form.factor, form.lo)
     builder.note_error(f"position {bucket.position} objective rounding", form.error)
     error = bucket.error + form.error
-    bucket.over += form.error
+    bucket.over += form.over
     if not bucket.terms and session.values is not None:  # nothing to minimize: keep what we hold
         value = float(Fraction(int(form.expr)) / form.factor)
         return bucket_report(bucket.position, cp_model.OPTIMAL, value, value, error)
@@ -419,11 +419,12 @@ def freeze(session: Session, bucket: Bucket, form: Integerized, status: int,
     lowest_caps, session.lowest_caps = session.lowest_caps, None
     if incumbent is not None:
         # freeze this bucket; where the model approximates, keep every assignment whose
-        # exact value may tie the incumbent's: compiled values at most 2·error apart (in
-        # whole units). Later buckets may pick any of them, so that slack adds to the error.
+        # exact value may tie the incumbent's: its compiled value lies at most ``over``
+        # above its exact one, the incumbent's at most ``error`` below (in whole units).
+        # Later buckets may pick any of them, so that slack adds to the error.
         # (no further than the form's highest value: a coarse scale's slack may exceed it, and
         # CP-SAT's 64 bits)
-        slack = math.floor(2 * error * form.factor)
+        slack = math.floor((error + bucket.over) * form.factor)
         if builder.outer and session.values is not None:
             incumbent, slack = outer_level(session, bucket, form, incumbent, slack)
         if bucket.allowance is not None:  # later buckets may worsen this one that far
