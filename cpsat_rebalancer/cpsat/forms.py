@@ -262,12 +262,13 @@ class IntegerForms:
             if atom.drift:  # the sizes' rounding, through it
                 error += abs(exact) * Fraction(atom.drift)
                 over += abs(exact) * Fraction(atom.drift)
-            expr, coef, atom_lo, atom_hi, initial = atom.expr, round(exact), atom.lo, atom.hi, \
-                atom.initial
-            rounding = above = abs(exact - coef) * max(abs(atom.lo), abs(atom.hi))
             if objective:
                 expr, coef, atom_lo, atom_hi, initial, rounding, above = term_below(
                     self.cp, atom, exact)
+            else:
+                expr, coef, atom_lo, atom_hi, initial = (atom.expr, round(exact), atom.lo,
+                                                         atom.hi, atom.initial)
+                rounding = above = abs(exact - coef) * max(abs(atom.lo), abs(atom.hi))
             error += rounding
             over += above
             if coef:
