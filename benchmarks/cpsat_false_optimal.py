@@ -9,6 +9,11 @@ with presolve answered OPTIMAL at 48135969780490 where 34632801200490 is reachab
 The exact closure (solve/closure.py) found the better assignment; why its own proofs do
 not rest on presolve: ``Session.solve_excluding``, and ``bucket.finish`` for the proof
 it refutes (benchmarks/RESULTS.md, 2026-12-03).
+
+A second model, 2 objects on 3 hosts with two soft excesses (``build_excesses``), cut down
+from a compiled LINEAR balance: presolve on, OPTIMAL at 20582059931471; off, 0 (the
+objects off hosts 1 and 2). Why such claims on small models do not stand:
+``Session._checked_optimum`` (benchmarks/RESULTS.md, 2026-12-05).
 """
 
 from __future__ import annotations
@@ -50,6 +55,26 @@ def enumerated() -> int:
     return best
 
 
+def build_excesses() -> tuple[cp_model.CpModel, cp_model.LinearExpr]:
+    """Object a (size 1.76e13) on one of hosts 0-2, object b (2.885e10) counted on hosts 1
+    and 2 freely (no rule ties it); each of those hosts has an excess over its load held
+    from below by an integer rule (51·z1 >= 200·load1 - 2045487357288107, 29·z2 >= 100·load2 -
+    1163120261987355); minimize their sum. Both excesses are 0 with a on host 0."""
+    cp = cp_model.CpModel()
+    a = [cp.new_bool_var(f"a{c}") for c in range(3)]
+    b = [cp.new_bool_var(f"b{c}") for c in (1, 2)]
+    cp.add(sum(a) == 1)
+    loads = [cp.new_int_var(0, 23803602956957, f"load{c}") for c in (1, 2)]
+    for k, load in enumerate(loads):
+        cp.add(load == 17600000000000 * a[k + 1] + 28850000000 * b[k])
+    z = [cp.new_int_var(0, 40013849309710, f"excess{c}") for c in (1, 2)]
+    cp.add(51 * z[0] - 200 * loads[0] >= -2045487357288107)
+    cp.add(29 * z[1] - 100 * loads[1] >= -1163120261987355)
+    objective = z[0] + z[1]
+    cp.minimize(objective)
+    return cp, objective
+
+
 def main() -> None:
     print(f"ortools {ortools.__version__}; optimum by enumeration: {enumerated()}")
     for presolve in (True, False):
@@ -62,6 +87,17 @@ def main() -> None:
             status = solver.solve(cp)
             print(f"presolve {'on ' if presolve else 'off'} seed {seed}: "
                   f"{solver.status_name(status)} {int(solver.value(top))}")
+    print("two excesses; optimum 0 (object a on host 0):")
+    for presolve in (True, False):
+        for seed in range(4):
+            cp, objective = build_excesses()
+            solver = cp_model.CpSolver()
+            solver.parameters.num_workers = 1
+            solver.parameters.random_seed = seed
+            solver.parameters.cp_model_presolve = presolve
+            status = solver.solve(cp)
+            print(f"presolve {'on ' if presolve else 'off'} seed {seed}: "
+                  f"{solver.status_name(status)} {int(solver.value(objective))}")
 
 
 if __name__ == "__main__":

@@ -48,10 +48,9 @@ def term_below(cp: cp_model.CpModel, atom: Atom, exact: Fraction
     nonnegative atom is put on the atom's quotient by a power of two D instead,
     w >= (atom - D + 1)/D, which the minimization holds at floor(atom / D) (below by
     exact·(D - 1) plus the coefficient's rounding on hi // D, where rounding it on the atom
-    loses up to a unit on each). A bounding atom under a
-    coarse coefficient p/q may keep its unit instead where that loses less: w >= atom/q
-    with coefficient p, above it by less than p (a piece's fine steps in an objective whose
-    scale a large penalty sets)."""
+    loses up to a unit on each). A bounding atom under a coarse coefficient p/q may keep
+    its unit instead where that loses less: w >= atom/q with coefficient p, above it by
+    less than p (a piece's fine steps in an objective whose scale a large penalty sets)."""
     if atom.lo < 0 < atom.hi:  # either sign: the nearest coefficient, either way
         coef = round(exact)
         plain = abs(exact - coef) * max(-atom.lo, atom.hi)
