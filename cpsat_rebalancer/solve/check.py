@@ -68,6 +68,11 @@ def compiled_values(problem: Problem, model: Model, final: np.ndarray,
     return values, builder.decode(counts)
 
 
+def meets(value: float, bound: float) -> bool:
+    """Whether an exact value meets a bound on it to what OPTIMAL promises."""
+    return value - bound <= EXACT * abs(value) + FLOAT_NOISE
+
+
 def settle(report: BucketReport, bucket: Bucket) -> None:
     """The bucket's bound and status for the evaluator's value, not the compiled model's.
     The compiled value of any assignment lies at most ``bucket.over`` above its exact value,
@@ -100,10 +105,10 @@ def settle(report: BucketReport, bucket: Bucket) -> None:
     if report.stage_value is not None:
         value = report.stage_value
         gap = max(0.0, value - report.bound)
-    if report.status == OPTIMAL and gap > EXACT * abs(value) + FLOAT_NOISE:
+    if report.status == OPTIMAL and not meets(value, value - gap):
         report.status = FEASIBLE
         report.termination = "approximated"
-    elif report.status == FEASIBLE and gap <= EXACT * abs(value) + FLOAT_NOISE:
+    elif report.status == FEASIBLE and meets(value, value - gap):
         # a search cut short on the compiled model, whose last units the exact value does
         # not need: what OPTIMAL promises holds
         report.status, report.termination = OPTIMAL, "optimal"

@@ -22,12 +22,12 @@ from . import coarse, large
 from .accelerate import local_search, tuples
 from .bucket import solve_bucket
 from .budget import DEFAULT_BUDGET, Budget
-from .check import check_result, settle
+from .check import check_result, meets, settle
 from .compile import compile_model
 from .explain import explain_infeasibility
 from .leximin import solve_leximin
 from .moves import fewest_moves
-from .positions import EXACT, FLOAT_NOISE, Bucket, planned
+from .positions import FLOAT_NOISE, Bucket, planned
 from .session import Session
 
 T = TypeVar("T")
@@ -453,8 +453,7 @@ def exactly_proven(bucket: Bucket, report: BucketReport, final: Evaluation) -> b
     if report.leximin_levels is not None:  # proven level by level
         met = not bucket.over
     else:
-        met = (report.bound is not None
-               and value - (report.bound - bucket.over) <= EXACT * abs(value) + FLOAT_NOISE)
+        met = report.bound is not None and meets(value, report.bound - bucket.over)
     return met or bucket.exact_bound is not None or value <= bucket.floor + FLOAT_NOISE
 
 
