@@ -60,6 +60,24 @@ def test_descent_from_the_worst_assignment_reaches_the_proven_optimum(seed: int)
     assert status == cp_model.OPTIMAL and round(solver.objective_value) == optimum
 
 
+def test_descent_counts_objectives_past_2_53_exactly() -> None:
+    """An objective whose constant is past 2^53, where CP-SAT's double holds values to 256
+    units: the value the descent returns is its solution's, exactly (a value below it
+    would cut that solution off where the bucket's search holds the objective to it)."""
+    scenario = parse_scenario(forced_moves(0))
+    builder, _ = compile_model(scenario.problem, scenario.model)
+    chain = Session(builder, scenario.model, SolverOptions(workers=2, seed=0))
+    moved = moved_objects(builder)
+    status, solver = chain.solve(-moved)
+    worst = round(-solver.objective_value)
+    offset = 2**60 + 1
+    values, found = descend(builder, moved + offset, chain.values, worst + offset,
+                            time.monotonic() + 5.0, chain)
+    chain.values = values
+    assert found == offset + int((chain.decode() != scenario.problem.initial).sum())
+    assert found < worst + offset
+
+
 def test_descent_never_worsens_and_stops_at_its_deadline() -> None:
     scenario = parse_scenario(forced_moves(3))
     builder, _ = compile_model(scenario.problem, scenario.model)

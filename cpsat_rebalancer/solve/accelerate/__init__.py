@@ -218,9 +218,9 @@ def fewer_moves_within(session: Session, bucket: Bucket, form: Integerized, erro
         moved, session.wall_limit(None if share is None else shares.fewer_moves_search * share),
         shares.fewer_moves_work, probing=True)
     if status == cp_model.OPTIMAL:  # the fewest moves of the region: of any solution
-        session.moved_floor = max(session.moved_floor, round(solver.objective_value))
+        session.moved_floor = max(session.moved_floor, int(solver.value(moved)))
     elif status == cp_model.FEASIBLE and share is not None and not session.interrupted:
-        session.values, _ = descend(builder, moved, session.values, round(solver.objective_value),
+        session.values, _ = descend(builder, moved, session.values, int(solver.value(moved)),
                                   started + share, session, session.moved_floor)
     builder.fix(gate, 0)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -20,7 +20,7 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -209,6 +209,13 @@ def _satisfies(model: cp_model_pb2.CpModelProto, rows: LinearRows, point: np.nda
     return all(lo <= value <= hi for value, lo, hi in zip(lhs.tolist(), rows.lo, rows.hi))
 
 
+def objective_at(objective: cp_model_pb2.CpObjectiveProto, point: Sequence[int]) -> int:
+    """An integer objective (offset integral, no scaling) at a point, exactly: CP-SAT's
+    ``objective_value`` is a double, inexact past 2^53."""
+    return int(objective.offset) + sum(
+        coef * int(point[var]) for var, coef in zip(objective.vars, objective.coeffs))
+
+
 def solve_lp(cp: cp_model.CpModel, seconds: float,
              work: float | None = None) -> LinearRelaxation | None:
     """A proven floor on ``cp``'s (integer, minimized) objective from its LP relaxation, in
@@ -229,6 +236,5 @@ def solve_lp(cp: cp_model.CpModel, seconds: float,
     point = _rounded(model, list(response.variable_value))
     value = None
     if rows.exact and _satisfies(model, rows, point):
-        value = int(objective.offset) + sum(
-            coef * int(point[var]) for var, coef in zip(objective.vars, objective.coeffs))
+        value = objective_at(objective, point)
     return LinearRelaxation(floor, point.tolist(), value)

@@ -66,7 +66,7 @@ def descend(builder: CpBuilder, objective: object, values: list[int], incumbent:
         statuses = chain.run_all(solves)
         for (solver, _), status in zip(solves, statuses):
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                found = round(solver.objective_value)
+                found = int(solver.value(objective))  # not the double: inexact past 2^53
                 if found < incumbent:
                     values, incumbent, idle = list(solver.response_proto.solution), found, 0
                     counts = np.asarray(values, dtype=np.int64)[count_vars]

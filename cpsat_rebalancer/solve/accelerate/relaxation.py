@@ -34,7 +34,7 @@ from ortools.sat.python import cp_model, cp_model_helper
 from ...cpsat.builder import CpBuilder, hint_first
 from ...cpsat.classes import item_groups
 from ...cpsat.forms import Integerized
-from .lp_bound import LinearRelaxation, snapshot, solve_lp
+from .lp_bound import LinearRelaxation, objective_at, snapshot, solve_lp
 
 POLISH_SECONDS = 0.5  # the search for target loads near the start: at least this long
 POLISH_WORK = 0.2  # (deterministic seconds, in a repeatable run)
@@ -312,7 +312,8 @@ def _search(cp: cp_model.CpModel, hint: list[int] | None, seconds: float, work: 
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     bound = math.ceil(solver.best_objective_bound * (1 - 1e-12) - 1e-6)
-    return (status, bound, round(solver.objective_value), list(solver.response_proto.solution),
+    solution = list(solver.response_proto.solution)
+    return (status, bound, objective_at(cp.proto.objective, solution), solution,
             solver.response_proto.deterministic_time)
 
 
