@@ -81,8 +81,9 @@ def test_a_search_that_finds_nothing_goes_on_for_the_whole_share(
     monkeypatch.setattr(session, "solve", nothing_found)
     share = 10.0
     started = time.monotonic()
+    assert session.values is None  # nothing held: no local search from it
     status, _, incumbent, _, _ = bucket_module.pure_then_blended(
-        session, form, share, started, None, [])
+        session, form, share, started, None, [], lambda values: 0, 0)
     assert status == cp_model.UNKNOWN and incumbent is None
     assert len(budgets) == 3  # the first search, then two rounds of the rest
     spent = time.monotonic() - started
@@ -110,7 +111,8 @@ def test_a_first_search_that_stalls_hands_time_to_a_local_search_whose_answer_is
     initial = session.held_sum(bucket.members)
     status, _, incumbent, _, _ = bucket_module.pure_then_blended(
         session, form, 4.0, time.monotonic(), None, [],
-        lambda values: session.held_value(bucket.members, form.factor, bucket.error, values))
+        lambda values: session.held_value(bucket.members, form.factor, bucket.error, values),
+        bucket.position)
     assert session.searched is not None
     _, evaluation = session.searched
     assert evaluation.positions[0] < initial
@@ -120,9 +122,9 @@ def test_a_first_search_that_stalls_hands_time_to_a_local_search_whose_answer_is
 
 
 def walk_of(session: Session, values: list[float | None],
-            monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """A stand-in walk whose slices end at ``values`` (position 0; None: nothing better),
-    each taking its slice's time; returns the deadlines it was given."""
+            monkeypatch: pytest.MonkeyPatch, position: int = 0) -> list[float]:
+    """A stand-in walk whose slices end at ``values`` (at ``position``; None: nothing
+    better), each taking its slice's time; returns the deadlines it was given."""
     problem = session.builder.problem
     first = evaluate(problem, session.model, problem.initial)
     deadlines: list[float] = []
@@ -133,7 +135,7 @@ def walk_of(session: Session, values: list[float | None],
         time.sleep(max(0.0, deadline - time.monotonic()))
         value = values[min(len(deadlines), len(values)) - 1]
         return None if value is None else (
-            start.copy(), replace(first, positions={**first.positions, 0: value}))
+            start.copy(), replace(first, positions={**first.positions, position: value}))
 
     monkeypatch.setattr(bucket_module.local_search, "descend", descend)
     return deadlines
@@ -154,10 +156,23 @@ def test_the_walk_goes_on_in_slices_while_each_still_lowers_the_tuple(
     assert session.start_from()
     form = session.builder.integerize(lin_sum(buckets[0].terms), objective=True)
     deadlines = walk_of(session, values, monkeypatch)
-    bucket_module.stalled_search(session, form, 0.1, 5.0)
+    bucket_module.stalled_search(session, form, 0.1, 5.0, 0)
     assert len(deadlines) == slices
     assert (session.searched is None) == (kept is None)
     assert kept is None or session.searched[1].positions[0] == kept
+
+
+def test_gains_only_after_the_buckets_position_end_the_walk_after_one_slice(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A walk that lowers only a later position leaves the bucket's own value where it was:
+    the rest of the time goes to the bucket's search, not to more slices."""
+    session, buckets = three_positions()
+    assert session.start_from()
+    form = session.builder.integerize(lin_sum(buckets[0].terms), objective=True)
+    deadlines = walk_of(session, [100.0, 50.0, 25.0], monkeypatch, position=1)
+    bucket_module.stalled_search(session, form, 0.1, 5.0, 0)
+    assert len(deadlines) == 2  # the second slice gained nothing at position 0
+    assert session.searched[1].positions[1] == 50.0
 
 
 def test_a_walk_that_keeps_descending_stops_at_the_most_it_may_take(
@@ -167,7 +182,7 @@ def test_a_walk_that_keeps_descending_stops_at_the_most_it_may_take(
     form = session.builder.integerize(lin_sum(buckets[0].terms), objective=True)
     deadlines = walk_of(session, [100.0 / 2 ** k for k in range(1000)], monkeypatch)
     started = time.monotonic()
-    bucket_module.stalled_search(session, form, 0.1, 1.0)
+    bucket_module.stalled_search(session, form, 0.1, 1.0, 0)
     assert 5 <= len(deadlines) <= 11
     assert max(deadlines) <= started + 1.0 + 0.01
     assert time.monotonic() - started < 1.5

@@ -136,7 +136,8 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     else:
         status, solver, incumbent, objective, bound = pure_then_blended(
             session, form, budget, t0, weight if blend_fits else None, bucket.probes,
-            lambda values: session.held_value(bucket.members, form.factor, error, values))
+            lambda values: session.held_value(bucket.members, form.factor, error, values),
+            bucket.position)
     if status != cp_model.OPTIMAL and session.values is not None:
         # the assignment held (new, initial or an earlier bucket's) is this bucket's
         # incumbent, at its evaluated value, with the bound CP-SAT proved
@@ -217,7 +218,7 @@ def blended(session: Session, form: Integerized, incumbent: int | None,
 
 def pure_then_blended(session: Session, form: Integerized, budget: float | None, t0: float,
                        weight: int | None, probes: list[TargetProbe],
-                       held: Callable[[list[int]], int] | None = None
+                       held: Callable[[list[int]], int], position: int
                        ) -> tuple[int, cp_model.CpSolver, int | None, float | None,
                                   float | None]:
     """The objective alone: a first search (where it finds nothing better than the value
@@ -233,11 +234,11 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
                                    None if budget is None else shares.first_share * budget)
     incumbent, objective, bound = bucket_values(status, solver, form.expr, form.factor)
     if (budget is not None and status in (cp_model.FEASIBLE, cp_model.UNKNOWN)
-            and held is not None and before is not None
+            and before is not None
             and (incumbent is None or incumbent >= held(before))):
         left = budget - (time.monotonic() - t0)
         found = stalled_search(session, form, shares.stalled_search_share * left,
-                               shares.stalled_search_most * left)
+                               shares.stalled_search_most * left, position)
         if found is not None and (incumbent is None or found < incumbent):
             incumbent, objective = found, float(Fraction(found) / form.factor)
             status = cp_model.FEASIBLE
@@ -306,12 +307,14 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
     return status, solver, incumbent, objective, bound
 
 
-def stalled_search(session: Session, form: Integerized, seconds: float, most: float
-                   ) -> int | None:
+def stalled_search(session: Session, form: Integerized, seconds: float, most: float,
+                   position: int) -> int | None:
     """Where CP-SAT's first search found nothing better than the assignment held (a large
     model it had no time to get into), a local search from that assignment, priced in
-    batches, for ``seconds``, then slices as long again while each lowers the tuple by
-    the budget's ``walk_gain`` (``most`` seconds in all, at most): on such models it often
+    batches, for ``seconds``, then slices as long again while each lowers the tuple up to
+    the bucket's ``position`` by the budget's ``walk_gain`` (``most``
+    seconds in all, at most; gains only after the bucket's position leave its search the
+    time it needs to prove its own): on such models it often
     walks far below in the time CP-SAT would take to start. Its answer is kept for the end
     (``session.searched``) and, when the model takes it, held, so that the searches after
     start from it. Returns its objective (integer units) when held, else None."""
@@ -335,7 +338,7 @@ def stalled_search(session: Session, form: Integerized, seconds: float, most: fl
         if more is None:
             break
         descending = found is None or tuples.gained(more[1], found[1],
-                                                    session.budget.walk_gain)
+                                                    session.budget.walk_gain, position)
         found = more
         if not descending or time.monotonic() + seconds / 2 >= end:
             break

@@ -16,10 +16,12 @@ from ..positions import FLOAT_NOISE
 NOISE = 1e-12  # relative differences below this are float noise, not improvements
 
 
-def tuple_key(evaluation: Evaluation) -> list[tuple[float, ...]]:
-    """The evaluator's tuple in lexicographic order: per position its value, or for a lone
-    IDEAL goal its sorted vector (leximin)."""
-    positions = sorted(set(evaluation.positions) | set(evaluation.leximin))
+def tuple_key(evaluation: Evaluation, through: int | None = None
+              ) -> list[tuple[float, ...]]:
+    """The evaluator's tuple in lexicographic order: per position (up to ``through``, when
+    given) its value, or for a lone IDEAL goal its sorted vector (leximin)."""
+    positions = sorted(p for p in set(evaluation.positions) | set(evaluation.leximin)
+                       if through is None or p <= through)
     return [tuple(evaluation.leximin[p]) if p in evaluation.leximin
             else (evaluation.positions.get(p, 0.0),) for p in positions]
 
@@ -46,10 +48,11 @@ def ahead(a: Evaluation, b: Evaluation) -> bool:
     return better(tuple_key(a), tuple_key(b))
 
 
-def gained(a: Evaluation, b: Evaluation, fraction: float) -> bool:
-    """Whether ``a``'s tuple is below ``b``'s by at least ``fraction`` of the larger
-    magnitude at the first entry where they differ by more than float noise."""
-    entries = differing(tuple_key(a), tuple_key(b))
+def gained(a: Evaluation, b: Evaluation, fraction: float, through: int) -> bool:
+    """Whether ``a``'s tuple up to position ``through`` is below ``b``'s by
+    at least ``fraction`` of the larger magnitude at the first entry where they differ by
+    more than float noise."""
+    entries = differing(tuple_key(a, through), tuple_key(b, through))
     return entries is not None and entries[1] - entries[0] >= fraction * max(map(abs, entries))
 
 
