@@ -11,7 +11,7 @@ from cpsat_rebalancer.solve.check import settle
 from cpsat_rebalancer.solve.positions import Bucket
 
 
-def report(status: str, termination: str, value: float, bound: float) -> BucketReport:
+def report(status: str, termination: str, value: float, bound: float | None) -> BucketReport:
     return BucketReport(position=3, status=status, termination=termination, objective=value,
                         compiled_objective=value, bound=bound, gap=None, relative_gap=None,
                         approximation_error=1e-9, seconds=1.0)
@@ -37,3 +37,23 @@ def test_a_compiled_proof_short_of_the_exact_value_is_approximated() -> None:
     settle(settled, Bucket(3, over=1e-6))
     assert (settled.status, settled.termination) == (FEASIBLE, "approximated")
     assert settled.gap == pytest.approx(1e-6)
+
+
+@pytest.mark.parametrize(("floor", "bound"), [(0.0, 0.0), (float("-inf"), None)])
+def test_an_answer_no_search_bounded_states_the_gap_to_the_lowest_value_there_is(
+        floor: float, bound: float | None) -> None:
+    """No search proved a bound (none found a solution, or a local search improved an
+    earlier position after the chain): a penalty position still states its true gap, down
+    to its floor 0; a position that can go negative states none."""
+    settled = report(FEASIBLE, "time_limit", 1000.0, None)
+    settle(settled, Bucket(3, floor=floor))
+    assert settled.bound == bound
+    assert settled.gap == (None if bound is None else 1000.0)
+    assert settled.relative_gap == (None if bound is None else 1.0)
+    assert settled.status == FEASIBLE
+
+
+def test_an_unbounded_answer_at_its_floor_is_optimal() -> None:
+    settled = report(FEASIBLE, "time_limit", 0.0, None)
+    settle(settled, Bucket(3, floor=0.0))
+    assert (settled.status, settled.bound, settled.gap) == (OPTIMAL, 0.0, 0.0)

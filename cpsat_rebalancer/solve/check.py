@@ -80,12 +80,18 @@ def settle(report: BucketReport, bucket: Bucket) -> None:
     value there is) bounds every assignment's exact value; the bucket is OPTIMAL exactly
     when its evaluated value meets that bound to relative EXACT, whether or not CP-SAT
     closed the compiled model's last units. Where the exact closure
-    proved the exact optimum (``bucket.exact_bound``), that is the bound. A leximin bucket
-    is proven level by level and keeps its report."""
+    proved the exact optimum (``bucket.exact_bound``), that is the bound; where no search
+    proved one (it found no solution, or a later improvement of an earlier position voided
+    it), the lowest exact value there is, when finite, so that every answer with a value
+    states its true gap. A leximin bucket is proven level by level and keeps its report."""
     if bucket.exact_bound is not None:
         report.bound = bucket.exact_bound
-    elif report.leximin_levels is not None or report.bound is None:
+    elif report.leximin_levels is not None:
         return
+    elif report.bound is None:
+        if report.status != FEASIBLE or not math.isfinite(bucket.floor):
+            return
+        report.bound = bucket.floor
     elif bucket.over:
         report.bound = max(report.bound - bucket.over, min(bucket.floor, report.bound))
     if report.bound > report.objective + EXACT * abs(report.objective) + FLOAT_NOISE:
