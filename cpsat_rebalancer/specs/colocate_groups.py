@@ -81,6 +81,11 @@ class ColocateGroupsSpec(Spec):
     # applies to it, 0 where none does (and everywhere without the option)
     masses: np.ndarray | None = None
 
+    @property
+    def nonnegative(self) -> bool:  # type: ignore[override]
+        """A negative group or item weight rewards that group's excess."""
+        return bool(np.all(self.group_weights >= 0) and np.all(self.item_weights >= 0))
+
     @classmethod
     def from_dict(cls, data: Any, path: str, problem: Problem, *,
                   as_goal: bool) -> ColocateGroupsSpec:
