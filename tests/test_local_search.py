@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -170,7 +171,7 @@ def test_a_bound_above_the_answers_own_value_is_dropped(status: str, bound: floa
 
     report = BucketReport(0, status, "optimal" if status == "OPTIMAL" else "time_limit",
                           -718.0, bound, bound, None, None, 0.0, 0.0)
-    settle(report, Bucket(0))
+    settle(report, Bucket(0, floor=-math.inf))  # rewards: the value can go below 0
     assert (report.bound == bound) is kept
     assert report.status == (status if kept else "FEASIBLE")
     assert kept or report.gap is None

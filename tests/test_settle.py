@@ -57,3 +57,12 @@ def test_an_unbounded_answer_at_its_floor_is_optimal() -> None:
     settled = report(FEASIBLE, "time_limit", 0.0, None)
     settle(settled, Bucket(3, floor=0.0))
     assert (settled.status, settled.bound, settled.gap) == (OPTIMAL, 0.0, 0.0)
+
+
+def test_a_bound_below_the_lowest_value_there_is_rises_to_it() -> None:
+    """A compiled bound below 0 on a penalty position (its over-estimate taken off, or a
+    term's rounding): 0 bounds every assignment there, and is the tighter bound."""
+    settled = report(FEASIBLE, "time_limit", 0.00048, -0.02)
+    settle(settled, Bucket(3, floor=0.0, over=1e-9))
+    assert settled.bound == 0.0
+    assert settled.gap == pytest.approx(0.00048)

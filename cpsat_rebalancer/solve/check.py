@@ -76,8 +76,8 @@ def meets(value: float, bound: float) -> bool:
 def settle(report: BucketReport, bucket: Bucket) -> None:
     """The bucket's bound and status for the evaluator's value, not the compiled model's.
     The compiled value of any assignment lies at most ``bucket.over`` above its exact value,
-    so the compiled bound less that (and no less than ``bucket.floor``, the lowest exact
-    value there is) bounds every assignment's exact value; the bucket is OPTIMAL exactly
+    so the compiled bound less that, or ``bucket.floor`` (the lowest exact value there is)
+    where that is higher, bounds every assignment's exact value; the bucket is OPTIMAL exactly
     when its evaluated value meets that bound to relative EXACT, whether or not CP-SAT
     closed the compiled model's last units. Where the exact closure
     proved the exact optimum (``bucket.exact_bound``), that is the bound; where no search
@@ -92,8 +92,8 @@ def settle(report: BucketReport, bucket: Bucket) -> None:
         if report.status != FEASIBLE or not math.isfinite(bucket.floor):
             return
         report.bound = bucket.floor
-    elif bucket.over:
-        report.bound = max(report.bound - bucket.over, min(bucket.floor, report.bound))
+    else:  # and never below the lowest value there is, itself a bound
+        report.bound = max(report.bound - bucket.over, bucket.floor)
     if report.bound > report.objective + EXACT * abs(report.objective) + FLOAT_NOISE:
         # above the value of an assignment in hand (a local search's, found after the
         # chain's proof): that proof was wrong, and neither its bound nor OPTIMAL stands
