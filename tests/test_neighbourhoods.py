@@ -60,16 +60,22 @@ def test_descent_from_the_worst_assignment_reaches_the_proven_optimum(seed: int)
     assert status == cp_model.OPTIMAL and round(solver.objective_value) == optimum
 
 
+def at_most_moves(seed: int, workers: int) -> tuple:
+    """``forced_moves(seed)`` compiled, its session holding the assignment of the most
+    moves (a poor start), the moves expression and that many moves."""
+    scenario = parse_scenario(forced_moves(seed))
+    builder, _ = compile_model(scenario.problem, scenario.model)
+    chain = Session(builder, scenario.model, SolverOptions(workers=workers, seed=0))
+    moved = moved_objects(builder)
+    _, solver = chain.solve(-moved)
+    return scenario, builder, chain, moved, round(-solver.objective_value)
+
+
 def test_descent_counts_objectives_past_2_53_exactly() -> None:
     """An objective whose constant is past 2^53, where CP-SAT's double holds values to 256
     units: the value the descent returns is its solution's, exactly (a value below it
     would cut that solution off where the bucket's search holds the objective to it)."""
-    scenario = parse_scenario(forced_moves(0))
-    builder, _ = compile_model(scenario.problem, scenario.model)
-    chain = Session(builder, scenario.model, SolverOptions(workers=2, seed=0))
-    moved = moved_objects(builder)
-    status, solver = chain.solve(-moved)
-    worst = round(-solver.objective_value)
+    scenario, builder, chain, moved, worst = at_most_moves(0, workers=2)
     offset = 2**60 + 1
     values, found = descend(builder, moved + offset, chain.values, worst + offset,
                             time.monotonic() + 5.0, chain)
@@ -79,12 +85,7 @@ def test_descent_counts_objectives_past_2_53_exactly() -> None:
 
 
 def test_descent_never_worsens_and_stops_at_its_deadline() -> None:
-    scenario = parse_scenario(forced_moves(3))
-    builder, _ = compile_model(scenario.problem, scenario.model)
-    chain = Session(builder, scenario.model, SolverOptions(workers=1, seed=0))
-    moved = moved_objects(builder)
-    status, solver = chain.solve(-moved)
-    worst = round(-solver.objective_value)
+    _, builder, chain, moved, worst = at_most_moves(3, workers=1)
     values, found = descend(builder, moved, chain.values, worst, time.monotonic(), chain)
     assert (values, found) == (chain.values, worst)  # no time: nothing tried
     values, found = descend(builder, moved, chain.values, worst, time.monotonic() + 20.0,
