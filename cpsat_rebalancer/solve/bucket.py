@@ -311,13 +311,13 @@ def stalled_search(session: Session, form: Integerized, seconds: float, most: fl
                    position: int) -> int | None:
     """Where CP-SAT's first search found nothing better than the assignment held (a large
     model it had no time to get into), a local search from that assignment, priced in
-    batches, for ``seconds``, then slices as long again while each lowers the tuple up to
-    the bucket's ``position`` by the budget's ``walk_gain`` (``most``
-    seconds in all, at most; gains only after the bucket's position leave its search the
-    time it needs to prove its own): on such models it often
-    walks far below in the time CP-SAT would take to start. Its answer is kept for the end
-    (``session.searched``) and, when the model takes it, held, so that the searches after
-    start from it. Returns its objective (integer units) when held, else None."""
+    batches, for ``seconds``, then slices as long again while each lowers the tuple, up to
+    the bucket's ``position``, by the budget's ``walk_gain`` (``most`` seconds in all, at
+    most; a gain only after that position leaves the time to the bucket's own search): on
+    such models it often walks far below in the time CP-SAT would take to start. Its
+    answer is kept for the end (``session.searched``) and, when the model takes it, held,
+    so that the searches after start from it. Returns its objective (integer units) when
+    held, else None."""
     builder = session.builder
     problem, model = builder.problem, session.model
     if (session.values is None or not session.walks or seconds <= 0.05
