@@ -290,15 +290,16 @@ class CpBuilder(Utilizations):
                   self._gates, self._quotients, self.errors, self.overs)
         saved = [dict(cache) for cache in caches]
         probes, starts = len(self.target_probes), len(self.suggested_starts)
-        outer = [(piece, set(piece.cut)) for piece in self.outer]  # cuts meanwhile: emptied
+        outer = [(piece, piece.snapshot()) for piece in self.outer]  # cuts meanwhile: emptied
         try:
             yield
         finally:
             self.outer[:] = [piece for piece, _ in outer]
-            for piece, cut in outer:
-                piece.cut = cut
+            for piece, state in outer:
+                piece.restore(state)
             added = self.cp.Proto().constraints
-            empty = cp_model.CpModel().Proto().constraints.add()
+            holder = cp_model.CpModel()  # (a proto message lives only as long as its model)
+            empty = holder.Proto().constraints.add()
             for index in range(constraints, len(added)):
                 added[index].copy_from(empty)
             for cache, before in zip(caches, saved):

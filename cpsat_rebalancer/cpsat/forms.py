@@ -17,7 +17,7 @@ from ..primitives import TOLERANCE
 from .atoms import Atom, term_below
 from .domains import DOMAIN_ROOM, DomainCountingModel
 from .linear import Lin, lin_sum
-from .outer import OuterPiece
+from .outer import ChordPiece, OuterPiece
 
 INT_LIMIT = 2**60  # keep every integerized expression's magnitude below this
 # an objective (a bucket's sum) beyond INT_LIMIT is counted in coarser units instead, up to
@@ -90,8 +90,9 @@ class IntegerForms:
         # exact optimum is the compiled bound less the over-estimates, not less the errors)
         self.errors: dict[str, float] = {}
         self.overs: dict[str, float] = {}
-        # a goal's convex pieces held from below by cuts, refined at solutions (pwl.refine)
-        self.outer: list[OuterPiece] = []
+        # pieces refined at solutions until exact there (pwl.refine): a goal's convex pieces
+        # held from below by cuts, and thresholds' values held from above by chords
+        self.outer: list[OuterPiece | ChordPiece] = []
         self._gates: dict[tuple, object] = {}
         self._quotients: dict[tuple[int, int], int] = {}  # (atom, divisor): quotient's atom
 

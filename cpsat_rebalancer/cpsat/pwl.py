@@ -20,7 +20,7 @@ from ..errors import InputError
 from .builder import CpBuilder
 from .forms import Atom
 from .linear import Lin
-from .outer import CUT_ROOM, OuterPiece
+from .outer import CUT_ROOM, ChordPiece, OuterPiece
 
 ALL_INTEGERS_UP_TO = 1024  # ranges this short get a breakpoint at every integer (exact)
 SEGMENTS = 64  # otherwise this many uniform segments, plus the kinks
@@ -224,51 +224,63 @@ def _outer(builder: CpBuilder, atom: Atom, at: Callable[[int], float], points: l
 
 
 def refine(builder: CpBuilder, values: list[int]) -> int:
-    """Cut every outer piece at the load a solution (``values``, per variable) gives it
-    where the piece lies more than its rounding below g there; the solution's values of
-    those pieces are raised to meet the new cuts (it stays a solution, for hints). Returns
-    the number of cuts added: 0 when the solution's compiled value is exact."""
-    added = 0
-    for piece in builder.outer:
-        load, z = piece.lo + values[piece.u.index], values[piece.z.index]
-        exact = math.floor(piece.units(load))
-        if load in piece.cut or z >= exact - 1:
-            continue
-        piece.add_cut(builder.cp, load)
-        values[piece.z.index] = exact  # the least z the cut allows is at most this
-        added += 1
-    return added
+    """Refine every piece (``OuterPiece``, ``ChordPiece``) at the solution ``values`` (per
+    variable) where it is not exact there; the solution's values of those pieces move to
+    meet the refinement (it stays a solution, for hints). Returns the number refined: 0
+    when the solution's compiled value is exact."""
+    return sum(piece.refine(builder.cp, values) for piece in builder.outer)
 
 
-def lower_table(builder: CpBuilder, t: Lin, f: Callable[[float], float],
-                what: str = "threshold table") -> Lin:
-    """A form <= f(max(t, 0)) and as large as the solver can make it, for nondecreasing f of
-    a (possibly many-atom) form ``t``: used where a threshold that depends on the assignment
-    is subtracted inside an excess (f(t) cannot be represented from above by lines)."""
+def threshold_table(builder: CpBuilder, t: Lin, f: Callable[[float], float],
+                    what: str = "threshold table") -> Lin:
+    """A form z of f(max(t, 0)), never below it by a unit of its resolution, for convex
+    nondecreasing f of a (possibly many-atom) form ``t``: a threshold that depends on the
+    assignment, subtracted inside an excess (f(t) cannot be represented from above by
+    lines), so that the goal is never over-stated. t is taken in cells of about one unit of
+    f's value (the form's own unit can be far finer), each at its upper end; over a few
+    thousand cells, f at each (AddElement); over more, chords (``ChordPiece``), made exact at
+    each solution's cell by ``refine``."""
     if t.is_constant:
         return Lin(const=Fraction(f(float(t.const))))
     form = builder.integerize(t)
-    if form.hi - form.lo <= 4 * ALL_INTEGERS_UP_TO:
-        points = list(range(form.lo, form.hi + 1))
+    factor, span = Fraction(form.factor), form.hi - form.lo
+    top_t = max(abs(float(Fraction(form.lo) / factor)), abs(float(Fraction(form.hi) / factor)))
+    resolution = _resolution([f(0.0), f(top_t + form.error)], digits_for(builder))
+    # f's steepest slope on the range (f convex: below its rise from top_t to 2·top_t), so
+    # that a cell of ``width`` form units moves f by at most a unit of the resolution
+    slope = (f(2 * top_t + 1) - f(top_t)) / (top_t + 1)
+    width = max(1, math.floor(float(factor) / (resolution * slope))) if slope > 0 else span + 1
+    cells = span // width
+
+    def at(cell: int) -> float:  # f at the cell's upper end, beyond the form's rounding
+        end = form.lo + min(span, cell * width + width - 1)
+        return f(max(0.0, float(Fraction(end) / factor) + form.error))
+
+    u = builder.variable(form.expr - form.lo, 0, span, "threshold")
+    if width > 1:
+        cell = builder.cp.new_int_var(0, cells, "threshold_cell")
+        builder.cp.add_division_equality(cell, u, width)
+        u = cell
+    top = math.ceil(resolution * at(cells))
+    z = builder.cp.new_int_var(0, top, "threshold_value")
+    if cells <= 4 * ALL_INTEGERS_UP_TO:
+        table = [math.ceil(resolution * at(k)) for k in range(cells + 1)]
+        builder.cp.add_element(u, table, z)
+        gap = 0.0
     else:
-        points = sorted(set(np.linspace(form.lo, form.hi, 4 * SEGMENTS + 1)
-                            .round().astype(np.int64).tolist()))
-    factor = float(form.factor)
-    values = [f(max(p, 0) / factor) for p in points]  # bounds below 0 are loose, not reached
-    resolution = _resolution(values, digits_for(builder))
-    floors = [math.floor(resolution * v) for v in values]
-    index = builder.cp.new_int_var(0, len(points) - 1, "table_index")
-    grid = builder.cp.new_int_var(points[0], points[-1], "table_point")
-    value = builder.cp.new_int_var(min(floors), max(floors), "table_value")
-    builder.cp.add_element(index, points, grid)
-    builder.cp.add_element(index, floors, value)
-    builder.cp.add(grid <= form.expr)
-    gaps = [values[j + 1] - values[j] for j in range(len(points) - 1)] if len(points) > 1 else [0]
-    if len(points) == form.hi - form.lo + 1:
-        gaps = [0.0]  # every reachable value is a grid point
-    builder.note_error(what, max(gaps) + 1.0 / resolution + form.error)
-    return Lin.atom(builder.new_atom(value, min(floors), max(floors), bounding=True),
-                    Fraction(1, resolution))
+        piece = ChordPiece(builder.cp, z, u, cells, at, resolution)
+        points = sorted(set(np.linspace(0, cells, 4 * SEGMENTS + 1).round()
+                            .astype(np.int64).tolist()))
+        builder.cp.add_exactly_one(piece.add_segment(a, b)
+                                   for a, b in zip([-1] + points, points))
+        builder.outer.append(piece)
+        gap = piece.gap() / resolution
+    # z lies above f(t) by the chords' gap (until refined), the cell's rise (a unit), the
+    # ends' rounding and the form's (the goal below its value by as much), and below it by
+    # less than a unit
+    builder.note_error(what, gap + 3.0 / resolution + 2 * slope * form.error,
+                       over=1.0 / resolution)
+    return Lin.atom(builder.new_atom(z, 0, top, bounding=True), Fraction(1, resolution))
 
 
 TABLE_SIZE = 20_000  # one-atom ranges up to this many values can be tabulated exactly

@@ -290,6 +290,10 @@ class Session:
             left = None if budget is None else budget - (time.monotonic() - started)
             if any(t is not None and t <= 0.05 for t in (left, self.remaining())):
                 return status, solver
+            if objective is not None:  # what lies over the refined pieces (an excess of
+                # them) is completed at the solution's counts: a search from a hint that
+                # breaks it can spend its time walking the excess down a unit at a time
+                self.start_from(self.values[: len(self.builder.count_vars)], objective, left)
 
     def solve_excluding(self, objective: object, budget: float | None, work: float
                         ) -> tuple[int, cp_model.CpSolver]:

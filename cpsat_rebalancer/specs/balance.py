@@ -19,7 +19,7 @@ from ..context import EvalContext, positive
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import INT_LIMIT
 from ..cpsat.linear import Lin, lin_sum, to_fraction
-from ..cpsat.pwl import convex_pwl, lower_table
+from ..cpsat.pwl import convex_pwl, threshold_table
 from ..errors import InputError
 from ..fields import Fields
 from ..primitives import TOLERANCE
@@ -389,7 +389,7 @@ class BalanceSpec(Spec):
                                      "exactly under a constant threshold only (boundType "
                                      "RELATIVE_UTIL); the moving average's power has no exact "
                                      "table at the per-object values' common denominator")
-                table = lower_table(b, threshold, power, what=what)
+                table = threshold_table(b, threshold, power, what=what)
                 with b.errors_scaled(1 / n):
                     terms = [b.positive_part(lin_sum(convex_pwl(b, b.as_atom(u), power, what=what,
                                                                 from_below=True) for u in item)
@@ -436,7 +436,7 @@ class BalanceSpec(Spec):
                 convex_pwl(b, b.as_atom(u), lambda x, a=float(a): max(0.0, a * (x * x - level)),
                            kinks=[abs(float(bound.const))], what=what, from_below=True)
                 for u, a in zip(rel, weights))
-        squared = lower_table(b, bound, lambda x: x * x, what=what)
+        squared = threshold_table(b, bound, lambda x: x * x, what=what)
         return lin_sum(
             b.positive_part(convex_pwl(b, b.as_atom(u), lambda x, a=float(a): a * x * x,
                                        what=what, from_below=True) - squared * a, what=what)
