@@ -225,3 +225,40 @@ def test_objectives_too_wide_for_64_bits_match_enumeration(seed: int, broken_sta
     assert not builder.integral(lin_sum(buckets[0].terms))
     check_against_enumeration(data, seed)
 
+
+
+def group_bound_scenario(seed: int) -> dict:
+    """Sizes near 1e12 with cents on 3 hosts, a balance at 0 and movement at 1, and a SOFT
+    capacity whose group utilization bound caps each job's load per host: the groups'
+    loads need a finer scale than a new variable's usual one (VARIABLE_LIMIT)."""
+    rng = random.Random(seed)
+    hosts = ["h0", "h1", "h2"]
+    sizes = {f"t{o}": round(rng.uniform(1e12, 9e12), 2) for o in range(5)}
+    total = sum(sizes.values())
+    assignment: dict[str, list[str]] = {h: [] for h in hosts}
+    for name in sizes:
+        assignment[rng.choice(hosts)].append(name)
+    bound = {"partitionName": "job", "boundType": "UPPER",
+             "perGroupValues": {"isDefaultLimitUnbounded": False, "globalLimit": 0.2 * total}}
+    return {
+        "assignment": assignment,
+        "objectDimensions": {"cpu": sizes},
+        "containerDimensions": {"cpu": dict.fromkeys(hosts, total)},
+        "partitions": {"job": {"j0": ["t0", "t2", "t4"], "j1": ["t1", "t3"]}},
+        "goals": [{"spec": {"balanceSpec": {"name": "bal", "dimension": "cpu"}}, "tuplePos": 0},
+                  {"spec": {"minimizeMovementSpec": {"name": "moves"}}, "tuplePos": 1}],
+        "constraints": [{"spec": {"capacitySpec": {
+            "name": "cap", "dimension": "cpu", "limit": {"type": "RELATIVE", "globalLimit": 0.5},
+            "utilizationBound": {"groupUtilizationBound": bound}}}, "policy": "SOFT"}],
+    }
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_group_bound_on_loads_past_a_variables_usual_scale_is_exact(seed: int) -> None:
+    """Its maximum was rounded to that scale, the loads' coefficients to 0: a stated error
+    near 1e16 on values near 0.01 (proven only by the exact closure, which small models get)."""
+    data = group_bound_scenario(seed)
+    check_against_enumeration(data, seed)
+    scenario = parse_scenario(data)
+    for report in solve_problem(scenario.problem, scenario.model, OPTIONS).buckets:
+        assert report.approximation_error <= REL * max(1.0, abs(report.objective))

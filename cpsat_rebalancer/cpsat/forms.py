@@ -628,10 +628,17 @@ class IntegerForms:
         return v
 
     def exact_max(self, lins: list[Lin], what: str = "rounding") -> Lin:
-        """A form equal to the max of ``lins`` (not only bounding it), for thresholds."""
+        """A form equal to the max of ``lins`` (not only bounding it), for thresholds. Where
+        the variables' usual scale rounds a form by more than COARSE_ROUNDING of its
+        magnitude, a finer one as far as the room for domains allows, and a coefficient
+        still rounded away is put on its atom's quotient (``_divided``)."""
         if all(lin.is_constant for lin in lins):
             return Lin(const=max(lin.const for lin in lins))
         forms = self.integerize_all(lins, self.variable_limit(len(lins) + 1))
+        if any(f.error > COARSE_ROUNDING * float(self.magnitude(lin))
+               for f, lin in zip(forms, lins)):
+            forms = self.integerize_all(lins, self.variable_limit(len(lins) + 1, INT_LIMIT),
+                                        divide=True)
         lo, hi = max(f.lo for f in forms), max(f.hi for f in forms)
         t = self.cp.new_int_var(lo, hi, "exact_max")
         self.cp.add_max_equality(t, [self.variable(f.expr, f.lo, f.hi, "max_term")
