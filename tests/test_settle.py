@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from cpsat_rebalancer.evaluate import Evaluation
 from cpsat_rebalancer.result import FEASIBLE, OPTIMAL, BucketReport
 from cpsat_rebalancer.solve.check import settle
+from cpsat_rebalancer.solve.pipeline import unsettle_after
 from cpsat_rebalancer.solve.positions import Bucket
 
 
@@ -66,3 +68,18 @@ def test_a_bound_below_the_lowest_value_there_is_rises_to_it() -> None:
     settle(settled, Bucket(3, floor=0.0, over=1e-9))
     assert settled.bound == 0.0
     assert settled.gap == pytest.approx(0.00048)
+
+
+def test_a_proof_voided_by_a_better_earlier_position_says_so_in_its_termination() -> None:
+    """A heuristic after the chain lowered position 0: the chain's proofs after it held
+    for the worse value there, so they are dropped, and the status and the termination
+    agree (not FEASIBLE with termination "optimal")."""
+    def evaluation(first: float, second: float) -> Evaluation:
+        return Evaluation(goals=[], constraints=[], positions={0: first, 1: second})
+
+    reports = [report(OPTIMAL, "optimal", 5.0, 4.0), report(OPTIMAL, "optimal", 2.0, 2.0)]
+    reports[0].position, reports[1].position = 0, 1
+    unsettle_after(reports, evaluation(5.0, 2.0), evaluation(4.5, 3.0))
+    assert (reports[0].status, reports[0].bound) == (OPTIMAL, 4.0)
+    assert (reports[1].status, reports[1].termination, reports[1].bound) == (
+        FEASIBLE, "time_limit", None)

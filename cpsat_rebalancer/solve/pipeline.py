@@ -482,5 +482,5 @@ def unsettle_after(reports: list[BucketReport], before: Evaluation, after: Evalu
         if report.position > positions[first]:
             report.bound = report.gap = report.relative_gap = None
             report.compiled_objective = None
-            if report.status == OPTIMAL:
-                report.status = FEASIBLE
+            if report.status == OPTIMAL:  # its search ran under the worse earlier value
+                report.status, report.termination = FEASIBLE, "time_limit"
