@@ -79,15 +79,15 @@ class OuterPiece:
 
 @dataclass
 class ChordPiece:
-    """z <= f(u) held from above by chords, in units of 1/resolution, for convex
+    """z at f(u), held from above by chords, in units of 1/resolution, for convex
     nondecreasing f over the integers 0..span: each segment (a, b] between breakpoints has a
-    literal, true exactly for the segment u lies in, holding z at the chord through a and b
-    (ends rounded up), drawn from b with its slope rounded down: above the chord, so above
-    f, and never above f(b). z is its floor, so that no search walks z up a unit at a time.
-    z is never below f at any u by a unit, and within a unit of it at every breakpoint (0 is
-    one, its own segment); ``refine`` makes a solution's u a breakpoint: its segment's
-    literal becomes the sum of its halves', and its floor on z is lifted (the halves'
-    chords lie below it)."""
+    literal, true exactly for the segment u lies in, holding z to the floor of the chord
+    through a and b (ends rounded up), drawn from b with its slope rounded down: above the
+    chord, so above f, and never above f(b). Pinned rather than only bounded, so that no
+    search walks z up a unit at a time. z is never below f at any u by a unit, and within a
+    unit of it at every breakpoint (0 is one, its own segment); ``refine`` makes a
+    solution's u a breakpoint: its segment's literal becomes the sum of its halves', and its
+    floor on z is lifted (the halves' chords lie below it)."""
 
     cp: cp_model.CpModel
     z: cp_model.IntVar
