@@ -101,9 +101,11 @@ class ChordPiece:
     # first), kept in a model of their own: a proto message lives only as long as its model
     saved: cp_model.CpModel = field(default_factory=cp_model.CpModel)
     floors: dict[int, object] = field(default_factory=dict)
+    top: int = field(init=False)  # z's largest value, f(span)
 
     def __post_init__(self) -> None:
         self.saved.Proto().constraints.add()
+        self.top = self.units(self.span)
 
     def units(self, u: int) -> int:
         return math.ceil(self.resolution * self.at(u))
@@ -133,8 +135,7 @@ class ChordPiece:
         scale = 1 << 62
         while True:
             gentle = scale * rise // width
-            if scale == 1 or scale * (2 * self.units(self.span) + 2) + 2 * gentle * self.span \
-                    < CUT_ROOM:
+            if scale == 1 or scale * (2 * self.top + 2) + 2 * gentle * self.span < CUT_ROOM:
                 return scale, gentle
             scale //= 2
 
