@@ -95,14 +95,17 @@ class EvalContext:
             return initial
         if metric == "STAYED":
             return stayed
+        # what stayed is part of what is there after and of what was there initially, so no
+        # difference below is negative; a batch's totals, shifted by subtraction, can put one
+        # a rounding below 0 (NEW with nothing new), where a power of it is NaN
         if metric == "DURING":
-            return after + initial - stayed
+            return np.maximum(after + initial - stayed, 0.0)
         if metric == "NEW":
-            return after - stayed
+            return np.maximum(after - stayed, 0.0)
         if metric == "OLD":
-            return initial - stayed
+            return np.maximum(initial - stayed, 0.0)
         if metric == "MOVED":
-            return after + initial - 2 * stayed
+            return np.maximum(after + initial - 2 * stayed, 0.0)
         raise ValueError(f"unknown utilization metric {metric}")
 
     def group_after(self, scope: Scope, dim: str, members: list[np.ndarray]) -> np.ndarray:

@@ -200,3 +200,35 @@ def test_disaster_recovery_prices_a_batch_as_the_evaluator_does(seed: int) -> No
     objects are read where it puts them."""
     scenario = parse_scenario(disaster_recovery_capacity.random_disaster_scenario(seed, 7))
     check_batch_prices(scenario.problem, scenario.model, seed)
+
+
+
+@pytest.mark.parametrize(("definition", "sizes", "home"), [
+    ("NEW", [1.911, 0.123, 0.809], {"h0": ["t0", "t2"], "h1": ["t1"]}),
+    ("OLD", [0.841, 1.456, 2.942], {"h0": ["t0", "t1", "t2"], "h1": []}),
+])
+def test_a_difference_of_totals_shifted_in_a_batch_is_never_below_zero(
+        definition: str, sizes: list[float], home: dict[str, list[str]]) -> None:
+    """t1 has left home for the other host and goes back in the candidate. The batch shifts
+    h0's totals by t1's size, so one lands a rounding past the other: NEW (after less what
+    stayed) or OLD (initial less what stayed) would be -9e-16 on h0, and its power 1.1
+    NaN. The candidate is the initial assignment, where both are 0."""
+    data = {
+        "objectDimensions": {"cpu": dict(zip(["t0", "t1", "t2"], sizes))},
+        "containerDimensions": {"cpu": {"h0": 10, "h1": 10}},
+        "assignment": home,
+        "goals": [{"spec": {"balanceSpec": {"name": "bal", "scope": "container",
+                                            "dimension": "cpu", "formula": "SQUARES",
+                                            "definition": definition}}}],
+    }
+    scenario = parse_scenario(data)
+    problem, model = scenario.problem, scenario.model
+    t1 = problem.object_index["t1"]
+    x = problem.initial.copy()
+    x[t1] = 1 - x[t1]
+    batch = MoveBatch(EvalContext(problem, problem.initial, x), np.array([[t1]]),
+                      np.array([[problem.initial[t1]]]))
+    with np.errstate(invalid="raise"):
+        keys, _ = evaluate_moves(problem, model, batch, policy_splits(problem, model))
+    expected = flat_key(tuple_key(evaluate(problem, model, problem.initial)))
+    np.testing.assert_allclose(keys[0], expected, rtol=1e-9, atol=1e-12)
