@@ -14,12 +14,38 @@ from ortools.sat.python import cp_model
 CUT_ROOM = 2**61  # a cut's terms (|coefficient| times |value|, summed) stay below this
 
 
+NEAR = 2**16  # over ranges up to this wide, a secant through neighbouring integers is the slope
+MARGIN = Fraction(1, 2)  # units a searched cut keeps from g beyond its unit (the search's doubles)
+GOLDEN = (math.sqrt(5) - 1) / 2
+
+
+def _least(f: Callable[[int], float], a: int, b: int) -> int:
+    """An integer of [a, b] where f, quasi-convex there (falling, then rising), is least: a
+    golden-section search (one new value of f per step)."""
+    c, d = b - round((b - a) * GOLDEN), a + round((b - a) * GOLDEN)
+    fc, fd = f(c), f(d)
+    while b - a > 3:
+        if not a < c < d < b:  # (rounding brought them together: start the step afresh)
+            c, d = a + (b - a) // 3, b - (b - a) // 3
+            fc, fd = f(c), f(d)
+        if fc <= fd:  # the least is in [a, d]
+            b, d, fd = d, c, fc
+            c = b - round((b - a) * GOLDEN)
+            fc = f(c)
+        else:  # in [c, b]
+            a, c, fc = c, d, fd
+            d = a + round((b - a) * GOLDEN)
+            fd = f(d)
+    return min(range(a, b + 1), key=f)
+
+
 @dataclass
 class OuterPiece:
-    """z >= g(lo + u) held by secant cuts, in units of 1/resolution (u: the load less lo):
-    each cut lies a unit below g at every integer of the range and within two units of it
-    at its own point, so the piece is never above g, and exact to its rounding wherever it
-    has a cut."""
+    """z >= g(lo + u) held by cuts, in units of 1/resolution (u: the load less lo): each
+    cut lies a unit below g at every integer of the range, so the piece is never above g; a
+    cut is tight (within two units of g at its own point) where one line through it fits in
+    64 bits, or where it is made two-sided; the piece is exact to its rounding wherever it
+    has a tight cut."""
 
     z: cp_model.IntVar
     u: cp_model.IntVar
@@ -28,7 +54,7 @@ class OuterPiece:
     at: Callable[[int], float]
     resolution: int
     top: int  # z's largest value
-    cut: set[int] = field(default_factory=set)
+    cut: set[int] = field(default_factory=set)  # the loads with a tight cut
 
     def units(self, load: int) -> float:
         return self.resolution * self.at(load)
@@ -37,27 +63,102 @@ class OuterPiece:
         """The integer a secant at p passes through besides p."""
         return p + 1 if p < self.hi else p - 1
 
-    def secant(self, p: int) -> tuple[int, int, int]:
-        """The secant through p and its neighbour as integers (D, S, A) of the cut
-        D·z >= A + S·(load - p), S the slope times D rounded. Over the range the rounding
-        moves the line by at most width/(2D) units, which A gives up with one unit more: the
-        cut stays a unit below g everywhere (g convex), so the least integer z it allows is
-        never above g. D is a power of two above the width where the cut's terms fit in 64
-        bits (the cut is then within two units of g at p), smaller where not."""
-        q = self.neighbour(p)
-        slope = self.resolution * (Fraction(self.at(q)) - Fraction(self.at(p))) / (q - p)
+    def _scale(self, slope: Fraction) -> int:
+        """D: a power of two past the width where a cut's terms fit in 64 bits (the slope
+        times D, rounded, moves by at most a half per unit of load), smaller where not."""
         width = self.hi - self.lo
         scale = 1 << (width + 1).bit_length()
-        while scale > 1 and scale * (self.top + (abs(slope) + 1) * width + 2) >= CUT_ROOM:
+        while scale > 1 and scale * (self.top + abs(slope) * width + 2) + width >= CUT_ROOM:
             scale //= 2
-        base = math.floor(scale * (self.resolution * Fraction(self.at(p)) - 1)
-                          - Fraction(width, 2))
-        return scale, round(scale * slope), base
+        return scale
 
-    def add_cut(self, cp: cp_model.CpModel, p: int) -> None:
-        scale, steep, base = self.secant(p)
-        cp.add(scale * self.z - steep * self.u >= base - steep * (p - self.lo))
-        self.cut.add(p)
+    def _slopes(self, p: int, drop: Fraction) -> tuple[Fraction | None, Fraction | None]:
+        """The slopes a line through (p, g(p) - drop) may take to stay at or below g on each
+        side of p: at least the largest (g(p) - drop - g(u))/(p - u) over u < p, at most the
+        least (g(u) - g(p) + drop)/(u - p) over u > p (None where p ends the range). Each
+        is found by a search (the ratio is quasi-convex in u, g convex), so that the slope
+        is g's own where a secant through neighbouring integers is lost in the rounding of
+        g's values over a wide range."""
+        at_p, rough = Fraction(self.units(p)), self.units(p) - float(drop)
+
+        def ratio(u: int) -> Fraction:
+            return (Fraction(self.units(u)) - at_p + drop) / (u - p)
+
+        def rough_ratio(u: int) -> float:  # (searched in doubles; taken exactly where found)
+            return (self.units(u) - rough) / (u - p)
+
+        left = right = None
+        if p > self.lo:
+            left = ratio(_least(lambda u: -rough_ratio(u), self.lo, p - 1))
+        if p < self.hi:
+            right = ratio(_least(rough_ratio, p + 1, self.hi))
+        return left, right
+
+    def secant(self, p: int) -> tuple[int, int, int] | None:
+        """The cut at p as integers (D, S, A) of D·z >= A + S·(load - p), below g less a unit
+        at every integer of the range (so the least integer z it allows is never above g):
+        over a range up to NEAR wide, the secant through p and its neighbour, S its slope
+        times D rounded and A lowered by the most that rounding moves the line (width/(2D)
+        units); wider, a slope between those of ``_slopes`` if D holds one, else the line
+        lowered as far as that rounding needs (None where that is below every value of z:
+        such a cut holds nothing, and its constant could pass 64 bits)."""
+        width = self.hi - self.lo
+        q = self.neighbour(p)
+        slope = self.resolution * (Fraction(self.at(q)) - Fraction(self.at(p))) / (q - p)
+        scale = self._scale(slope)
+        at_p = Fraction(self.units(p)) - 1
+        if width <= NEAR:
+            return scale, round(scale * slope), math.floor(scale * at_p - Fraction(width, 2))
+        left, right = self._slopes(p, MARGIN)
+        steep = round(scale * slope)
+        low = -math.inf if left is None else math.ceil(scale * left)
+        high = math.inf if right is None else math.floor(scale * right)
+        if low <= high:
+            steep = min(max(steep, low), high)
+            return scale, steep, math.floor(scale * (at_p - MARGIN))
+        # the line lowered by the most it lies above g less a unit (at the load where
+        # g(p) - g(u) + slope·(u - p), concave in u, is largest), and MARGIN more
+        slope = Fraction(steep, scale)
+
+        def rise(u: int) -> float:
+            return self.units(p) - self.units(u) + float(slope) * (u - p)
+
+        u = _least(lambda v: -rise(v), self.lo, self.hi)
+        drop = max(Fraction(0), Fraction(self.units(p)) - Fraction(self.units(u))
+                   + slope * (u - p)) + MARGIN
+        if drop > self.top:
+            return None
+        return scale, steep, math.floor(scale * (at_p - drop))
+
+    def add_cut(self, cp: cp_model.CpModel, p: int, sided: bool = False) -> Fraction:
+        """The cut of ``secant`` at p; with ``sided``, where that is not tight, two cuts
+        instead, each within a unit and a half of g at p: the least slope of ``_slopes``
+        where the load is at least p and the largest below (a literal says which), each
+        below g less a unit on its side. Returns how far below g the cut lies at p, in
+        units."""
+        offset = p - self.lo
+        line = self.secant(p)
+        below = Fraction(self.units(p)) - (0 if line is None else Fraction(line[2], line[0]))
+        if below > 2 and sided:
+            left, right = self._slopes(p, MARGIN)
+            scale = self._scale(max(abs(limit) for limit in (left, right) if limit is not None))
+            base = math.floor(scale * (Fraction(self.units(p)) - 1 - MARGIN))
+            above = cp.new_bool_var("cut_side")
+            cp.add(self.u >= offset).only_enforce_if(above)
+            cp.add(self.u <= offset - 1).only_enforce_if(~above)
+            for side, slope in ((above, right), (~above, left)):
+                if slope is not None:
+                    steep = math.floor(scale * slope) if side is above else \
+                        math.ceil(scale * slope)
+                    cp.add(scale * self.z - steep * self.u >= base - steep * offset
+                           ).only_enforce_if(side)
+            below = Fraction(self.units(p)) - Fraction(base, scale)
+        elif line is not None:
+            scale, steep, base = line
+            cp.add(scale * self.z - steep * self.u >= base - steep * offset)
+        if below <= 2:
+            self.cut.add(p)
+        return below
 
     def refine(self, cp: cp_model.CpModel, values: list[int]) -> bool:
         """Cut at the solution's load where the piece lies more than its rounding below g
@@ -66,7 +167,7 @@ class OuterPiece:
         exact = math.floor(self.units(load))
         if load in self.cut or z >= exact - 1:
             return False
-        self.add_cut(cp, load)
+        self.add_cut(cp, load, sided=True)
         values[self.z.index] = exact  # the least z the cut allows is at most this
         return True
 

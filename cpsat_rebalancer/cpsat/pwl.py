@@ -120,22 +120,18 @@ def _on_atom(builder: CpBuilder, x: Lin, g: Callable[[float], float]
     return builder.atoms[atom_index], coef, at
 
 
-OUTER_LOOSENESS = 32  # units a cut may lie below g at its point, over a range not coarsened
-
-
-def _cuts_hold(builder: CpBuilder, atom: Atom, at: Callable[[int], float]) -> bool:
-    """Whether a goal's piece over the atom's whole range, however wide, is held by cuts
-    within OUTER_LOOSENESS units of g at their points (``OuterPiece.secant``): then the
-    range is not coarsened, whose error would fall both ways and stay."""
+def _cuts_fit(builder: CpBuilder, atom: Atom, at: Callable[[int], float]) -> bool:
+    """Whether cuts over the atom's whole range fit CP-SAT's 64 bits (``OuterPiece``): g's
+    steepest slope (at an end, g convex) times the width, beside g's largest value. Where
+    not (g steep near one end of a range of 1e12 integers), a goal's piece is coarsened
+    too."""
     width = atom.hi - atom.lo
     if width <= MAX_SPAN:
         return True
     ends = [at(atom.lo), at(atom.lo + 1), at(atom.hi - 1), at(atom.hi)]
     resolution = _resolution(ends, digits_for(builder))
     steepest = resolution * max(abs(ends[1] - ends[0]), abs(ends[3] - ends[2]))
-    # the cut's D is at least width / (2·OUTER_LOOSENESS) where D times its terms fits
-    terms = resolution * max(ends) + (steepest + 2) * width + 2
-    return width * terms < 2 * OUTER_LOOSENESS * CUT_ROOM
+    return 2 * ((steepest + 1) * width + resolution * max(ends) + 2) < CUT_ROOM
 
 
 def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
@@ -153,7 +149,7 @@ def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
         return Lin(const=Fraction(g(float(x.const))))
     builder.check_time()
     atom, coef, at = _on_atom(builder, x, g)
-    if not (from_below and _cuts_hold(builder, atom, at)):
+    if not (from_below and _cuts_fit(builder, atom, at)):
         x = _coarsened(builder, x, g, what)
         atom, coef, at = _on_atom(builder, x, g)
     if atom.drift and atom.hi > atom.lo:  # the atom's drift (sizes rounded), through g: its
@@ -184,8 +180,10 @@ def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
     z = builder.cp.new_int_var(min(scaled), max(scaled), "pwl")
     error = 1.0 / resolution
     for (a, ga), (b, gb) in zip(hull, hull[1:]):
-        width = b - a
-        builder.cp.add(width * z >= width * ga + (gb - ga) * (atom.expr - a))
+        # (over their common factor: a goal's segment where g is flat, however wide, is
+        # z >= g there, where width times z could pass 64 bits)
+        width, rise = (b - a, gb - ga) if gb != ga else (1, 0)
+        builder.cp.add(width * z >= width * ga + rise * (atom.expr - a))
     for a, b in zip(points, points[1:]):
         if b - a > 1:  # chord above a convex function at the integers between: gap <=
             # (last step - first step) * width / 4
@@ -203,13 +201,14 @@ def _outer(builder: CpBuilder, atom: Atom, at: Callable[[int], float], points: l
     secants at ``points`` hold it from below, so its compiled value (and any bound on it)
     never exceeds g; ``refine`` adds the secants at a solution's loads. The stated error is
     the widest gap between g and the first cuts (the triangle between a chord and the two
-    lines at its ends, (s_b - s_a)·(b - a)/4), plus the rounding."""
+    lines at its ends, (s_b - s_a)·(b - a)/4), plus the rounding (over a range too wide for
+    64 bits to carry a secant's slope finely, a first cut can lie further below g at its
+    point; a solution's cut is exact there)."""
     top = math.ceil(resolution * max(at(atom.lo), at(atom.hi))) + 1
     z = builder.cp.new_int_var(0, top, "outer")
     u = builder.variable(atom.expr - atom.lo, 0, atom.hi - atom.lo, "outer_load")
     piece = OuterPiece(z, u, atom.lo, atom.hi, at, resolution, top)
-    for p in points:
-        piece.add_cut(builder.cp, p)
+    below = max(piece.add_cut(builder.cp, p) for p in points)
     builder.outer.append(piece)
 
     def secant_slope(p: int) -> float:
@@ -219,7 +218,7 @@ def _outer(builder: CpBuilder, atom: Atom, at: Callable[[int], float], points: l
     gap = max(((secant_slope(b) - secant_slope(a)) * (b - a) / 4 for a, b in
                zip(points, points[1:]) if b - a > 1 and not at(a) == at(b) == 0.0),
               default=0.0)  # (z >= 0 is exact where g is zero at both ends)
-    builder.note_error(what, gap + 2.0 / resolution, over=0.0)
+    builder.note_error(what, gap + float(max(below, 2)) / resolution, over=0.0)
     return Lin.atom(builder.new_atom(z, 0, top, bounding=True), Fraction(1, resolution))
 
 

@@ -5,6 +5,7 @@ optimum."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from ortools.sat.python import cp_model, cp_model_helper
 
 from ...cpsat.forms import Integerized
 from ...cpsat.linear import lin_sum
+from ...errors import OutOfTime
 from ...evaluate import evaluate
 from ..moves import moved_objects
 from ..positions import Bucket
@@ -332,7 +334,9 @@ def polish_leximin(session: Session, bucket: Bucket, budget: float) -> None:
     keep the result only if its sorted vector is lexicographically smaller (evaluator)."""
     if budget <= 0.05:
         return
-    with session.builder.scratch():  # the scalar's pieces would weigh on every later search
+    # the scalar's pieces would weigh on every later search (scratch); building them may take
+    # the time left (OutOfTime: nothing polished)
+    with session.builder.scratch(), contextlib.suppress(OutOfTime):
         _polish_with_scalar(session, bucket, budget)
 
 
