@@ -27,9 +27,11 @@ from ..scenario import Model, SolverOptions
 from .budget import DEFAULT_BUDGET, Budget
 
 OVERRUN_SECONDS = 1.0  # past a solve's own time limit, it is stopped from outside
-# an OPTIMAL of CP-SAT's presolve on a model of at most this many variables is checked by a
-# search without presolve for a better solution, of at most CHECK_WORK deterministic seconds
-CHECKED_VARIABLES, CHECK_WORK = 2000, 1.0
+# an OPTIMAL of CP-SAT's presolve on a model of at most this many count variables (its other
+# variables grow with its specs and with what earlier searches left unconstrained) is checked
+# by a search without presolve for a better solution, of at most CHECK_WORK deterministic
+# seconds
+CHECKED_COUNTS, CHECK_WORK = 2000, 1.0
 RECHECK_SECONDS = 0.2  # the least a solve refuted so gets to run again
 
 
@@ -332,7 +334,7 @@ class Session:
             status = self._doubted(solver, cp, reporter, started)
         elif (status == cp_model.OPTIMAL and objective is not None and not probing
               and solver.parameters.cp_model_presolve
-              and len(cp.Proto().variables) <= CHECKED_VARIABLES):
+              and len(self.builder.count_vars) <= CHECKED_COUNTS):
             status = self._checked_optimum(solver, cp, objective, reporter, started)
         if status == cp_model.MODEL_INVALID:
             reason = cp.validate()
