@@ -146,10 +146,9 @@ class OuterPiece:
             above = cp.new_bool_var("cut_side")
             cp.add(self.u >= offset).only_enforce_if(above)
             cp.add(self.u <= offset - 1).only_enforce_if(~above)
-            for side, slope in ((above, right), (~above, left)):
-                if slope is not None:
-                    steep = math.floor(scale * slope) if side is above else \
-                        math.ceil(scale * slope)
+            for side, limit, rounded in ((above, right, math.floor), (~above, left, math.ceil)):
+                if limit is not None:
+                    steep = rounded(scale * limit)
                     cp.add(scale * self.z - steep * self.u >= base - steep * offset
                            ).only_enforce_if(side)
             below = Fraction(self.units(p)) - Fraction(base, scale)

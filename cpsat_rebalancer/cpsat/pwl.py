@@ -180,8 +180,8 @@ def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
     z = builder.cp.new_int_var(min(scaled), max(scaled), "pwl")
     error = 1.0 / resolution
     for (a, ga), (b, gb) in zip(hull, hull[1:]):
-        # (over their common factor: a goal's segment where g is flat, however wide, is
-        # z >= g there, where width times z could pass 64 bits)
+        # (a flat segment, however wide, is z >= g there: times its width, z could pass
+        # 64 bits)
         width, rise = (b - a, gb - ga) if gb != ga else (1, 0)
         builder.cp.add(width * z >= width * ga + rise * (atom.expr - a))
     for a, b in zip(points, points[1:]):
