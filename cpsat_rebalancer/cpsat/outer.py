@@ -12,6 +12,10 @@ from fractions import Fraction
 from ortools.sat.python import cp_model
 
 CUT_ROOM = 2**61  # a cut's terms (|coefficient| times |value|, summed) stay below this
+# and a two-sided cut's, each under a literal: CP-SAT relaxes such a constraint with its
+# terms' range as the big M, and near 2^61 it has said INFEASIBLE of feasible models (a
+# cut's side loses nothing at its point with a smaller D, only far from it)
+SIDED_ROOM = 2**52
 
 
 NEAR = 2**16  # over ranges up to this wide, a secant through neighbouring integers is the slope
@@ -63,12 +67,12 @@ class OuterPiece:
         """The integer a secant at p passes through besides p."""
         return p + 1 if p < self.hi else p - 1
 
-    def _scale(self, slope: Fraction) -> int:
-        """D: a power of two past the width where a cut's terms fit in 64 bits (the slope
+    def _scale(self, slope: Fraction, room: int = CUT_ROOM) -> int:
+        """D: a power of two past the width where a cut's terms fit in ``room`` (the slope
         times D, rounded, moves by at most a half per unit of load), smaller where not."""
         width = self.hi - self.lo
         scale = 1 << (width + 1).bit_length()
-        while scale > 1 and scale * (self.top + abs(slope) * width + 2) + width >= CUT_ROOM:
+        while scale > 1 and scale * (self.top + abs(slope) * width + 2) + width >= room:
             scale //= 2
         return scale
 
@@ -141,7 +145,8 @@ class OuterPiece:
         below = Fraction(self.units(p)) - (0 if line is None else Fraction(line[2], line[0]))
         if below > 2 and sided:
             left, right = self._slopes(p, MARGIN)
-            scale = self._scale(max(abs(limit) for limit in (left, right) if limit is not None))
+            scale = self._scale(max(abs(limit) for limit in (left, right) if limit is not None),
+                                SIDED_ROOM)
             base = math.floor(scale * (Fraction(self.units(p)) - 1 - MARGIN))
             above = cp.new_bool_var("cut_side")
             cp.add(self.u >= offset).only_enforce_if(above)
@@ -151,7 +156,7 @@ class OuterPiece:
                     steep = rounded(scale * limit)
                     cp.add(scale * self.z - steep * self.u >= base - steep * offset
                            ).only_enforce_if(side)
-            below = Fraction(self.units(p)) - Fraction(base, scale)
+            below = Fraction(2)  # (its own rounding aside: a unit and a half, and 1/D)
         elif line is not None:
             scale, steep, base = line
             cp.add(scale * self.z - steep * self.u >= base - steep * offset)
