@@ -98,14 +98,16 @@ class OuterPiece:
             right = ratio(_least(rough_ratio, p + 1, self.hi))
         return left, right
 
-    def secant(self, p: int) -> tuple[int, int, int] | None:
+    def secant(self, p: int, limits: tuple[Fraction | None, Fraction | None] | None = None,
+               lower: bool = True) -> tuple[int, int, int] | None:
         """The cut at p as integers (D, S, A) of D·z >= A + S·(load - p), below g less a unit
         at every integer of the range (so the least integer z it allows is never above g):
         over a range up to NEAR wide, the secant through p and its neighbour, S its slope
         times D rounded and A lowered by the most that rounding moves the line (width/(2D)
         units); wider, a slope between those of ``_slopes`` if D holds one, else the line
         lowered as far as that rounding needs (None where that is below every value of z:
-        such a cut holds nothing, and its constant could pass 64 bits)."""
+        such a cut holds nothing, and its constant could pass 64 bits; None too without
+        ``lower``). ``limits``: ``_slopes`` at p, where the caller has them."""
         width = self.hi - self.lo
         q = self.neighbour(p)
         slope = self.resolution * (Fraction(self.at(q)) - Fraction(self.at(p))) / (q - p)
@@ -113,13 +115,15 @@ class OuterPiece:
         at_p = Fraction(self.units(p)) - 1
         if width <= NEAR:
             return scale, round(scale * slope), math.floor(scale * at_p - Fraction(width, 2))
-        left, right = self._slopes(p, MARGIN)
+        left, right = limits or self._slopes(p, MARGIN)
         steep = round(scale * slope)
         low = -math.inf if left is None else math.ceil(scale * left)
         high = math.inf if right is None else math.floor(scale * right)
         if low <= high:
             steep = min(max(steep, low), high)
             return scale, steep, math.floor(scale * (at_p - MARGIN))
+        if not lower:
+            return None
         # the line lowered by the most it lies above g less a unit (at the load where
         # g(p) - g(u) + slope·(u - p), concave in u, is largest), and MARGIN more
         slope = Fraction(steep, scale)
@@ -141,10 +145,12 @@ class OuterPiece:
         below g less a unit on its side. Returns how far below g the cut lies at p, in
         units."""
         offset = p - self.lo
-        line = self.secant(p)
+        # (two-sided only over ranges past NEAR: below it the one line is always tight)
+        limits = self._slopes(p, MARGIN) if sided and self.hi - self.lo > NEAR else None
+        line = self.secant(p, limits, lower=limits is None)
         below = Fraction(self.units(p)) - (0 if line is None else Fraction(line[2], line[0]))
-        if below > 2 and sided:
-            left, right = self._slopes(p, MARGIN)
+        if below > 2 and limits is not None:
+            left, right = limits
             scale = self._scale(max(abs(limit) for limit in (left, right) if limit is not None),
                                 SIDED_ROOM)
             base = math.floor(scale * (Fraction(self.units(p)) - 1 - MARGIN))
