@@ -90,6 +90,9 @@ class IntegerForms:
         # exact optimum is the compiled bound less the over-estimates, not less the errors)
         self.errors: dict[str, float] = {}
         self.overs: dict[str, float] = {}
+        # per dimension, how far the data's rounding moves an object's size (its units): a
+        # fact for the user; the forms built on those sizes state what it costs them
+        self.roundings: dict[str, float] = {}
         # pieces refined at solutions until exact there (pwl.refine): a goal's convex pieces
         # held from below by cuts, and thresholds' values held from above by chords
         self.outer: list[OuterPiece | ChordPiece] = []
@@ -628,17 +631,10 @@ class IntegerForms:
         return v
 
     def exact_max(self, lins: list[Lin], what: str = "rounding") -> Lin:
-        """A form equal to the max of ``lins`` (not only bounding it), for thresholds. Where
-        the variables' usual scale rounds a form by more than COARSE_ROUNDING of its
-        magnitude, a finer one as far as the room for domains allows, and a coefficient
-        still rounded away is put on its atom's quotient (``_divided``)."""
+        """A form equal to the max of ``lins`` (not only bounding it), for thresholds."""
         if all(lin.is_constant for lin in lins):
             return Lin(const=max(lin.const for lin in lins))
-        forms = self.integerize_all(lins, self.variable_limit(len(lins) + 1))
-        if any(f.error > COARSE_ROUNDING * float(self.magnitude(lin))
-               for f, lin in zip(forms, lins)):
-            forms = self.integerize_all(lins, self.variable_limit(len(lins) + 1, INT_LIMIT),
-                                        divide=True)
+        forms = self._max_forms(lins)
         lo, hi = max(f.lo for f in forms), max(f.hi for f in forms)
         t = self.cp.new_int_var(lo, hi, "exact_max")
         self.cp.add_max_equality(t, [self.variable(f.expr, f.lo, f.hi, "max_term")
@@ -651,7 +647,7 @@ class IntegerForms:
         """A form at least every one of ``lins`` (equal to their max under minimization)."""
         if len(lins) == 1:
             return lins[0]
-        forms = self.integerize_all(lins, self.variable_limit(len(lins) + 1))
+        forms = self._max_forms(lins)
         lo, hi = max(f.lo for f in forms), max(f.hi for f in forms)
         t = self.cp.new_int_var(lo, hi, "max")
         for f in forms:
@@ -659,3 +655,14 @@ class IntegerForms:
             self.note_error(what, f.error)
         return Lin.atom(self.new_atom(t, lo, hi, bounding=True), 1 / forms[0].factor)
 
+    def _max_forms(self, lins: list[Lin]) -> list[Integerized]:
+        """The forms of a maximum, in one unit: where the variables' usual scale rounds one
+        by more than COARSE_ROUNDING of its magnitude (1/capacity on loads of sizes with
+        every decimal), a finer one as far as the room for domains allows, and a
+        coefficient still rounded away is put on its atom's quotient (``_divided``)."""
+        forms = self.integerize_all(lins, self.variable_limit(len(lins) + 1))
+        if any(f.error > COARSE_ROUNDING * float(self.magnitude(lin))
+               for f, lin in zip(forms, lins)):
+            forms = self.integerize_all(lins, self.variable_limit(len(lins) + 1, INT_LIMIT),
+                                        divide=True)
+        return forms

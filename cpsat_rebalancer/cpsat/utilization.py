@@ -79,7 +79,7 @@ class Utilizations(IntegerForms):
                 self._scales[dim] = DimensionScale(
                     unit, at_initial.astype(np.int64) // common, error, ints, drift)
             if error:
-                self.note_error(f"dimension {dim} rounding (per object)", error)
+                self.roundings[f"dimension {dim} rounding (per object)"] = error
         return self._scales[dim]
 
     def _integral_scale(self, values: np.ndarray, total: float) -> tuple[int, float]:
@@ -137,7 +137,7 @@ class Utilizations(IntegerForms):
             self._scales[entry] = DimensionScale(unit, np.ascontiguousarray(ints[:, k]), error,
                                                  drift=drift)
         if error:
-            self.note_error(f"dimension {vector} rounding (per object)", error)
+            self.roundings[f"dimension {vector} rounding (per object)"] = error
 
     def _peak(self, lins: list[Lin]) -> Lin:
         """The largest of a vector's entry forms, exactly: equal to the max, not only above

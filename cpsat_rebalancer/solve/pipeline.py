@@ -182,7 +182,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
         fallback.seconds = time.monotonic() - started
         return fallback  # the whole model's search ended behind the relaxation's lift
     return SolveResult(problem, status, termination, final, initial, final_eval, reports,
-                       time.monotonic() - started, dict(builder.errors), conflict,
+                       time.monotonic() - started, builder.roundings | builder.errors, conflict,
                        classes=len(builder.classes.members))
 
 
