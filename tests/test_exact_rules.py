@@ -24,6 +24,7 @@ from cpsat_rebalancer.generators import random_scenario
 from cpsat_rebalancer.primitives import TOLERANCE
 from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.shapes import random_shape_scenario
+from cpsat_rebalancer.solve import closure
 from cpsat_rebalancer.solve.compile import compile_model
 
 LOAD = 10**17  # a load's largest value, in integer units
@@ -290,3 +291,15 @@ def test_a_legacy_maximum_over_loads_of_sizes_with_every_decimal_is_not_rounded_
     scenario = parse_scenario(data)
     assert compile_model(scenario.problem, scenario.model)[1][0].error < 1e-6
     check_against_enumeration(data, seed)
+
+
+def test_the_fewest_moves_never_trade_a_closures_best_for_a_worse_compiled_tie(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drawn shape 926 at 8x3 (a bounded IDEAL on a single rack beside a DOUBLE_DURING
+    capacity goal, their sum rounded within 0.0066): the exact closure holds an assignment
+    of value 0 but, with over a thousand tying it, cannot list them all, so the bucket is
+    frozen at its compiled value. The fewest-moves search at that level then took an
+    assignment of exact value 0.0017 and the answer ended FEASIBLE. It is kept only where
+    the evaluator ranks it no worse. (Few candidates listed, to reach that state fast.)"""
+    monkeypatch.setattr(closure, "CANDIDATE_LIMIT", 10)
+    check_against_enumeration(random_shape_scenario(8, 3, 926), 926)

@@ -26,7 +26,8 @@ def fewest_moves(session: Session, started: float) -> None:
     time left over, and at most about half the time spent so far (at least a second): a
     polish must not turn a 2-second proof into a full time limit (in a deterministic run,
     the same share of the deterministic time spent, at least shares.tie_break_work). Never
-    changes a bucket's value beyond its stated error."""
+    changes a bucket's compiled value beyond its stated error (the caller keeps the answer
+    only where the evaluator ranks it no worse)."""
     shares = session.budget
     moved = moved_objects(session.builder)
     budget = session.wall_limit(max(1.0, shares.tie_break_share * (time.monotonic() - started)))
