@@ -17,6 +17,7 @@ from cpsat_rebalancer.errors import InputError
 from cpsat_rebalancer.peer import evaluate_with_wheel
 from cpsat_rebalancer.result import OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.shapes import random_shape_scenario
 from cpsat_rebalancer.solve.pipeline import solve_model
 
 CATALOG = Path(__file__).parents[1] / "scenarios" / "catalog"
@@ -108,6 +109,15 @@ def test_overlapping_disaster_groups_reach_rebalancers_optimum() -> None:
 @pytest.mark.parametrize("seed", range(50))
 def test_optimum_matches_enumeration(seed: int) -> None:
     check_against_enumeration(random_disaster_scenario(seed), seed)
+
+
+def test_sizes_with_every_decimal_keep_the_model_within_its_room() -> None:
+    """Drawn shape 1126 at 6x4 (a disaster-recovery constraint on sizes near 10 with every
+    decimal a double holds): the worst failure's variables, one per item and group at the
+    sizes' common denominator (near 2^52), passed 2^63 in all, and the solve refused the
+    model as too large. They now take their share of the room, and the answer is the
+    enumerated optimum."""
+    check_against_enumeration(random_shape_scenario(6, 4, 1126), 1126)
 
 
 @pytest.mark.parametrize("seed", range(40))

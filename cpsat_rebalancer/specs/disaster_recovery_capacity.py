@@ -19,7 +19,7 @@ import numpy as np
 
 from ..context import EvalContext, MoveBatch, positive
 from ..cpsat.builder import CpBuilder
-from ..cpsat.forms import Info
+from ..cpsat.forms import INT_LIMIT, Info
 from ..cpsat.linear import Lin, lin_sum, to_fraction
 from ..errors import InputError
 from ..fields import Fields, check_list, check_mapping, check_names
@@ -183,13 +183,17 @@ class DisasterRecoveryCapacitySpec(Spec):
             start = None
         return Lin.atom(b.new_atom(both, 0, 1, start))
 
-    @staticmethod
-    def _exact_max(b: CpBuilder, forms: list[Lin]) -> Lin:
-        """A form equal to the largest of ``forms`` (each >= 0), with its value at the start."""
+    def _exact_max(self, b: CpBuilder, forms: list[Lin]) -> Lin:
+        """A form equal to the largest of ``forms`` (each >= 0), with its value at the start.
+        Its variables take their share of the room for domains: sizes with every decimal
+        make the forms' common denominator near 2^52, and a variable per item and group at
+        that scale can pass 2^63 in all; where the share rounds, the error (far below the
+        rules' tolerance at such magnitudes) is stated."""
         live = [x for x in forms if not x.is_constant or x.const != 0]
         if len(live) <= 1:
             return live[0] if live else Lin()
-        ints = b.integerize_all(live)
+        ints = b.integerize_all(live, b.variable_limit(len(live) + 1, INT_LIMIT))
+        b.note_error(self.name, max(f.error for f in ints))
         lo, hi = max(f.lo for f in ints), max(f.hi for f in ints)
         t = b.cp.new_int_var(lo, hi, "worst")
         b.cp.add_max_equality(t, [b.variable(f.expr, f.lo, f.hi, "excess") for f in ints])
