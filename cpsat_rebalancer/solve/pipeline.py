@@ -118,15 +118,17 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     polish_stopped = False
     if stop is None and session.values is not None:
         progress.after_buckets("fewest moves")
-        held = list(session.values), evaluate(problem, model, session.decode())
+        held = list(session.values)
         try:
             fewest_moves(session, started)
         except KeyboardInterrupt:  # the buckets stand proven; only the tie-break is cut
             polish_stopped = session.interrupted = True
         # the frozen values are compiled ones: a closure that listed assignments may hold
         # one the evaluator ranks above others at the same compiled value
-        if tuples.ahead(held[1], evaluate(problem, model, session.decode())):
-            session.values = held[0]
+        if session.values != held and tuples.ahead(
+                evaluate(problem, model, session.decode(held)),
+                evaluate(problem, model, session.decode())):
+            session.values = held
     infeasible = stop == "infeasible"
     final = problem.initial.copy() if infeasible else session.decode()
     holding_initial = session.values is None and initial.feasible and not infeasible
