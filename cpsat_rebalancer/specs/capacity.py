@@ -137,22 +137,35 @@ class CapacitySpec(Spec):
             keep &= self.thresholds * self.norm != 0
         return np.flatnonzero(keep)
 
-    def _pairs(self, initial_during: np.ndarray | None) -> list[tuple[str, int]]:
-        """(metric, position) pairs in Rebalancer's order. As a constraint, DURING_AND_AFTER
-        checks AFTER only where DURING is initially broken."""
+    def _layout(self, initial_during: np.ndarray | None
+                ) -> tuple[int, list[tuple[str, np.ndarray, np.ndarray]]]:
+        """The info columns in Rebalancer's order, by metric: their count, and per metric its
+        columns and the positions (into items) they read. As a constraint,
+        DURING_AND_AFTER checks AFTER only where DURING is initially broken, right after
+        that position's DURING."""
         kept = self._kept()
-        metrics = METRICS[self.definition]
         if self.is_constraint and self.definition in ("DURING_AND_AFTER",
                                                       "DOUBLE_DURING_AND_AFTER"):
-            pairs = []
-            for p in kept:
-                pairs.append(("DURING", p))
-                if initial_during[p] > TOLERANCE:
-                    pairs.append(("AFTER", p))
+            broken = initial_during[kept] > TOLERANCE
+            during = np.arange(len(kept)) + np.cumsum(broken) - broken
+            layout = [("DURING", during, kept), ("AFTER", during[broken] + 1, kept[broken])]
+            count = len(kept) + int(broken.sum())
             if self.definition == "DOUBLE_DURING_AND_AFTER":
-                pairs += [("OLD", p) for p in kept]
-            return pairs
-        return [(metric, p) for metric in metrics for p in kept]
+                layout.append(("OLD", count + np.arange(len(kept)), kept))
+                count += len(kept)
+            return count, layout
+        metrics = METRICS[self.definition]
+        return len(metrics) * len(kept), [(metric, k * len(kept) + np.arange(len(kept)), kept)
+                                          for k, metric in enumerate(metrics)]
+
+    def _pairs(self, initial_during: np.ndarray | None) -> list[tuple[str, int]]:
+        """(metric, position) per info column (see ``_layout``)."""
+        count, layout = self._layout(initial_during)
+        pairs: list[tuple[str, int]] = [("", 0)] * count
+        for metric, columns, positions in layout:
+            for column, p in zip(columns.tolist(), positions.tolist()):
+                pairs[column] = (metric, p)
+        return pairs
 
     # ---------- evaluation ----------
     batched: ClassVar[bool] = True  # (a MoveBatch has static dimensions only)
@@ -178,16 +191,18 @@ class CapacitySpec(Spec):
         return self._expressions(ctx.at_initial, "DURING")
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
-        initial = self._initial_during(ctx) if self.is_constraint else None
-        cache = {}
-        columns = []
-        for metric, p in self._pairs(initial):
-            if metric not in cache:
-                cache[metric] = self._expressions(ctx, metric)
-            columns.append(cache[metric][..., p])
-        if not columns:
+        """The info columns, a metric at a time: a local search prices every candidate move
+        through this, where a column per item of a large scope, gathered one by one, cost
+        more than the expressions themselves."""
+        count, layout = self._layout(self._initial_during(ctx) if self.is_constraint else None)
+        if not count:
             return np.zeros(0)
-        return np.stack(np.broadcast_arrays(*columns), axis=-1).astype(float)
+        blocks = [(columns, self._expressions(ctx, metric)[..., positions])
+                  for metric, columns, positions in layout if len(columns)]
+        out = np.empty((*np.broadcast_shapes(*(b.shape[:-1] for _, b in blocks)), count))
+        for columns, block in blocks:
+            out[..., columns] = block
+        return out
 
     def info_labels(self, problem: Problem) -> list[str]:
         ctx = EvalContext(problem, problem.initial, problem.initial)
