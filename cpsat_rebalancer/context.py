@@ -81,6 +81,11 @@ class EvalContext:
             self._base[key] = (after, initial, stayed)
         return self._base[key]
 
+    def touched_items(self, scope: Scope, dim: str
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """None: one assignment has no candidates to price from a base (``MoveBatch``)."""
+        return None
+
     def util(self, scope: Scope, dim: str, metric: str) -> np.ndarray:
         """Absolute utilization per item of ``scope`` under a definition
         (docs/semantics.md#scopes-dimensions-and-utilization); for a vector dimension the
@@ -327,6 +332,33 @@ class MoveBatch(EvalContext):
                                    np.where(target == home, target, OUT_OF_SCOPE))
             self._base[key] = (after_batch, initial, stayed_batch)
         return self._base[key]
+
+    def touched_items(self, scope: Scope, dim: str
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """The items of ``scope`` a candidate's moves change, each once per candidate: the
+        candidate, the item, and the item's AFTER utilization in the base assignment and in
+        the candidate. A spec whose value is a sum over items prices a candidate by these
+        alone, not by a row of every item. None for a vector dimension (its utilization is
+        the largest of its entries')."""
+        if dim in self.problem.vector_dims:
+            return None
+
+        def compute() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            values, source, target, _ = self._shifts(scope, dim)
+            candidate = np.repeat(np.arange(self.size), values.shape[1])
+            items = np.concatenate([source.ravel(), target.ravel()])
+            inside = items != OUT_OF_SCOPE
+            n = len(scope.items)
+            key = (np.concatenate([candidate, candidate]) * n + items)[inside]
+            unique, of = np.unique(key, return_inverse=True)
+            change = np.bincount(of, weights=np.concatenate([-values.ravel(),
+                                                            values.ravel()])[inside],
+                                 minlength=len(unique))
+            item = unique % n
+            before = self._parent.util(scope, dim, "AFTER")[item]
+            return unique // n, item, before, before + change
+
+        return self.memo(("touched items", scope.name, dim), compute)
 
     def group_moves(self, members: list[np.ndarray]
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -232,3 +232,59 @@ def test_a_difference_of_totals_shifted_in_a_batch_is_never_below_zero(
         keys, _ = evaluate_moves(problem, model, batch, policy_splits(problem, model))
     expected = flat_key(tuple_key(evaluate(problem, model, problem.initial)))
     np.testing.assert_allclose(keys[0], expected, rtol=1e-9, atol=1e-12)
+
+
+def item_specs(problem: Problem, rng: np.random.Generator) -> tuple[dict, dict]:
+    """A Capacity under the AFTER definition and a UtilIncreaseCost, every option drawn, on
+    a scope drawn from the problem's: the two priced from the items a candidate touches."""
+    scope = problem.scopes[rng.choice(sorted(problem.scopes))]
+    names = list(scope.items)
+    picked = [str(name) for name in rng.choice(names, rng.integers(1, len(names) + 1),
+                                                   replace=False)]
+    filters = [None, {"itemsWhitelist": picked}, {"itemsBlacklist": picked[:-1]}]
+    dimension = str(rng.choice(sorted(problem.object_dims)))
+    limit = {"type": str(rng.choice(["RELATIVE", "ABSOLUTE"])),
+             "globalLimit": float(rng.choice([0.0, 0.5, 1.0])),
+             "isDefaultLimitUnbounded": bool(rng.random() < 0.2),
+             "scopeItemLimits": {picked[0]: float(rng.choice([0.3, 0.9]))}}
+    capacity = {"scope": scope.name, "dimension": dimension, "definition": "AFTER",
+                "bound": str(rng.choice(["MAX", "MIN"])), "limit": limit,
+                "zeroAllowed": bool(rng.random() < 0.5),
+                "useLegacyFormula": bool(rng.random() < 0.3)}
+    cost = {"scope": scope.name, "dimension": dimension, "squares": bool(rng.random() < 0.5),
+            "lowerBound": float(rng.choice([0.0, 0.3, 0.8]))}
+    for spec in (capacity, cost):
+        chosen = filters[rng.integers(len(filters))]
+        if chosen is not None:
+            spec["filter"] = chosen
+    return capacity, cost
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_specs_over_items_are_priced_from_the_items_a_move_touches(seed: int) -> None:
+    """Capacity (AFTER: each role and policy, MIN and MAX, zeroAllowed, per-item and
+    unbounded limits, filters, the legacy normalization) and UtilIncreaseCost (squares or
+    not, lower bounds, filters) on a drawn scope beside the draw's specs that take a batch:
+    the base's value changed at the touched items is the evaluator's."""
+    data = random_shape_scenario(30, 6, seed)
+    rng = np.random.default_rng(seed)
+    capacity, cost = item_specs(parse_scenario(data).problem, rng)
+    data["goals"] = [*data.get("goals", []), {"spec": {"utilIncreaseCostSpec": cost},
+                                              "tuplePos": int(rng.integers(0, 2))}]
+    entry = {"spec": {"capacitySpec": capacity}}
+    if rng.random() < 0.3:
+        data["goals"].append({**entry, "tuplePos": 0})
+    else:
+        data["constraints"] = [*data.get("constraints", []), {
+            **entry, "policy": str(rng.choice(["HARD", "SOFT", "DEFAULT"]))}]
+    scenario = parse_scenario(data)
+    problem, model = scenario.problem, scenario.model
+    if not batchable(problem, model):
+        pytest.skip("a spec of this draw prices no batch")
+    batch = MoveBatch(EvalContext(problem, problem.initial, problem.initial),
+                      np.array([[0]]), np.array([[1]]))
+    if capacity["dimension"] not in problem.vector_dims:
+        assert all(e.spec.info_changes(batch) is not None
+                   for e in [*model.goals, *model.constraints] if e.spec.arm == "capacitySpec"
+                   and e.spec.definition == "AFTER" and e.spec.utilization_bound is None)
+    check_batch_prices(problem, model, seed)

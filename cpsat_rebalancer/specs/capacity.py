@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..context import EvalContext, positive
+from ..context import EvalContext, InfoChanges, MoveBatch, positive
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Info
 from ..cpsat.linear import Lin, lin_sum, to_fraction
@@ -178,13 +179,19 @@ class CapacitySpec(Spec):
         return ctx.util(self.scope, self.dimension, metric)[..., self.items]
 
     def _expressions(self, ctx: EvalContext, metric: str) -> np.ndarray:
-        util = self._utils(ctx, metric)
+        return self._expressions_at(self._utils(ctx, metric))
+
+    def _expressions_at(self, util: np.ndarray, positions: np.ndarray | slice = slice(None)
+                        ) -> np.ndarray:
+        """The expressions of the filtered items at ``positions`` (all by default) at these
+        utilizations."""
+        norm, thresholds = self.norm[positions], self.thresholds[positions]
         with np.errstate(invalid="ignore"):
             if self.bound == "MAX":
-                return self.norm * (util - self.thresholds)
-            e = self.norm * (self.thresholds - util)
+                return norm * (util - thresholds)
+            e = norm * (thresholds - util)
             if self.zero_allowed:
-                e = np.where((util == 0) | (util >= self.thresholds), 0.0, e)
+                e = np.where((util == 0) | (util >= thresholds), 0.0, e)
             return e
 
     def _initial_during(self, ctx: EvalContext) -> np.ndarray:
@@ -210,8 +217,38 @@ class CapacitySpec(Spec):
         return [f"{metric} {self.scope.items[self.items[p]]}"
                 for metric, p in self._pairs(initial)]
 
+    def info_changes(self, batch: MoveBatch) -> InfoChanges | None:
+        """Under the AFTER definition, an expression per item: only the items a candidate's
+        moves touch change (``MoveBatch.touched_items``)."""
+        if self.definition != "AFTER" or self.utilization_bound is not None:
+            return None
+        touched = batch.touched_items(self.scope, self.dimension)
+        if touched is None:
+            return None
+        base = batch.base
+        infos = base.memo((self, "infos"), lambda: np.asarray(self.infos(base), dtype=float))
+        candidate, item, _, after = touched
+        column = self._column_of_item[item]
+        kept = column >= 0
+        column = column[kept]
+        return InfoChanges(infos, candidate[kept], column,
+                           self._expressions_at(after[kept], self._kept()[column]))
+
+    @functools.cached_property
+    def _column_of_item(self) -> np.ndarray:
+        """Per item of the scope, its info column under the AFTER definition (-1: none)."""
+        column = np.full(len(self.scope.items), -1, dtype=np.int64)
+        kept = self._kept()
+        column[self.items[kept]] = np.arange(len(kept))
+        return column
+
     def evaluate(self, ctx: EvalContext) -> np.ndarray:
-        return positive(self.infos(ctx)).sum(axis=-1)
+        changes = self.info_changes(ctx) if isinstance(ctx, MoveBatch) else None
+        if changes is None:
+            return positive(self.infos(ctx)).sum(axis=-1)
+        before = positive(changes.base)
+        return before.sum() + np.bincount(changes.candidate, positive(changes.value)
+                                          - before[changes.info], minlength=ctx.size)
 
     # ---------- compilation ----------
     def _info_forms(self, b: CpBuilder) -> list[Info]:

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..context import EvalContext, positive
+from ..context import EvalContext, MoveBatch, positive
 from ..cpsat.builder import CpBuilder
 from ..cpsat.linear import Lin, lin_sum, to_fraction
 from ..cpsat.pwl import convex_pwl
@@ -67,13 +68,43 @@ class UtilIncreaseCostSpec(Spec):
 
     batched: ClassVar[bool] = True
 
+    def _terms(self, ctx: EvalContext, util: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """Each of ``items``' term at its AFTER utilization ``util`` (absolute)."""
+        caps = self.scope.capacity(self.dimension)[items]
+        u0 = ctx.at_initial.util(self.scope, self.dimension, "AFTER")[items] / caps
+        return positive(self._f(util / caps) - self._reference(u0))
+
     def evaluate(self, ctx: EvalContext) -> np.ndarray:
         if len(self.items) == 0:
             return np.float64(0.0)
-        caps = self.scope.capacity(self.dimension)[self.items]
-        u = ctx.util(self.scope, self.dimension, "AFTER")[..., self.items] / caps
-        u0 = ctx.at_initial.util(self.scope, self.dimension, "AFTER")[self.items] / caps
-        return positive(self._f(u) - self._reference(u0)).sum(axis=-1) / len(self.items)
+        touched = ctx.touched_items(self.scope, self.dimension) if isinstance(
+            ctx, MoveBatch) else None
+        if touched is None:
+            util = ctx.util(self.scope, self.dimension, "AFTER")[..., self.items]
+            return self._terms(ctx, util, self.items).sum(axis=-1) / len(self.items)
+        # the base's value, changed at the items a candidate's moves touch
+        base = ctx.base
+        terms = base.memo((self, "terms"), lambda: self._every_term(base))
+        candidate, item, _, after = touched
+        counted = self._counted[item]
+        candidate, item, after = candidate[counted], item[counted], after[counted]
+        change = self._terms(ctx, after, item) - terms[item]
+        return (terms.sum() + np.bincount(candidate, change, minlength=ctx.size)
+                ) / len(self.items)
+
+    def _every_term(self, ctx: EvalContext) -> np.ndarray:
+        """Every item's term (0 where the filter leaves it out)."""
+        terms = np.zeros(len(self.scope.items))
+        util = ctx.util(self.scope, self.dimension, "AFTER")[self.items]
+        terms[self.items] = self._terms(ctx, util, self.items)
+        return terms
+
+    @functools.cached_property
+    def _counted(self) -> np.ndarray:
+        """Per item of the scope, whether the filter counts it."""
+        counted = np.zeros(len(self.scope.items), dtype=bool)
+        counted[self.items] = True
+        return counted
 
     def compile_goal(self, b: CpBuilder) -> GoalForm:
         if len(self.items) == 0:

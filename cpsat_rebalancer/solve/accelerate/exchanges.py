@@ -8,13 +8,17 @@ its destination and a swap finds no partner of the right size; one object out fo
 smaller ones in (or two for one, or two for two) often fits the few units of room a cool
 container has. Candidates are ranked by the load they leave on the hotter of the two
 containers, in one dimension at a time, so that only the few most promising are priced by
-the evaluator.
+the evaluator. The containers' relative loads, and their spread (what the walk ranks a
+step by where its tuple is flat), are read here too.
 """
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
+from ...context import EvalContext
 from ...problem import Problem
 
 SIDE = 24  # objects per container an exchange draws from: its largest movable ones
@@ -34,6 +38,31 @@ def relative_loads(problem: Problem, dims: list[str], x: np.ndarray
         relative = load / np.where(caps > 0, caps, 1.0)
         loads.append((relative, float(relative.mean())))
     return loads
+
+
+def load_spread(problem: Problem, dims: list[str], context: EvalContext) -> np.ndarray:
+    """Σ over containers and ``dims`` of the squared relative load (per candidate under a
+    batch: the base's, changed at the containers a candidate's moves touch)."""
+    scope = problem.container_scope
+    total = np.float64(0.0)
+    for dim in dims:
+        caps = scope.capacity(dim)
+        caps = np.where(caps > 0, caps, 1.0)
+        touched = context.touched_items(scope, dim)
+        if touched is None:
+            total = total + ((context.util(scope, dim, "AFTER") / caps)**2).sum(axis=-1)
+            continue
+        candidate, container, before, after = touched
+        base = context.base
+        whole = base.memo(("load spread", dim), partial(_spread, base, dim, caps))
+        change = (after / caps[container])**2 - (before / caps[container])**2
+        total = total + whole + np.bincount(candidate, change, minlength=context.size)
+    return total
+
+
+def _spread(context: EvalContext, dim: str, caps: np.ndarray) -> float:
+    scope = context.problem.container_scope
+    return float(((context.util(scope, dim, "AFTER") / caps)**2).sum())
 
 
 def _sets(members: np.ndarray, empty: bool) -> np.ndarray:

@@ -36,7 +36,7 @@ from ...problem import OUT_OF_SCOPE, Problem
 from ...scenario import Model
 from ..positions import FLOAT_NOISE
 from . import departures, homecoming
-from .exchanges import PARTNERS, exchange_candidates, relative_loads
+from .exchanges import PARTNERS, exchange_candidates, load_spread, relative_loads
 from .single_moves import first_improvements
 from .tuples import (
     NOISE,
@@ -214,20 +214,11 @@ class BatchedDescent:
         for position, start, end in self.segments:
             columns += [keys[:, start:end],
                         np.broadcast_to(guides.pop(position, 0.0), (size,))[:, None]]
-        spread = self.spread(context) if self.sideways < SIDEWAYS_STEPS else 0.0
+        spread = (load_spread(self.problem, self.dims, context)
+                  if self.sideways < SIDEWAYS_STEPS else 0.0)
         for value in (sum(guides.values(), 0.0), spread):
             columns.append(np.broadcast_to(value, (size,))[:, None])
         return np.concatenate(columns, axis=1)
-
-    def spread(self, context: EvalContext) -> np.ndarray:
-        """Σ over containers and read dimensions of the squared relative load."""
-        scope = self.problem.container_scope
-        total = np.float64(0.0)
-        for dim in self.dims:
-            caps = scope.capacity(dim)
-            relative = context.util(scope, dim, "AFTER") / np.where(caps > 0, caps, 1.0)
-            total = total + (relative**2).sum(axis=-1)
-        return total
 
     def representatives(self) -> np.ndarray:
         """One movable object per (class, container)."""
@@ -526,15 +517,18 @@ class BatchedDescent:
             order = order[self.swap_idle_since[order] < self.changed_at[self.x[order]]]
         rewarded = np.fromiter((o in self.suggested and self.x[o] not in self.suggested[o]
                                 for o in order), dtype=bool, count=len(order))
+        ranked_at, ranked = -1, order
         for o in np.concatenate([order[rewarded], order[~rewarded]]):
             if self.over(deadline) or (improved and partners is not None
                                        and time.monotonic() - began > SWAP_SECONDS):
                 break
-            others = self.representatives()
-            others = others[(self.x[others] != self.x[o])
-                            & (self.classes[others] != self.classes[o])]
-            others = self.rng.permutation(others)  # ties in random order
-            others = others[np.lexsort((self.place[self.x[others]], ~self._mated(o, others)))]
+            if ranked_at != self.version:  # the partners least loaded first, ties at random
+                ranked_at, ranked = self.version, self.rng.permutation(self.representatives())
+                ranked = ranked[np.argsort(self.place[self.x[ranked]], kind="stable")]
+            others = ranked[(self.x[ranked] != self.x[o])
+                            & (self.classes[ranked] != self.classes[o])]
+            mated = self._mated(o, others)
+            others = np.concatenate([others[mated], others[~mated]])
             others = others[self._rewarded_first(o, self.x[others])][:partners]
             objects = np.column_stack([np.full(len(others), o), others])
             targets = np.column_stack([self.x[others], np.full(len(others), self.x[o])])
