@@ -14,6 +14,7 @@ import test_options as options
 
 from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.context import EvalContext, MoveBatch
+from cpsat_rebalancer.errors import InputError
 from cpsat_rebalancer.evaluate import (
     batchable,
     evaluate,
@@ -288,3 +289,51 @@ def test_specs_over_items_are_priced_from_the_items_a_move_touches(seed: int) ->
                    for e in [*model.goals, *model.constraints] if e.spec.arm == "capacitySpec"
                    and e.spec.definition == "AFTER" and e.spec.utilization_bound is None)
     check_batch_prices(problem, model, seed)
+
+
+def balance_spec(problem: Problem, rng: np.random.Generator) -> dict:
+    """A Balance under AFTER (LINEAR, SQUARES or MAX) on a drawn scope with every option
+    that changes its average or threshold drawn."""
+    scope = problem.scopes[rng.choice(sorted(problem.scopes))]
+    names = [str(name) for name in scope.items]
+    # most often a filter that keeps two or more items but not all: only then does the
+    # average move with the moves (all kept, it is constant)
+    fewest = min(2, len(names))
+    picked = [str(name) for name in rng.choice(
+        names, rng.integers(fewest, max(fewest, len(names) - 1) + 1), replace=False)]
+    spec = {"scope": scope.name, "dimension": str(rng.choice(sorted(problem.object_dims))),
+            "definition": "AFTER", "formula": str(rng.choice(["LINEAR", "SQUARES", "MAX"])),
+            "boundType": str(rng.choice(["ABSOLUTE", "RELATIVE", "RELATIVE", "RELATIVE_UTIL"])),
+            "upperBound": float(rng.choice([-0.2, 0.0, 0.1, 0.9, 1.0, 1.2]))}
+    if rng.random() < 0.25:
+        spec["fixAverageToInitial"] = True
+        if rng.random() < 0.5 and len(picked) < len(names):
+            spec["includeInInitialAverage"] = [n for n in names if n not in picked][:1]
+    elif rng.random() < 0.5:
+        spec["useLegacyAverage"] = True
+    if rng.random() < 0.2:
+        spec["softUpperBound"] = float(rng.choice([0.2, 0.7]))
+    if rng.random() < 0.8:
+        spec["filter"] = {"itemsWhitelist": picked}
+    return spec
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_a_balance_is_priced_from_its_sorted_base_and_the_items_a_move_touches(
+        seed: int) -> None:
+    """LINEAR, SQUARES and MAX balances (their average fixed, legacy or moving with every
+    move, every bound type, soft upper bounds, filters) beside the draw's specs: the base's
+    sums above each candidate's threshold, changed at the touched items, are the
+    evaluator's value and guide."""
+    data = random_shape_scenario(30, 6, seed)
+    rng = np.random.default_rng(seed)
+    spec = balance_spec(parse_scenario(data).problem, rng)
+    data["goals"] = [*data.get("goals", []), {"spec": {"balanceSpec": spec},
+                                              "tuplePos": int(rng.integers(0, 2))}]
+    try:
+        scenario = parse_scenario(data)
+    except InputError:
+        pytest.skip("Rebalancer refuses this combination of options")
+    if not batchable(scenario.problem, scenario.model):
+        pytest.skip("a spec of this draw prices no batch")
+    check_batch_prices(scenario.problem, scenario.model, seed)

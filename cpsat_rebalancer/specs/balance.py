@@ -8,14 +8,16 @@ value is Rebalancer's scalar Σ a_i u_i².
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..context import EvalContext, positive
+from ..context import EvalContext, MoveBatch, positive
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import INT_LIMIT
 from ..cpsat.linear import Lin, lin_sum, to_fraction
@@ -88,6 +90,92 @@ def per_object(b: CpBuilder, util: Lin, count: Lin, what: str) -> list[Lin]:
     b.cp.add_exactly_one(choices)
     b.note_error(what, amount.error)
     return terms
+
+
+class SortedUtils:
+    """A base assignment's relative utilizations, sorted, with suffix sums that give at
+    any level t the sums over the values above it (a batch prices its candidates from
+    these and the few items each touches). The sums are of each value less ``center`` (the
+    base's threshold), so that near it they do not cancel."""
+
+    def __init__(self, utils: np.ndarray, center: float):
+        self.total = float(utils.sum())
+        self.center = float(center)
+        order = np.argsort(-utils, kind="stable")  # largest first
+        self.values = utils[order][::-1].copy()  # ascending
+        self.place = np.empty(len(utils), dtype=np.int64)  # each item's place, largest 0
+        self.place[order] = np.arange(len(utils))
+        shifted = self.values - self.center
+        self.power_center = max(self.center, 0.0)  # (a power of a negative level is NaN)
+        powered = power_of(self.values) - power_of(self.power_center)
+        self.sums = [np.append(np.cumsum(column[::-1])[::-1], 0.0)
+                     for column in (shifted, shifted**2, powered)]
+
+    def _above(self, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        first = np.searchsorted(self.values, levels, side="right")
+        return first, len(self.values) - first
+
+    def linear(self, levels: np.ndarray) -> np.ndarray:
+        """Σ (u - t)⁺ at each level t."""
+        first, count = self._above(levels)
+        return self.sums[0][first] - (levels - self.center) * count
+
+    def squared(self, levels: np.ndarray) -> np.ndarray:
+        """Σ ((u - t)⁺)² at each level t."""
+        first, count = self._above(levels)
+        shift = levels - self.center
+        return self.sums[1][first] - 2 * shift * self.sums[0][first] + shift**2 * count
+
+    def powered(self, levels: np.ndarray) -> np.ndarray:
+        """Σ (u^1.1 - t^1.1)⁺ at each level t."""
+        first, count = self._above(levels)
+        with np.errstate(invalid="ignore"):
+            return self.sums[2][first] - (power_of(levels) - power_of(self.power_center)) * count
+
+
+@dataclass(frozen=True)
+class Touched:
+    """A batch's candidates as ``SortedUtils`` of the base and the (candidate, balanced
+    item) pairs their moves touch: the item's position among the balanced, its relative
+    utilization in the base and in the candidate; and each candidate's threshold."""
+
+    base: SortedUtils
+    candidate: np.ndarray
+    position: np.ndarray
+    before: np.ndarray
+    after: np.ndarray
+    threshold: np.ndarray
+
+    def change(self, term: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+        """Per candidate, what its touched items change of Σ term(u, threshold)."""
+        at = self.threshold[self.candidate]
+        k = len(self.threshold)
+        return (np.bincount(self.candidate, term(self.after, at), minlength=k)
+                - np.bincount(self.candidate, term(self.before, at), minlength=k))
+
+    def largest(self) -> np.ndarray:
+        """Per candidate, its largest relative utilization: the base's largest among the
+        items it does not touch, or a touched item's."""
+        k = len(self.threshold)
+        # a candidate touches at most this many items: among the base's largest this many
+        # and one, one is untouched
+        width = min(len(self.base.values), int(np.bincount(self.candidate, minlength=k)
+                                                  .max(initial=0)) + 1)
+        hit = np.zeros((k, width), dtype=bool)
+        place = self.base.place[self.position]
+        near = place < width
+        hit[self.candidate[near], place[near]] = True
+        untouched = ~hit
+        first = untouched.argmax(axis=1)
+        largest = np.where(untouched.any(axis=1),
+                           self.base.values[::-1][first], -np.inf)
+        np.maximum.at(largest, self.candidate, self.after)
+        return largest
+
+
+def power_of(x: np.ndarray | float) -> np.ndarray:
+    """x^1.1, NaN below 0 (as the evaluator's power of a negative threshold)."""
+    return np.asarray(x, dtype=float) ** POWER
 
 
 @register
@@ -253,6 +341,9 @@ class BalanceSpec(Spec):
         n = len(self.items)
         if n == 0:
             return np.float64(0.0)
+        priced = self._touched(ctx)
+        if priced is not None:
+            return self._batch_value(priced)
         u = self._relative(ctx)
         bound = self._bound(self._average(ctx))
         threshold = self._threshold(bound)
@@ -303,10 +394,71 @@ class BalanceSpec(Spec):
         each of those moves (Rebalancer's local search squares LEGACY's excess likewise)."""
         if self.formula not in ("MAX", "LEGACY") or not len(self.items):
             return None
+        priced = self._touched(ctx) if self.formula == "MAX" else None
+        if priced is not None:
+            return priced.base.squared(priced.threshold) + priced.change(
+                lambda u, t: positive(u - t)**2)
         u = self._relative(ctx)
         excess = (u - self._threshold(self._bound(self._average(ctx))) if self.formula == "MAX"
                   else self._legacy_excess(ctx, u))
         return None if excess is None else (positive(excess) ** 2).sum(axis=-1)
+
+    def _touched(self, ctx: EvalContext) -> Touched | None:
+        """Under a batch, LINEAR, SQUARES and MAX of the AFTER relative utilization: what
+        prices each candidate from the base (``Touched``); its average moves by the items
+        its moves touch alone. None where a candidate needs its whole row."""
+        if (not isinstance(ctx, MoveBatch) or self.definition != "AFTER"
+                or self.count_dimension is not None
+                or self.formula not in ("LINEAR", "SQUARES", "MAX")):
+            return None
+        touched = ctx.touched_items(self.scope, self.dimension)
+        if touched is None:
+            return None
+        base = ctx.base
+        ranked = base.memo((self, "sorted"), lambda: SortedUtils(
+            self._relative(base), self._threshold(self._bound(self._average(base)))[0]))
+        candidate, item, before, after = touched
+        position = self._position_of_item[item]
+        kept = position >= 0
+        candidate, position, before, after = (candidate[kept], position[kept], before[kept],
+                                              after[kept])
+        caps = self.caps[position]
+        relative_before, relative_after = before / caps, after / caps
+        k = ctx.size
+        if self.fixed_average:
+            average = np.broadcast_to(self._average(base)[0], (k,))
+        elif self.legacy_average:  # Σ util / Σ capacity, over the balanced items
+            total = base.memo((self, "total"), lambda: float(base.util(
+                self.scope, self.dimension, self.definition)[self.items].sum()))
+            average = (total + np.bincount(candidate, after - before, minlength=k)
+                       ) / self.caps.sum()
+        else:  # the mean relative utilization
+            average = (ranked.total + np.bincount(candidate, relative_after - relative_before,
+                                                  minlength=k)) / len(self.items)
+        return Touched(ranked, candidate, position, relative_before, relative_after,
+                       self._threshold(self._bound(average)))
+
+    def _batch_value(self, priced: Touched) -> np.ndarray:
+        """LINEAR, SQUARES and MAX per candidate (``_touched``): the base's sums over the
+        items above the candidate's threshold, less the touched items' terms in the base,
+        plus theirs in the candidate."""
+        ranked, threshold = priced.base, priced.threshold
+        if self.formula == "MAX":
+            return np.maximum(0.0, priced.largest() - threshold)
+        if self.formula == "LINEAR":
+            total = ranked.linear(threshold) + priced.change(lambda u, t: positive(u - t))
+            return total / len(self.items)
+        with np.errstate(invalid="ignore"):
+            total = ranked.powered(threshold) + priced.change(
+                lambda u, t: positive(u**POWER - t**POWER))
+        return np.where(threshold < 0, np.nan, total / len(self.items))
+
+    @functools.cached_property
+    def _position_of_item(self) -> np.ndarray:
+        """Per item of the scope, its position among the balanced items (-1: none)."""
+        position = np.full(len(self.scope.items), -1, dtype=np.int64)
+        position[self.items] = np.arange(len(self.items))
+        return position
 
     def leximin_values(self, ctx: EvalContext) -> np.ndarray:
         """Relative utilizations; with the bound applied (as in the scalar value, where items
