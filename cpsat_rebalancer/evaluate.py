@@ -104,6 +104,9 @@ def soft_term(entry: ConstraintEntry, infos: np.ndarray, soft: np.ndarray,
 
 def soft_cost(entry: ConstraintEntry, split: PolicySplit, ctx: EvalContext) -> np.ndarray:
     """What a constraint's soft term adds to its position (per candidate under a batch)."""
+    changes = entry.spec.info_changes(ctx) if isinstance(ctx, MoveBatch) else None
+    if changes is not None:
+        return changed_terms(entry, split, changes, ctx.size)[0]
     infos = np.asarray(entry.spec.infos(ctx), dtype=float)
     return np.asarray(soft_term(entry, infos, split.soft, entry.spec.penalties(ctx)))
 

@@ -235,9 +235,10 @@ def test_a_difference_of_totals_shifted_in_a_batch_is_never_below_zero(
     np.testing.assert_allclose(keys[0], expected, rtol=1e-9, atol=1e-12)
 
 
-def item_specs(problem: Problem, rng: np.random.Generator) -> tuple[dict, dict]:
-    """A Capacity under the AFTER definition and a UtilIncreaseCost, every option drawn, on
-    a scope drawn from the problem's: the two priced from the items a candidate touches."""
+def item_specs(problem: Problem, rng: np.random.Generator) -> tuple[dict, dict, dict]:
+    """A Capacity under the AFTER definition, a UtilIncreaseCost and a MinimizeContainers,
+    every option drawn, on a scope drawn from the problem's: the three priced from the items
+    a candidate touches."""
     scope = problem.scopes[rng.choice(sorted(problem.scopes))]
     names = list(scope.items)
     picked = [str(name) for name in rng.choice(names, rng.integers(1, len(names) + 1),
@@ -254,24 +255,32 @@ def item_specs(problem: Problem, rng: np.random.Generator) -> tuple[dict, dict]:
                 "useLegacyFormula": bool(rng.random() < 0.3)}
     cost = {"scope": scope.name, "dimension": dimension, "squares": bool(rng.random() < 0.5),
             "lowerBound": float(rng.choice([0.0, 0.3, 0.8]))}
-    for spec in (capacity, cost):
+    containers = {"scope": scope.name, "dimension": dimension,
+                  "containerCosts": {name: float(rng.choice([0.0, 0.5, 2.0]))
+                                     for name in picked[:2]}}
+    if rng.random() < 0.5:
+        containers["maxFreeLimit"] = int(rng.integers(1, len(names) + 1))
+    for spec in (capacity, cost, containers):
         chosen = filters[rng.integers(len(filters))]
         if chosen is not None:
             spec["filter"] = chosen
-    return capacity, cost
+    return capacity, cost, containers
 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_specs_over_items_are_priced_from_the_items_a_move_touches(seed: int) -> None:
     """Capacity (AFTER: each role and policy, MIN and MAX, zeroAllowed, per-item and
-    unbounded limits, filters, the legacy normalization) and UtilIncreaseCost (squares or
-    not, lower bounds, filters) on a drawn scope beside the draw's specs that take a batch:
-    the base's value changed at the touched items is the evaluator's."""
+    unbounded limits, filters, the legacy normalization), UtilIncreaseCost (squares or
+    not, lower bounds, filters) and MinimizeContainers (costs, free limits, filters; its
+    guide too) on a drawn scope beside the draw's specs that take a batch: the base's value
+    changed at the touched items is the evaluator's."""
     data = random_shape_scenario(30, 6, seed)
     rng = np.random.default_rng(seed)
-    capacity, cost = item_specs(parse_scenario(data).problem, rng)
-    data["goals"] = [*data.get("goals", []), {"spec": {"utilIncreaseCostSpec": cost},
-                                              "tuplePos": int(rng.integers(0, 2))}]
+    capacity, cost, containers = item_specs(parse_scenario(data).problem, rng)
+    data["goals"] = [*data.get("goals", []),
+                     {"spec": {"utilIncreaseCostSpec": cost}, "tuplePos": int(rng.integers(0, 2))},
+                     {"spec": {"minimizeContainersSpec": containers},
+                      "tuplePos": int(rng.integers(0, 2))}]
     entry = {"spec": {"capacitySpec": capacity}}
     if rng.random() < 0.3:
         data["goals"].append({**entry, "tuplePos": 0})
@@ -292,8 +301,8 @@ def test_specs_over_items_are_priced_from_the_items_a_move_touches(seed: int) ->
 
 
 def balance_spec(problem: Problem, rng: np.random.Generator) -> dict:
-    """A Balance under AFTER (LINEAR, SQUARES or MAX) on a drawn scope with every option
-    that changes its average or threshold drawn."""
+    """A Balance under AFTER (LINEAR, SQUARES, MAX or LEGACY) on a drawn scope with every
+    option that changes its average or threshold drawn."""
     scope = problem.scopes[rng.choice(sorted(problem.scopes))]
     names = [str(name) for name in scope.items]
     # most often a filter that keeps two or more items but not all: only then does the
@@ -305,6 +314,11 @@ def balance_spec(problem: Problem, rng: np.random.Generator) -> dict:
             "definition": "AFTER", "formula": str(rng.choice(["LINEAR", "SQUARES", "MAX"])),
             "boundType": str(rng.choice(["ABSOLUTE", "RELATIVE", "RELATIVE", "RELATIVE_UTIL"])),
             "upperBound": float(rng.choice([-0.2, 0.0, 0.1, 0.9, 1.0, 1.2]))}
+    if rng.random() < 0.8:
+        spec["filter"] = {"itemsWhitelist": picked}
+    if rng.random() < 0.2:  # as Rebalancer's checker allows LEGACY
+        return {**spec, "formula": "LEGACY", "fixAverageToInitial": True,
+                "boundType": "RELATIVE"}
     if rng.random() < 0.25:
         spec["fixAverageToInitial"] = True
         if rng.random() < 0.5 and len(picked) < len(names):
@@ -313,17 +327,15 @@ def balance_spec(problem: Problem, rng: np.random.Generator) -> dict:
         spec["useLegacyAverage"] = True
     if rng.random() < 0.2:
         spec["softUpperBound"] = float(rng.choice([0.2, 0.7]))
-    if rng.random() < 0.8:
-        spec["filter"] = {"itemsWhitelist": picked}
     return spec
 
 
 @pytest.mark.parametrize("seed", range(60))
 def test_a_balance_is_priced_from_its_sorted_base_and_the_items_a_move_touches(
         seed: int) -> None:
-    """LINEAR, SQUARES and MAX balances (their average fixed, legacy or moving with every
-    move, every bound type, soft upper bounds, filters) beside the draw's specs: the base's
-    sums above each candidate's threshold, changed at the touched items, are the
+    """LINEAR, SQUARES, MAX and LEGACY balances (their average fixed, legacy or moving with
+    every move, every bound type, soft upper bounds, filters) beside the draw's specs: the
+    base's sums above each candidate's threshold, changed at the touched items, are the
     evaluator's value and guide."""
     data = random_shape_scenario(30, 6, seed)
     rng = np.random.default_rng(seed)

@@ -343,7 +343,7 @@ class BalanceSpec(Spec):
             return np.float64(0.0)
         priced = self._touched(ctx)
         if priced is not None:
-            return self._batch_value(priced)
+            return self._batch_value(ctx, priced)
         u = self._relative(ctx)
         bound = self._bound(self._average(ctx))
         threshold = self._threshold(bound)
@@ -373,10 +373,13 @@ class BalanceSpec(Spec):
     def _legacy_excess(self, ctx: EvalContext, u: np.ndarray) -> np.ndarray | None:
         """LEGACY's m_i = u_i/b - upperBound, b the initial total over the capacity; None
         when nothing is there initially."""
+        scale = self._legacy_scale(ctx)
+        return None if scale is None else u / scale - self.upper_bound
+
+    def _legacy_scale(self, ctx: EvalContext) -> float | None:
+        """LEGACY's b (None when nothing is there initially)."""
         initial = float(ctx.at_initial.util(self.scope, self.dimension, "AFTER")[self.items].sum())
-        if abs(initial) <= TOLERANCE:
-            return None
-        return u / (initial / self.caps.sum()) - self.upper_bound
+        return None if abs(initial) <= TOLERANCE else initial / self.caps.sum()
 
     def _legacy(self, ctx: EvalContext, u: np.ndarray) -> np.ndarray:
         """(0.001/n)·Σ m_i⁺ + max(0, max_i m_i); -upperBound when nothing is there
@@ -394,10 +397,17 @@ class BalanceSpec(Spec):
         each of those moves (Rebalancer's local search squares LEGACY's excess likewise)."""
         if self.formula not in ("MAX", "LEGACY") or not len(self.items):
             return None
-        priced = self._touched(ctx) if self.formula == "MAX" else None
-        if priced is not None:
+        priced = self._touched(ctx)
+        if priced is not None and self.formula == "MAX":
             return priced.base.squared(priced.threshold) + priced.change(
                 lambda u, t: positive(u - t)**2)
+        if priced is not None:  # LEGACY: Σ ((u_i - upperBound·b)⁺)² / b²
+            scale = self._legacy_scale(ctx)
+            if scale is None:
+                return None
+            level = np.full(len(priced.threshold), self.upper_bound * scale)
+            return priced.base.squared(level) / scale**2 + priced.change(
+                lambda u, _: positive(u / scale - self.upper_bound)**2)
         u = self._relative(ctx)
         excess = (u - self._threshold(self._bound(self._average(ctx))) if self.formula == "MAX"
                   else self._legacy_excess(ctx, u))
@@ -409,7 +419,7 @@ class BalanceSpec(Spec):
         its moves touch alone. None where a candidate needs its whole row."""
         if (not isinstance(ctx, MoveBatch) or self.definition != "AFTER"
                 or self.count_dimension is not None
-                or self.formula not in ("LINEAR", "SQUARES", "MAX")):
+                or self.formula not in ("LINEAR", "SQUARES", "MAX", "LEGACY")):
             return None
         touched = ctx.touched_items(self.scope, self.dimension)
         if touched is None:
@@ -438,13 +448,22 @@ class BalanceSpec(Spec):
         return Touched(ranked, candidate, position, relative_before, relative_after,
                        self._threshold(self._bound(average)))
 
-    def _batch_value(self, priced: Touched) -> np.ndarray:
-        """LINEAR, SQUARES and MAX per candidate (``_touched``): the base's sums over the
-        items above the candidate's threshold, less the touched items' terms in the base,
-        plus theirs in the candidate."""
+    def _batch_value(self, ctx: EvalContext, priced: Touched) -> np.ndarray:
+        """LINEAR, SQUARES, MAX and LEGACY per candidate (``_touched``): the base's sums
+        over the items above the candidate's threshold (LEGACY's upperBound·b), less the
+        touched items' terms in the base, plus theirs in the candidate."""
         ranked, threshold = priced.base, priced.threshold
         if self.formula == "MAX":
             return np.maximum(0.0, priced.largest() - threshold)
+        if self.formula == "LEGACY":
+            scale = self._legacy_scale(ctx)
+            if scale is None:
+                return np.full(len(threshold), -self.upper_bound)
+            level = np.full(len(threshold), self.upper_bound * scale)
+            excess = ranked.linear(level) / scale + priced.change(
+                lambda u, _: positive(u / scale - self.upper_bound))
+            return (float(LEGACY_WEIGHT) / len(self.items) * excess
+                    + np.maximum(0.0, priced.largest() / scale - self.upper_bound))
         if self.formula == "LINEAR":
             total = ranked.linear(threshold) + priced.change(lambda u, t: positive(u - t))
             return total / len(self.items)

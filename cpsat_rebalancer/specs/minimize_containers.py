@@ -14,13 +14,14 @@ CP-SAT cannot derive itself (see :func:`add_volume_bounds`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..context import EvalContext, positive, step
+from ..context import EvalContext, MoveBatch, positive, step
 from ..cpsat.builder import CpBuilder
 from ..cpsat.linear import Lin, lin_sum
 from ..cpsat.packing_bounds import dive_work, gilmore_gomory, martello_toth_l2, pattern_dive
@@ -117,20 +118,69 @@ class MinimizeContainersSpec(Spec):
         return util[..., self.items] / self.scope.capacity(self.dimension)[self.items]
 
     def evaluate(self, ctx: EvalContext) -> np.ndarray:
-        used = step(self._relative(ctx.util(self.scope, self.dimension, "AFTER")))
-        return positive(used @ self.costs - len(self.items) + self.free_limit)
+        touched = self._touched(ctx)
+        if touched is None:
+            used = step(self._relative(ctx.util(self.scope, self.dimension, "AFTER"))) @ self.costs
+        else:  # the base's cost of the used items, changed at the items a candidate touches
+            base, candidate, position, before, after = touched
+            caps = self.scope.capacity(self.dimension)[self.items][position]
+            costs = self.costs[position]
+            whole = base.memo((self, "used"), lambda: float(step(self._relative(
+                base.util(self.scope, self.dimension, "AFTER"))) @ self.costs))
+            used = whole + np.bincount(candidate, costs * (step(after / caps)
+                                                           - step(before / caps)),
+                                       minlength=ctx.size)
+        return positive(used - len(self.items) + self.free_limit)
+
+    def _touched(self, ctx: EvalContext) -> tuple[EvalContext, np.ndarray, np.ndarray,
+                                                  np.ndarray, np.ndarray] | None:
+        """Under a batch, the base and per (candidate, filtered item) pair its moves touch:
+        the candidate, the item's position among the filtered, its AFTER utilization in
+        the base and in the candidate (``MoveBatch.touched_items``); else None."""
+        if not isinstance(ctx, MoveBatch):
+            return None
+        touched = ctx.touched_items(self.scope, self.dimension)
+        if touched is None:
+            return None
+        candidate, item, before, after = touched
+        position = self._position_of_item[item]
+        kept = position >= 0
+        return ctx.base, candidate[kept], position[kept], before[kept], after[kept]
+
+    @functools.cached_property
+    def _position_of_item(self) -> np.ndarray:
+        position = np.full(len(self.scope.items), -1, dtype=np.int64)
+        position[self.items] = np.arange(len(self.items))
+        return position
 
     def guide(self, ctx: EvalContext) -> np.ndarray:
         """``−Σ_s (u_s / Σu)^1.1 / cost_s`` over the filtered items (of positive cost): an
         item is emptied by a run of moves that each leave the count flat, and this measure
         falls with each move from a lighter item to a heavier one (Rebalancer's local
         search values the spec with this power, formula NEW)."""
-        util = np.maximum(ctx.util(self.scope, self.dimension, "AFTER")[..., self.items], 0.0)
-        total = util.sum(axis=-1, keepdims=True)
-        share = util / np.where(total > 0, total, 1.0)
         weights = np.divide(1.0, self.costs, out=np.zeros(len(self.costs)),
                             where=self.costs > 0)  # a free item: no pull
-        return -(share**1.1 * weights).sum(axis=-1)
+        touched = self._touched(ctx)
+        if touched is None:
+            util = np.maximum(ctx.util(self.scope, self.dimension, "AFTER")[..., self.items],
+                              0.0)
+            total = util.sum(axis=-1, keepdims=True)
+            share = util / np.where(total > 0, total, 1.0)
+            return -(share**1.1 * weights).sum(axis=-1)
+        # Σ_s u_s^1.1·w_s / (Σu)^1.1: both sums the base's, changed at the touched items
+        base, candidate, position, before, after = touched
+
+        def sums() -> tuple[float, float]:
+            util = np.maximum(base.util(self.scope, self.dimension, "AFTER")[self.items], 0.0)
+            return float(util.sum()), float((util**1.1 * weights).sum())
+
+        whole, whole_powered = base.memo((self, "guide sums"), sums)
+        before, after = np.maximum(before, 0.0), np.maximum(after, 0.0)
+        k = ctx.size
+        total = whole + np.bincount(candidate, after - before, minlength=k)
+        powered = whole_powered + np.bincount(
+            candidate, (after**1.1 - before**1.1) * weights[position], minlength=k)
+        return -powered / np.where(total > 0, total, 1.0)**1.1
 
     def compile_goal(self, b: CpBuilder) -> GoalForm:
         util = b.util(self.scope, self.dimension, "AFTER")

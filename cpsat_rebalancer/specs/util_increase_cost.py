@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..context import EvalContext, MoveBatch, positive
+from ..context import EvalContext, positive
 from ..cpsat.builder import CpBuilder
 from ..cpsat.linear import Lin, lin_sum, to_fraction
 from ..cpsat.pwl import convex_pwl
@@ -77,8 +77,7 @@ class UtilIncreaseCostSpec(Spec):
     def evaluate(self, ctx: EvalContext) -> np.ndarray:
         if len(self.items) == 0:
             return np.float64(0.0)
-        touched = ctx.touched_items(self.scope, self.dimension) if isinstance(
-            ctx, MoveBatch) else None
+        touched = ctx.touched_items(self.scope, self.dimension)
         if touched is None:
             util = ctx.util(self.scope, self.dimension, "AFTER")[..., self.items]
             return self._terms(ctx, util, self.items).sum(axis=-1) / len(self.items)
