@@ -30,6 +30,7 @@ from .common import (
     GoalForm,
     Spec,
     parse_filter,
+    positions_among,
     register,
     resolve_dimension,
     resolve_items,
@@ -474,10 +475,7 @@ class BalanceSpec(Spec):
 
     @functools.cached_property
     def _position_of_item(self) -> np.ndarray:
-        """Per item of the scope, its position among the balanced items (-1: none)."""
-        position = np.full(len(self.scope.items), -1, dtype=np.int64)
-        position[self.items] = np.arange(len(self.items))
-        return position
+        return positions_among(self.scope, self.items)
 
     def leximin_values(self, ctx: EvalContext) -> np.ndarray:
         """Relative utilizations; with the bound applied (as in the scalar value, where items

@@ -25,6 +25,7 @@ from .common import (
     Limit,
     Spec,
     parse_filter,
+    positions_among,
     register,
     resolve_dimension,
     resolve_scope,
@@ -237,10 +238,7 @@ class CapacitySpec(Spec):
     @functools.cached_property
     def _column_of_item(self) -> np.ndarray:
         """Per item of the scope, its info column under the AFTER definition (-1: none)."""
-        column = np.full(len(self.scope.items), -1, dtype=np.int64)
-        kept = self._kept()
-        column[self.items[kept]] = np.arange(len(kept))
-        return column
+        return positions_among(self.scope, self.items[self._kept()])
 
     def evaluate(self, ctx: EvalContext) -> np.ndarray:
         changes = self.info_changes(ctx) if isinstance(ctx, MoveBatch) else None

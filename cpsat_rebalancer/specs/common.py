@@ -329,6 +329,14 @@ class Limit:
         return cls(kind, per_item)
 
 
+def positions_among(scope: Scope, items: np.ndarray) -> np.ndarray:
+    """Per item of ``scope``, its position in ``items`` (-1: not there): how a spec over
+    some items maps the items a batch's moves touch to its own."""
+    position = np.full(len(scope.items), -1, dtype=np.int64)
+    position[items] = np.arange(len(items))
+    return position
+
+
 def roles_by_item(scope: Scope, item_roles: dict[int, Hashable]) -> list[Hashable]:
     """Container roles from the roles of their items (items not listed and containers out of
     the scope share a role of their own)."""

@@ -34,6 +34,7 @@ from .common import (
     Spec,
     leaving,
     parse_filter,
+    positions_among,
     register,
     resolve_dimension,
     resolve_scope,
@@ -149,9 +150,7 @@ class MinimizeContainersSpec(Spec):
 
     @functools.cached_property
     def _position_of_item(self) -> np.ndarray:
-        position = np.full(len(self.scope.items), -1, dtype=np.int64)
-        position[self.items] = np.arange(len(self.items))
-        return position
+        return positions_among(self.scope, self.items)
 
     def guide(self, ctx: EvalContext) -> np.ndarray:
         """``−Σ_s (u_s / Σu)^1.1 / cost_s`` over the filtered items (of positive cost): an

@@ -20,6 +20,7 @@ from .common import (
     GoalForm,
     Spec,
     parse_filter,
+    positions_among,
     register,
     resolve_dimension,
     resolve_scope,
@@ -101,9 +102,7 @@ class UtilIncreaseCostSpec(Spec):
     @functools.cached_property
     def _counted(self) -> np.ndarray:
         """Per item of the scope, whether the filter counts it."""
-        counted = np.zeros(len(self.scope.items), dtype=bool)
-        counted[self.items] = True
-        return counted
+        return positions_among(self.scope, self.items) >= 0
 
     def compile_goal(self, b: CpBuilder) -> GoalForm:
         if len(self.items) == 0:
