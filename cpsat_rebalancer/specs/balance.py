@@ -36,6 +36,7 @@ from .common import (
     resolve_items,
     resolve_scope,
     spec_name,
+    touched_among,
 )
 
 POWER = 1.1  # Rebalancer's SQUARES exponent
@@ -415,24 +416,20 @@ class BalanceSpec(Spec):
         return None if excess is None else (positive(excess) ** 2).sum(axis=-1)
 
     def _touched(self, ctx: EvalContext) -> Touched | None:
-        """Under a batch, LINEAR, SQUARES and MAX of the AFTER relative utilization: what
+        """Under a batch, LINEAR, SQUARES, MAX and LEGACY of the AFTER relative utilization: what
         prices each candidate from the base (``Touched``); its average moves by the items
         its moves touch alone. None where a candidate needs its whole row."""
         if (not isinstance(ctx, MoveBatch) or self.definition != "AFTER"
                 or self.count_dimension is not None
                 or self.formula not in ("LINEAR", "SQUARES", "MAX", "LEGACY")):
             return None
-        touched = ctx.touched_items(self.scope, self.dimension)
+        touched = touched_among(ctx, self.scope, self.dimension, self._position_of_item)
         if touched is None:
             return None
         base = ctx.base
         ranked = base.memo((self, "sorted"), lambda: SortedUtils(
             self._relative(base), self._threshold(self._bound(self._average(base)))[0]))
-        candidate, item, before, after = touched
-        position = self._position_of_item[item]
-        kept = position >= 0
-        candidate, position, before, after = (candidate[kept], position[kept], before[kept],
-                                              after[kept])
+        candidate, position, before, after = touched
         caps = self.caps[position]
         relative_before, relative_after = before / caps, after / caps
         k = ctx.size

@@ -31,6 +31,7 @@ from .common import (
     resolve_scope,
     roles_by_item,
     spec_name,
+    touched_among,
 )
 from .utilization_bound import UtilizationBound
 
@@ -223,17 +224,14 @@ class CapacitySpec(Spec):
         moves touch change (``MoveBatch.touched_items``)."""
         if self.definition != "AFTER" or self.utilization_bound is not None:
             return None
-        touched = batch.touched_items(self.scope, self.dimension)
+        touched = touched_among(batch, self.scope, self.dimension, self._column_of_item)
         if touched is None:
             return None
         base = batch.base
         infos = base.memo((self, "infos"), lambda: np.asarray(self.infos(base), dtype=float))
-        candidate, item, _, after = touched
-        column = self._column_of_item[item]
-        kept = column >= 0
-        column = column[kept]
-        return InfoChanges(infos, candidate[kept], column,
-                           self._expressions_at(after[kept], self._kept()[column]))
+        candidate, column, _, after = touched
+        return InfoChanges(infos, candidate, column,
+                           self._expressions_at(after, self._kept()[column]))
 
     @functools.cached_property
     def _column_of_item(self) -> np.ndarray:

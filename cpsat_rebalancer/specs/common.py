@@ -330,11 +330,26 @@ class Limit:
 
 
 def positions_among(scope: Scope, items: np.ndarray) -> np.ndarray:
-    """Per item of ``scope``, its position in ``items`` (-1: not there): how a spec over
-    some items maps the items a batch's moves touch to its own."""
+    """Per item of ``scope``, its position in ``items`` (-1: not there), for
+    ``touched_among``."""
     position = np.full(len(scope.items), -1, dtype=np.int64)
     position[items] = np.arange(len(items))
     return position
+
+
+def touched_among(ctx: EvalContext, scope: Scope, dim: str, positions: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``MoveBatch.touched_items`` among a spec's own items (``positions``, from
+    ``positions_among``): per (candidate, own item) pair a candidate's moves change, the
+    candidate, the item's position among the spec's, and its AFTER utilization in the base
+    and in the candidate. None where ``ctx`` is no batch or the dimension a vector."""
+    touched = ctx.touched_items(scope, dim)
+    if touched is None:
+        return None
+    candidate, item, before, after = touched
+    position = positions[item]
+    kept = position >= 0
+    return candidate[kept], position[kept], before[kept], after[kept]
 
 
 def roles_by_item(scope: Scope, item_roles: dict[int, Hashable]) -> list[Hashable]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from .common import (
     resolve_scope,
     roles_by_item,
     spec_name,
+    touched_among,
 )
 
 
@@ -138,15 +139,8 @@ class MinimizeContainersSpec(Spec):
         """Under a batch, the base and per (candidate, filtered item) pair its moves touch:
         the candidate, the item's position among the filtered, its AFTER utilization in
         the base and in the candidate (``MoveBatch.touched_items``); else None."""
-        if not isinstance(ctx, MoveBatch):
-            return None
-        touched = ctx.touched_items(self.scope, self.dimension)
-        if touched is None:
-            return None
-        candidate, item, before, after = touched
-        position = self._position_of_item[item]
-        kept = position >= 0
-        return ctx.base, candidate[kept], position[kept], before[kept], after[kept]
+        touched = touched_among(ctx, self.scope, self.dimension, self._position_of_item)
+        return None if touched is None else (cast(MoveBatch, ctx).base, *touched)
 
     @functools.cached_property
     def _position_of_item(self) -> np.ndarray:

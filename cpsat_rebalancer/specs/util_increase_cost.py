@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from ..context import EvalContext, positive
+from ..context import EvalContext, MoveBatch, positive
 from ..cpsat.builder import CpBuilder
 from ..cpsat.linear import Lin, lin_sum, to_fraction
 from ..cpsat.pwl import convex_pwl
@@ -25,6 +25,7 @@ from .common import (
     resolve_dimension,
     resolve_scope,
     spec_name,
+    touched_among,
 )
 
 POWER = 1.1
@@ -78,31 +79,22 @@ class UtilIncreaseCostSpec(Spec):
     def evaluate(self, ctx: EvalContext) -> np.ndarray:
         if len(self.items) == 0:
             return np.float64(0.0)
-        touched = ctx.touched_items(self.scope, self.dimension)
+        touched = touched_among(ctx, self.scope, self.dimension, self._positions)
         if touched is None:
             util = ctx.util(self.scope, self.dimension, "AFTER")[..., self.items]
             return self._terms(ctx, util, self.items).sum(axis=-1) / len(self.items)
         # the base's value, changed at the items a candidate's moves touch
-        base = ctx.base
-        terms = base.memo((self, "terms"), lambda: self._every_term(base))
-        candidate, item, _, after = touched
-        counted = self._counted[item]
-        candidate, item, after = candidate[counted], item[counted], after[counted]
-        change = self._terms(ctx, after, item) - terms[item]
+        base = cast(MoveBatch, ctx).base
+        terms = base.memo((self, "terms"), lambda: self._terms(
+            base, base.util(self.scope, self.dimension, "AFTER")[self.items], self.items))
+        candidate, position, _, after = touched
+        change = self._terms(ctx, after, self.items[position]) - terms[position]
         return (terms.sum() + np.bincount(candidate, change, minlength=ctx.size)
                 ) / len(self.items)
 
-    def _every_term(self, ctx: EvalContext) -> np.ndarray:
-        """Every item's term (0 where the filter leaves it out)."""
-        terms = np.zeros(len(self.scope.items))
-        util = ctx.util(self.scope, self.dimension, "AFTER")[self.items]
-        terms[self.items] = self._terms(ctx, util, self.items)
-        return terms
-
     @functools.cached_property
-    def _counted(self) -> np.ndarray:
-        """Per item of the scope, whether the filter counts it."""
-        return positions_among(self.scope, self.items) >= 0
+    def _positions(self) -> np.ndarray:
+        return positions_among(self.scope, self.items)
 
     def compile_goal(self, b: CpBuilder) -> GoalForm:
         if len(self.items) == 0:
