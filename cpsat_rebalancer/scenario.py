@@ -31,9 +31,10 @@ from .fields import (
     optional_mapping,
 )
 from .object_dimensions import dynamic_dimensions, vector_dimensions
-from .primitives import Restrictions
+from .primitives import MoveBudget, Restrictions
 from .problem import OUT_OF_SCOPE, Problem, Scope
 from .solver_specs import ObjectivePlan, parse_plan
+from .specs.budget_stays import BudgetStaysSpec
 from .specs.common import REGISTRY, Spec
 from .tables import is_fleet, read_fleet
 
@@ -114,6 +115,16 @@ class Model:
                   for c in self.constraints)]:
             floors[position] = min(floors.get(position, 0.0), 0.0 if penalty else -math.inf)
         return floors
+
+    def with_budget_stays(self, budgets: list[MoveBudget], kind: np.ndarray) -> Model | None:
+        """This model with ``budgets`` kept as a HARD constraint over the object classes
+        ``kind`` (specs/budget_stays.py: some choice of alike objects that stay keeps
+        them); None where they need no object to stay, or weigh members unequally."""
+        spec = BudgetStaysSpec.of_budgets("move budgets of the specs left out", budgets, kind)
+        if spec is None or not len(spec.needs):
+            return None
+        return Model(self.goals, [*self.constraints, ConstraintEntry(spec, "HARD", 0.0, 0.0, 0)],
+                     self.restrictions)
 
     def check_solvable(self) -> None:
         """What the evaluator can score but the solver cannot model exactly, rejected before

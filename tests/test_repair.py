@@ -4,6 +4,9 @@ optimal assignment makes, and the repair returns what it promises."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+
 import numpy as np
 import pytest
 from randomized import all_assignments, random_scenario
@@ -11,7 +14,9 @@ from randomized import all_assignments, random_scenario
 from cpsat_rebalancer import evaluate, parse_scenario
 from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.generators import balance_instance
+from cpsat_rebalancer.primitives import Restrictions
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.accelerate.relaxation import load_relaxation
 from cpsat_rebalancer.solve.accelerate.repair import load_caps, repair, shed_counts
 from cpsat_rebalancer.solve.compile import compile_model
 from cpsat_rebalancer.solve.pipeline import solve_model
@@ -210,3 +215,42 @@ def test_repair_keeps_hard_move_limits(host0_cap, expected) -> None:
     assert {job: sum(o.startswith(job) for o in moved) for job in "ab"} == expected
     assert evaluate(problem, model, final).feasible
     assert loads_of(builder, final, "cpu")[0] <= host0_cap * factor
+
+
+def test_repair_sheds_around_the_objects_held_home(monkeypatch) -> None:
+    """host0 (limit 4) holds a fixed task of 3 and three of 1: shedding its largest first
+    would take the fixed one, which has nowhere else to go but back, once room is made for
+    it; the repair sheds the others, and makes no room (none could be made here).
+    The load relaxation knows the fixed task's load too: host0 cannot come down to the
+    average (2 of its 4), and its bound is the optimum, above 0."""
+    data = {
+        "objectName": "task", "containerName": "host",
+        "assignment": {"host0": ["big", "s0", "s1", "s2"], "host1": [], "host2": []},
+        "objectDimensions": {"cpu": {"big": 3, "s0": 1, "s1": 1, "s2": 1}},
+        "containerDimensions": {"cpu": {"host0": 4, "host1": 8, "host2": 8}},
+        "goals": [{"spec": {"balanceSpec": {"name": "bal", "scope": "host",
+                                            "dimension": "cpu", "formula": "LINEAR"}}}],
+        "constraints": [{"spec": {"capacitySpec": {"scope": "host", "dimension": "cpu"}},
+                         "policy": "HARD"}],
+    }
+    scenario = parse_scenario(data)
+    problem = scenario.problem
+    big = problem.object_index["big"]
+    pin = (scenario.model.constraints[0].spec, Restrictions(fixed_objects=frozenset({big})))
+    model = dataclasses.replace(scenario.model,
+                                restrictions=[*scenario.model.restrictions, pin])
+    builder, buckets = compile_model(problem, model)
+    caps = load_caps(builder)
+    module = importlib.import_module("cpsat_rebalancer.solve.accelerate.repair")
+    monkeypatch.setattr(module, "_make_room", lambda *args: None)
+    counts = repair(builder, caps)
+    assert counts is not None
+    final = builder.decode(counts)
+    assert final[big] == problem.initial[big]
+    assert (loads_of(builder, final, "cpu") <= caps["cpu"]).all()
+    best = min(evaluate(problem, model, a).positions[0] for a in all_assignments(scenario)
+               if a[big] == problem.initial[big] and evaluate(problem, model, a).feasible)
+    form = builder.integerize(lin_sum(buckets[0].terms), objective=True)
+    relaxed = load_relaxation(builder, form, 10.0, 1, 0)
+    assert relaxed is not None
+    assert best > 0 and float(relaxed.bound / form.factor) == pytest.approx(best)

@@ -88,6 +88,8 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     # capacities may have no common denominator below 2^50) is proven within its stated
     # error only, and the gap left adds to it: GLOP's duals can leave the floor a unit short
     # of the repair, and CP-SAT would spend its time on a gap far inside the error
+    if repaired is None and session.values is not None:  # the assignment held may be there
+        repaired = session.held_value(bucket.members, form.factor, error)
     if repaired is not None and repaired <= floor + math.floor(error * form.factor):
         return finish(session, bucket, form, cp_model.OPTIMAL, repaired,
                        float(Fraction(repaired) / form.factor),

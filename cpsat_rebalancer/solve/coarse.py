@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..cpsat.classes import integral_scale, item_groups, object_classes
+from ..cpsat.classes import ObjectClasses, integral_scale, item_groups, object_classes
 from ..evaluate import Evaluation, evaluate
-from ..primitives import TOLERANCE, MoveBudget
+from ..primitives import TOLERANCE, MoveBudget, Restrictions
 from ..problem import Problem
 from ..result import FEASIBLE, OPTIMAL, BucketReport, SolveResult
 from ..scenario import Model, SolverOptions
@@ -82,6 +82,58 @@ def relaxation(problem: Problem, model: Model, options: SolverOptions) -> Relaxa
     if class_count(relaxed.problem, relaxed.model) * COARSE_MERGE > class_count(problem, model):
         return None
     return relaxed
+
+
+def with_budgets(problem: Problem, model: Model, relaxed: Relaxation) -> Relaxation | None:
+    """The relaxation with the move budgets of the specs it leaves out (``Model.
+    with_budget_stays``): still a relaxation, and an answer of it lifts to the whole model
+    with the same values at the positions it keeps. None where no such budget is stated
+    (or a budget weighs its members unequally)."""
+    budgets = _budgets(problem, model)
+    kept = relaxed.model.with_budget_stays(budgets, _alike(problem, model).of_object)
+    return None if not budgets or kept is None else Relaxation(relaxed.problem, kept)
+
+
+def stayers(budgeted: Relaxation, final: np.ndarray) -> Relaxation:
+    """The relaxation with the objects fixed that keep the move budgets of ``budgeted``
+    (its last constraint) on an answer ``final`` of the relaxation without them: per
+    budget, first those the answer can keep home (the largest flow through its cells'
+    stays), then, for the rest of what it needs, members whose containers hold the least
+    share of their capacity home so far. A restriction, not a relaxation: its bounds prove nothing,
+    but its answers keep the budgets, which makes them starts for ``budgeted``."""
+    problem = budgeted.problem
+    spec = budgeted.model.constraints[-1].spec  # the budgets' (with_budget_stays)
+    chosen = spec.kept_home(problem.initial, final, problem.num_containers)
+    fixed = {obj for kept in chosen for obj in kept}
+    share = _shares(problem, budgeted.model)
+    held = np.bincount(problem.initial[sorted(fixed)], weights=share[sorted(fixed)],
+                       minlength=problem.num_containers)
+    for members, need, kept in zip(spec.members, spec.needs.tolist(), chosen):
+        rest = [o for o in members.tolist() if o not in kept]
+        for _ in range(need - len(kept)):  # each where the least is held home so far
+            obj = min(rest, key=lambda o: (held[problem.initial[o]] + share[o], o))
+            rest.remove(obj)
+            fixed.add(obj)
+            held[problem.initial[obj]] += share[obj]
+    model = budgeted.model
+    restriction = (spec, Restrictions(fixed_objects=frozenset(fixed)))
+    return Relaxation(problem, Model(model.goals, model.constraints[:-1],
+                                     [*model.restrictions, restriction]))
+
+
+def _shares(problem: Problem, model: Model) -> np.ndarray:
+    """Per object, the largest share of its initial container's capacity it takes, over
+    the dimensions the model reads but the object count (which movement goals read
+    whatever the loads): 0 where it reads no other."""
+    share = np.zeros(problem.num_objects)
+    scope = problem.container_scope
+    for dim in sorted(problem.scalar_dimensions(model.dimensions())):
+        if dim in problem.dynamic_dims or dim == problem.count_dimension:
+            continue
+        capacity = scope.capacity(dim)[problem.initial]
+        share = np.maximum(share, np.divide(problem.object_dims[dim], capacity,
+                                            out=np.zeros(len(capacity)), where=capacity > 0))
+    return share
 
 
 def lifted(problem: Problem, model: Model, coarse: SolveResult, initial: Evaluation,
@@ -171,11 +223,7 @@ def lift(problem: Problem, model: Model, coarse_final: np.ndarray) -> np.ndarray
     if not any(groups_of):
         return coarse_final.copy()
     fixed = model.fixed_objects
-    kept = Model([g for g in model.goals if not g.spec.reads_groups()],
-                 [c for c in model.constraints if not c.spec.reads_groups()], [])
-    alike = object_classes(dataclasses.replace(problem, partitions={}),
-                           model.named_objects() - set(fixed), by_initial_container=False,
-                           dims=kept.dimensions() | {problem.count_dimension})
+    alike = _alike(problem, model)
     sizes: dict[int, int] = {}
     for groups in groups_of:
         for g in groups:
@@ -219,9 +267,7 @@ def lift(problem: Problem, model: Model, coarse_final: np.ndarray) -> np.ndarray
                 moving[chosen] = True
                 for g in groups_of[chosen]:
                     leaving[g] = leaving.get(g, 0) + 1
-    budgets = [budget for entry in model.constraints
-               if entry.spec.reads_groups() and entry.policy == "HARD"
-               for budget in entry.spec.move_budgets(problem)]
+    budgets = _budgets(problem, model)
     if any(_over_budget(budget, moving) for budget in budgets):
         chosen = _budgeted_moves(cells, budgets, moving, fixed)
         if chosen is None:  # the relaxation's counts break a budget: some movers go back
@@ -251,6 +297,24 @@ def lift(problem: Problem, model: Model, coarse_final: np.ndarray) -> np.ndarray
                     key = (g, s, int(items[target]))
                     near[key] = near.get(key, 0) + 1
     return final
+
+
+def _alike(problem: Problem, model: Model) -> ObjectClasses:
+    """Objects the lift may swap: alike for the specs kept (the dimensions they read,
+    named by none)."""
+    kept = Model([g for g in model.goals if not g.spec.reads_groups()],
+                 [c for c in model.constraints if not c.spec.reads_groups()], [])
+    return object_classes(dataclasses.replace(problem, partitions={}),
+                          model.named_objects() - set(model.fixed_objects),
+                          by_initial_container=False,
+                          dims=kept.dimensions() | {problem.count_dimension})
+
+
+def _budgets(problem: Problem, model: Model) -> list[MoveBudget]:
+    """The move budgets of the HARD constraints the relaxation leaves out."""
+    return [budget for entry in model.constraints
+            if entry.spec.reads_groups() and entry.policy == "HARD"
+            for budget in entry.spec.move_budgets(problem)]
 
 
 def _over_budget(budget: MoveBudget, moving: np.ndarray) -> bool:

@@ -76,6 +76,10 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
                                 hint, accelerate, budget, progress)
         if relaxed_result.termination == "interrupted":
             return stopped_at_start(problem, initial, started, "interrupted")
+        relaxed_result = budgeted_relaxation(problem, model, relaxed, relaxed_result, options,
+                                             aggregate, accelerate, budget, progress, started)
+        if relaxed_result.termination == "interrupted":
+            return stopped_at_start(problem, initial, started, "interrupted")
         progress.phase("lift")
         fallback = coarse.lifted(problem, model, relaxed_result, initial,
                                  time.monotonic() - started)
@@ -191,6 +195,39 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     return SolveResult(problem, status, termination, final, initial, final_eval, reports,
                        time.monotonic() - started, builder.roundings | builder.errors, conflict,
                        classes=len(builder.classes.members))
+
+
+def budgeted_relaxation(problem: Problem, model: Model, relaxed: coarse.Relaxation,
+                        result: SolveResult, options: SolverOptions, aggregate: bool,
+                        accelerate: bool, budget: Budget, progress: Progress,
+                        started: float) -> SolveResult:
+    """Where the relaxation's answer breaks the move budgets of the specs it leaves out
+    (no choice of the objects that stay keeps them, so its lift cannot keep its values),
+    the relaxation again with those budgets (``coarse.with_budgets``): its answer lifts,
+    and its bounds hold for the whole model. Its search starts from an answer that keeps
+    them by construction: the relaxation with members fixed home (``coarse.stayers``,
+    a quarter of the time left), whose own bounds prove nothing. Returns that answer
+    where there is one, else ``result``."""
+    budgeted = coarse.with_budgets(problem, model, relaxed)
+    if budgeted is None or evaluate(budgeted.problem, budgeted.model, result.final).feasible:
+        return result
+    limit = options.time_limit
+    left = None if limit is None else started + budget.coarse_share * limit - time.monotonic()
+    if left is not None and left <= 0:
+        return result
+    progress.phase("relaxation with move budgets")
+    fixed = coarse.stayers(budgeted, result.final)
+    start = _solve(fixed.problem, fixed.model,
+                   replace(options, time_limit=None if left is None else left / 4), aggregate,
+                   result.final, accelerate, budget, progress, time.monotonic())
+    if start.termination == "interrupted" or start.status == NO_SOLUTION:
+        return start if start.termination == "interrupted" else result
+    left = None if limit is None else started + budget.coarse_share * limit - time.monotonic()
+    if left is not None and left <= 0:
+        return result
+    answer = _solve(budgeted.problem, budgeted.model, replace(options, time_limit=left),
+                    aggregate, start.final, accelerate, budget, progress, time.monotonic())
+    return answer if answer.status != NO_SOLUTION else result
 
 
 def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,

@@ -174,8 +174,24 @@ def configuration_master(builder: CpBuilder, held: list[int], seconds: float,
     unassigned = builder.problem.num_objects - int(
         sum(int(c.initial.sum()) for c in containers))
     master = ConfigurationLP(builder, loads, containers, dim, divisor, rows, used, lows, highs,
-                             held)
+                             held, _stay_variables(builder, stays, containers))
     return master, unassigned
+
+
+def _stay_variables(builder: CpBuilder, stays: dict[tuple[int, int], tuple[object, int]],
+                    containers: list[_Container]) -> dict[int, tuple[int, int]]:
+    """The model's stay variables (``min(final, initial)`` of a class in its initial
+    container) that are variables of their own: each, by index, to its container's
+    position and its count variable's position in that container's content."""
+    found = {}
+    for (k, c), (expr, _) in stays.items():
+        if not isinstance(expr, cp_model.IntVar) or c >= len(containers):
+            continue
+        container = containers[c]
+        for i, j in enumerate(container.variables.tolist()):
+            if int(builder.var_class[j]) == k and expr.Index() != builder.count_vars[j].Index():
+                found[expr.Index()] = (container.position, i)
+    return found
 
 
 def _priced_dimension(builder: CpBuilder, loads: dict[str, list[object]],
@@ -290,20 +306,25 @@ def _attributes(model_rows: list[list[tuple[int, int]]], lo: list[float], hi: li
 
 
 def _best_content(container: _Container, dim: str, divisor: int, gain: np.ndarray,
-                  extra: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """max Σ_j min(n_j, initial_j) - gain_j·n_j over the counts n within their domains
-    whose load in ``dim`` lies in the container's window: a bounded knapsack over the
-    exact load, each count split into its staying part (profit 1 - gain each) and its
-    arriving part (profit -gain), each in binary chunks, plus ``extra`` per load (a
+                  extra: np.ndarray | None = None, bonus: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """max Σ_j (1 + bonus_j)·min(n_j, initial_j) - gain_j·n_j over the counts n within their
+    domains whose load in ``dim`` lies in the container's window: a bounded knapsack over
+    the exact load, each count split into its staying part (profit 1 + bonus - gain each)
+    and its arriving part (profit -gain), each in binary chunks, plus ``extra`` per load (a
     multiple of the divisor; -inf where the load is not allowed). Returns the best value
-    at each load and the counts of the best (at the window's best load)."""
+    at each load and the counts of the best (at the window's best load). (Were a stay's
+    profit below an arrival's, the table would take arrivals first: it then over-states
+    the best value, which keeps a bound from it valid.)"""
     sizes = container.values[dim] // divisor
     lower, upper, initial = container.lower, container.upper, container.initial
+    stay_profit = np.ones(len(sizes)) if bonus is None else 1.0 + bonus
     cells = container.high + 1
     value = np.full(cells, -np.inf)
     base_load = int((lower * sizes).sum())
     if base_load < cells:
-        value[base_load] = float((np.minimum(lower, initial) - gain * lower).sum())
+        value[base_load] = float((np.minimum(lower, initial) * stay_profit
+                                  - gain * lower).sum())
     room = max(0, container.high - base_load)
     parts = []  # (variable position, how many, profit each)
     arriving: dict[int, list[tuple[float, int, int]]] = {}  # size -> (profit, position, n)
@@ -314,7 +335,7 @@ def _best_content(container: _Container, dim: str, divisor: int, gain: np.ndarra
         if size:
             staying = min(staying, room // size)
             extra_count = min(extra_count, room // size - staying)
-        parts.append((j, staying, 1.0 - gain[j]))
+        parts.append((j, staying, stay_profit[j] - gain[j]))
         if extra_count > 0:
             arriving.setdefault(size, []).append((-gain[j], j, extra_count))
     for size, options in arriving.items():
@@ -358,12 +379,15 @@ class ConfigurationLP:
     """The configuration LP: the load relaxation's variables and rows, one column per
     container content priced so far, and the rows that tie them: each container's loads
     equal its contents' (per dimension), one content per container (convexity), each
-    class's objects all placed. Its objective is the objects leaving their container."""
+    class's objects all placed. Its objective is the objects leaving their container.
+    A stay variable (``stay_of``: model variable -> container position and count
+    position) is part of each content, ``min(n, initial)`` of its count there: the rows
+    that read it (a move budget's stays, say) read the contents."""
 
     def __init__(self, builder: CpBuilder, loads: dict[str, list[object]],
                  containers: list[_Container], priced: str, divisor: int, rows: LinearRows,
                  used: list[int], lows: np.ndarray, highs: np.ndarray,
-                 held: list[int]) -> None:
+                 held: list[int], stay_of: dict[int, tuple[int, int]] | None = None) -> None:
         self.containers, self.dims = containers, list(loads)
         self.priced, self.divisor = priced, divisor
         # per container, from the last pricing: how far below its best each load's best
@@ -387,8 +411,11 @@ class ConfigurationLP:
         priced_load = {position[loads[priced][c.index].Index()]: c.position for c in containers}
         found = _attributes(model_rows, rows.lo, rows.hi, priced_load, lows[used], highs[used],
                             [c.high + 1 for c in containers], divisor)
+        stays = {position[v]: at for v, at in (stay_of or {}).items() if v in position}
+        found = {owner: [a for a in attributes if a.variable not in stays]
+                 for owner, attributes in found.items()}
         local = {r for attributes in found.values() for a in attributes for r in a.local}
-        moved = {a.variable for attributes in found.values() for a in attributes}
+        moved = {a.variable for attributes in found.values() for a in attributes} | set(stays)
         self.rows = []  # (constraint, lo, hi)
         self.terms: list[list[tuple[int, float]]] = []  # per row: (master variable, coef)
         master_row = {}
@@ -413,6 +440,15 @@ class ConfigurationLP:
                 attributes.append((a.value, [(master_row[r], c / scale[r]) for r, c in a.rows]))
             self.attributes.append(attributes)
             self.allowed.append(allowed)
+        # per container: (count position, its stay's rows in the master)
+        self.stays: list[list[tuple[int, list[tuple[int, float]]]]] = [[] for _ in containers]
+        reading: dict[int, list[tuple[int, float]]] = {k: [] for k in stays}
+        for r, terms in enumerate(model_rows):
+            for k, coef in terms:
+                if k in reading:
+                    reading[k].append((master_row[r], coef / scale[r]))
+        for k, (owner, i) in stays.items():
+            self.stays[owner].append((i, reading[k]))
         self.link: dict[tuple[int, str], int] = {}  # (container, dim) -> row
         for container in containers:
             for dim in self.dims:
@@ -475,6 +511,11 @@ class ConfigurationLP:
             for r, coef in attribute_rows:
                 row = self.rows[r][0]
                 row.SetCoefficient(column, row.GetCoefficient(column) + coef * float(value[cell]))
+        for i, stay_rows in self.stays[container.position]:
+            stayed = float(min(counts[i], container.initial[i]))
+            for r, coef in stay_rows:
+                row = self.rows[r][0]
+                row.SetCoefficient(column, row.GetCoefficient(column) + coef * stayed)
         for j, number in zip(container.variables.tolist(), counts.tolist()):
             if number:
                 row = self.rows[self.class_rows[int(self.class_of[j])]][0]
@@ -550,7 +591,13 @@ class ConfigurationLP:
                 price = sum(y[r] * coef for r, coef in attribute_rows)
                 if price:
                     extra = extra + price * value
-            values, counts = _best_content(container, self.priced, self.divisor, gain, extra)
+            bonus = None
+            if self.stays[position]:
+                bonus = np.zeros(len(container.variables))
+                for i, stay_rows in self.stays[position]:
+                    bonus[i] += sum(y[r] * coef for r, coef in stay_rows)
+            values, counts = _best_content(container, self.priced, self.divisor, gain, extra,
+                                           bonus)
             best = float(values[container.low:].max())
             if not math.isfinite(best):
                 return -math.inf, []

@@ -194,16 +194,25 @@ def loads_model(builder: CpBuilder, kept: list[tuple[int, set[int]]],
                  loads: dict[str, list[object]], targets: list[str]) -> cp_model.CpModel:
     """The same variables (same indices) with the constraints ``kept``, plus what every
     assignment keeps for the ``targets`` dimensions: loads summing to their total, scope
-    items' loads the sums of their containers', and the ratios between dimensions."""
+    items' loads the sums of their containers', the objects that cannot leave a container
+    in its load, and the ratios between dimensions."""
     full = builder.cp.proto
     cp = cp_model.CpModel()
     for variable in full.variables:
         cp.proto.variables.add().copy_from(variable)
     for index, _ in kept:
         cp.proto.constraints.add().copy_from(full.constraints[index])
+    # a class with one count variable (a fixed or held object) is always there
+    pinned = np.asarray([len(builder.class_vars[k]) == 1 for k in builder.var_class.tolist()],
+                        dtype=bool)
+    counts = np.where(pinned, builder.classes.sizes[builder.var_class], 0)
     for dim in targets:
         cp.add(sum(loads[dim]) == int(builder.scale(dim).values.sum()))
         _link_scopes(builder, cp, dim, loads[dim])
+        if pinned.any():
+            for load, least in zip(loads[dim], builder.loads_at(counts, dim).tolist()):
+                if least > 0:
+                    cp.add(load >= least)
     constrained = set().union(*(used for _, used in kept))
     _couple_dimensions(builder, cp, loads, targets, constrained)
     return cp

@@ -328,6 +328,9 @@ class _MoveBudget:
 
     def __init__(self, builder: CpBuilder, counts: np.ndarray):
         self.var_class = builder.var_class
+        # a class with one count variable (a fixed or held object) has nowhere else to go
+        choices = np.asarray([len(v) for v in builder.class_vars], dtype=np.int64)
+        self.movable = choices[builder.var_class] > 1
         self.home: np.ndarray | None = None
         self.remaining: np.ndarray | None = None
         if builder.move_caps is None:
@@ -340,10 +343,13 @@ class _MoveBudget:
 
     def may_leave(self, variables: np.ndarray) -> np.ndarray:
         if self.remaining is None:
-            return np.ones(len(variables), dtype=bool)
-        return ~self.home[variables] | (self.remaining[self.var_class[variables]] > 0)
+            return self.movable[variables]
+        return self.movable[variables] & (
+            ~self.home[variables] | (self.remaining[self.var_class[variables]] > 0))
 
     def left(self, j: int) -> int:
+        if not self.movable[j]:
+            return 0
         if self.remaining is None or not self.home[j]:
             return np.iinfo(np.int64).max
         return max(0, int(self.remaining[self.var_class[j]]))
