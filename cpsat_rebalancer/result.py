@@ -75,6 +75,8 @@ class SolveResult:
     approximation: dict[str, float] = field(default_factory=dict)
     conflict: list[str] = field(default_factory=list)  # constraints named when infeasible
     classes: int = 0
+    # the last configuration LP's values of named model variables (see Session.lp_values)
+    lp_values: dict[str, float] = field(default_factory=dict, repr=False)
 
     @property
     def assignment(self) -> dict[str, list[str]]:

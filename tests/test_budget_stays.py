@@ -239,3 +239,59 @@ def test_the_budgets_stays_raise_the_configuration_floor() -> None:
     assert floors == [2, 3]
     result = solve_model(scenario.problem, scenario.model, OPTIONS)
     assert result.status == OPTIMAL and result.buckets[0].objective == 3
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_better_answer_keeps_the_bounds_and_is_proven_where_it_meets_them(
+        seed: int) -> None:
+    """The relaxation with budgets, solved, then its answer taken back to the start
+    (FEASIBLE, the same bounds): the proven answer put back in its place is OPTIMAL again
+    at every position, at the values it had; a worse one changes nothing."""
+    scenario, relaxation = budgeted(seed)
+    if relaxation is None:
+        return
+    result = solve_model(relaxation.problem, relaxation.model, OPTIONS)
+    if result.status != OPTIMAL:
+        return
+    initial = evaluate(relaxation.problem, relaxation.model, relaxation.problem.initial)
+    back = dataclasses.replace(
+        result, status="FEASIBLE", final=relaxation.problem.initial, final_evaluation=initial,
+        buckets=[dataclasses.replace(r, status="FEASIBLE", termination="time_limit",
+                                     objective=initial.positions.get(r.position, 0.0))
+                 for r in result.buckets])
+    assert coarse.better_answer(relaxation, result, relaxation.problem.initial) is result
+    again = coarse.better_answer(relaxation, back, result.final)
+    if result.final_evaluation.tuple() == initial.tuple():
+        assert again is back
+        return
+    assert again.status == OPTIMAL and (again.final == result.final).all()
+    for report, proven in zip(again.buckets, result.buckets):
+        assert report.status == OPTIMAL and report.bound == proven.bound
+        assert report.objective == pytest.approx(proven.objective, rel=1e-12, abs=1e-12)
+
+
+def test_the_lp_routing_names_the_budgets_cells() -> None:
+    """``routed`` reads a configuration LP's values of the flows back as (flow, a member of
+    the budget in that cell), and the restriction they point to holds those members home."""
+    scenario, relaxation = budgeted(0, moves_only(0))
+    for seed in range(1, 40):
+        if relaxation is not None:
+            break
+        scenario, relaxation = budgeted(seed, moves_only(seed))
+    problem = relaxation.problem
+    spec = relaxation.model.constraints[-1].spec
+    builder, _ = compile_model(problem, relaxation.model)
+    names = [v.name for v in builder.cp.proto.variables if v.name.startswith("kept")]
+    values = {name: 1.0 for name in names}
+    routes = spec.routed(values)
+    assert routes is not None
+    assert sum(map(len, routes)) == len(names)
+    for members, route in zip(spec.members, routes):
+        assert {obj for _, obj in route} <= set(members.tolist())
+    answer = dataclasses.replace(solve_model(problem, relaxation.model, OPTIONS),
+                                 status="FEASIBLE", lp_values=values)
+    pointed = coarse.routed_stayers(relaxation, answer)
+    held = pointed.model.restrictions[-1][1].fixed_objects
+    for members, need in zip(spec.members, spec.needs.tolist()):
+        assert len(held & set(members.tolist())) == need
+    assert spec.routed({}) is None

@@ -115,10 +115,70 @@ def stayers(budgeted: Relaxation, final: np.ndarray) -> Relaxation:
             rest.remove(obj)
             fixed.add(obj)
             held[problem.initial[obj]] += share[obj]
+    return _fixed_home(budgeted, fixed)
+
+
+def routed_stayers(budgeted: Relaxation, answer: SolveResult) -> Relaxation | None:
+    """The relaxation with the objects fixed home that ``answer``'s last configuration LP
+    routes the budgets' stays through (per budget, its cells by their flow, the largest
+    first, then any where rounding fell short): the LP's optimum is often nearly whole
+    there, and the restriction then reaches about what the LP says. None when ``answer``
+    is proven or its LP routed nothing."""
+    spec = budgeted.model.constraints[-1].spec  # the budgets' (with_budget_stays)
+    routes = spec.routed(answer.lp_values)
+    if answer.status == OPTIMAL or routes is None:
+        return None
+    problem = budgeted.problem
+    fixed: set[int] = set()
+    for members, need, route in zip(spec.members, spec.needs.tolist(), routes):
+        taken = 0
+        for value, first in sorted(route, key=lambda r: (-r[0], r[1])):
+            if taken >= need:
+                break
+            alike = [o for o in members.tolist() if spec.kind[o] == spec.kind[first]
+                     and problem.initial[o] == problem.initial[first] and o not in fixed]
+            chosen = alike[:min(need - taken, max(1, round(value)))]
+            fixed.update(chosen)
+            taken += len(chosen)
+        rest = [o for o in members.tolist() if o not in fixed]  # where rounding fell short
+        fixed.update(rest[:max(0, need - taken)])
+    return _fixed_home(budgeted, fixed)
+
+
+def better_answer(budgeted: Relaxation, answer: SolveResult, final: np.ndarray
+                  ) -> SolveResult:
+    """``answer`` with ``final`` (an assignment of the same model) in its place where that
+    is lexicographically better: each position keeps its bound (valid for every
+    assignment) and is OPTIMAL where the new value meets it and every position before is
+    OPTIMAL."""
+    evaluation = evaluate(budgeted.problem, budgeted.model, final)
+    if (not evaluation.feasible or any(r.leximin_levels is not None for r in answer.buckets)
+            or not tuples.better(tuples.tuple_key(evaluation),
+                                 tuples.tuple_key(answer.final_evaluation))):
+        return answer
+    reports, holds = [], True
+    for report in answer.buckets:
+        value = evaluation.positions.get(report.position, 0.0)
+        gap = None if report.bound is None else max(0.0, value - report.bound)
+        holds = holds and gap is not None and gap <= EXACT * abs(value) + FLOAT_NOISE
+        reports.append(dataclasses.replace(
+            report, status=OPTIMAL if holds else FEASIBLE,
+            termination="optimal" if holds else report.termination
+            if report.termination != "optimal" else "time_limit",
+            objective=value, gap=gap, compiled_objective=None,
+            relative_gap=None if gap is None else gap / abs(value) if value else 0.0))
+    return dataclasses.replace(answer, status=OPTIMAL if holds else FEASIBLE,
+                               termination="optimal" if holds else answer.termination,
+                               final=final, final_evaluation=evaluation, buckets=reports)
+
+
+def _fixed_home(budgeted: Relaxation, fixed: set[int]) -> Relaxation:
+    """The relaxation (``budgeted`` without its budgets) with ``fixed`` held home."""
+    spec = budgeted.model.constraints[-1].spec
     model = budgeted.model
     restriction = (spec, Restrictions(fixed_objects=frozenset(fixed)))
-    return Relaxation(problem, Model(model.goals, model.constraints[:-1],
-                                     [*model.restrictions, restriction]))
+    return Relaxation(budgeted.problem, Model(model.goals, model.constraints[:-1],
+                                              [*model.restrictions, restriction]))
 
 
 def _shares(problem: Problem, model: Model) -> np.ndarray:

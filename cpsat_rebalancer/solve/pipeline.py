@@ -194,7 +194,11 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
         return fallback  # the whole model's search ended behind the relaxation's lift
     return SolveResult(problem, status, termination, final, initial, final_eval, reports,
                        time.monotonic() - started, builder.roundings | builder.errors, conflict,
-                       classes=len(builder.classes.members))
+                       classes=len(builder.classes.members), lp_values=session.lp_values)
+
+
+ROUTED_SHARE = 0.25  # of the relaxation's time left after its first restriction
+ROUTED_CONFIGURATION_SHARE = 0.7  # of the relaxation with budgets' movement bucket
 
 
 def budgeted_relaxation(problem: Problem, model: Model, relaxed: coarse.Relaxation,
@@ -206,8 +210,10 @@ def budgeted_relaxation(problem: Problem, model: Model, relaxed: coarse.Relaxati
     the relaxation again with those budgets (``coarse.with_budgets``): its answer lifts,
     and its bounds hold for the whole model. Its search starts from an answer that keeps
     them by construction: the relaxation with members fixed home (``coarse.stayers``,
-    a quarter of the time left), whose own bounds prove nothing. Returns that answer
-    where there is one, else ``result``."""
+    a quarter of the time left), whose own bounds prove nothing. Where its last
+    configuration LP routes the budgets' stays (``coarse.routed_stayers``), those fixed
+    home once more (ROUTED_SHARE of the time after the first restriction) often reach
+    what the LP says. Returns its answer where there is one, else ``result``."""
     budgeted = coarse.with_budgets(problem, model, relaxed)
     if budgeted is None or evaluate(budgeted.problem, budgeted.model, result.final).feasible:
         return result
@@ -225,9 +231,27 @@ def budgeted_relaxation(problem: Problem, model: Model, relaxed: coarse.Relaxati
     left = None if limit is None else started + budget.coarse_share * limit - time.monotonic()
     if left is not None and left <= 0:
         return result
-    answer = _solve(budgeted.problem, budgeted.model, replace(options, time_limit=left),
-                    aggregate, start.final, accelerate, budget, progress, time.monotonic())
-    return answer if answer.status != NO_SOLUTION else result
+    # its configuration LP's bound and routing are what it is for: they may take most of
+    # a movement bucket's share
+    answer = _solve(budgeted.problem, budgeted.model,
+                    replace(options, time_limit=None if left is None
+                            else (1 - ROUTED_SHARE) * left),
+                    aggregate, start.final, accelerate,
+                    replace(budget, configuration_share=ROUTED_CONFIGURATION_SHARE), progress,
+                    time.monotonic())
+    if answer.status == NO_SOLUTION:
+        return result
+    routed = coarse.routed_stayers(budgeted, answer)
+    if routed is None or answer.termination == "interrupted":
+        return answer
+    left = None if limit is None else started + budget.coarse_share * limit - time.monotonic()
+    if left is not None and left <= 0:
+        return answer
+    pointed = _solve(routed.problem, routed.model, replace(options, time_limit=left), aggregate,
+                     answer.final, accelerate, budget, progress, time.monotonic())
+    if pointed.status == NO_SOLUTION:
+        return answer
+    return coarse.better_answer(budgeted, answer, pointed.final)
 
 
 def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,

@@ -184,6 +184,9 @@ class Session:
         # the walk the session's local searches share (a ``local_search.Carried``, set by
         # the pipeline): each goes on where the last one ended
         self.carried: Any = None
+        # the last configuration LP's values of the model's named variables (a spec's
+        # auxiliaries): where its optimum points a restriction of the model
+        self.lp_values: dict[str, float] = {}
 
     @property
     def accelerate(self) -> bool:

@@ -124,6 +124,25 @@ class BudgetStaysSpec(Spec):
             raise InternalError("the largest flow of the move budgets' stays was not found")
         return flow, arcs
 
+    def routed(self, values: dict[str, float]) -> list[list[tuple[float, int]]] | None:
+        """Per budget, its flow through each cell in ``values`` (a configuration LP's
+        values of the model's named variables), with an object of the budget in that
+        cell; None when ``values`` holds none of this spec's flows."""
+        routes: list[list[tuple[float, int]]] = [[] for _ in self.needs]
+        found = False
+        for budget, members in enumerate(self.members):
+            for obj in members.tolist():
+                value = values.get(self._flow_name(budget, obj))
+                if value is not None:
+                    routes[budget].append((value, obj))
+                    found = True
+        return routes if found else None
+
+    @staticmethod
+    def _flow_name(budget: int, first: int) -> str:
+        """A budget's flow through a cell, named by its first member there."""
+        return f"kept{budget}_{first}"
+
     # ---------- compilation ----------
     def compile_infos(self, b: CpBuilder) -> list[Info]:
         """max over budgets of (need − its flow), the flow within each cell's stays. The
@@ -138,7 +157,9 @@ class BudgetStaysSpec(Spec):
             flows = []
             for (k, c), count in self._cells(budget, b.classes.of_object,
                                              b.problem.initial).items():
-                taken = b.cp.new_int_var(0, min(count, need), f"kept{budget}_{k}_{c}")
+                first = next(o for o in self.members[budget].tolist()
+                             if b.classes.of_object[o] == k and b.problem.initial[o] == c)
+                taken = b.cp.new_int_var(0, min(count, need), self._flow_name(budget, first))
                 into.setdefault((k, c), []).append(taken)
                 flows.append(taken)
             atom = b.new_atom(sum(flows), 0, need)

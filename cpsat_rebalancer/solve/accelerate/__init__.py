@@ -171,6 +171,7 @@ def configurations_floor(session: Session, bucket: Bucket, form: Integerized, er
         session.interrupted, found = True, None
     if found is not None:
         session.moved_floor = max(session.moved_floor, found.floor)
+        session.lp_values = found.master.named_values(builder.cp.proto)
     if found is not None and found.contents is not None and not session.interrupted:
         values = session.values
         held_vars = [builder.count_vars[j] for j in found.contents]

@@ -400,6 +400,7 @@ class ConfigurationLP:
         self.column_of: dict[tuple[int, bytes], int] = {}  # (container, counts) -> column
         self.idle: dict[int, int] = {}  # active column (LP index) -> solves out of the optimum
         position = {var: k for k, var in enumerate(used)}
+        self.used = used  # the model variable of each master variable
         # the load relaxation's variables, within the domains every solution keeps
         self.var_lo, self.var_hi = lows[used].astype(float), highs[used].astype(float)
         self.variables = [self.solver.NumVar(lo, hi, "") for lo, hi in zip(self.var_lo,
@@ -620,6 +621,16 @@ class ConfigurationLP:
         return {c.index: (np.flatnonzero(self.regret[c.position][c.low:] <= gap + ROUNDING)
                           + c.low) * self.divisor
                 for c in self.containers}
+
+    def named_values(self, proto) -> dict[str, float]:
+        """The LP optimum's value of each named model variable among the master's (a
+        spec's auxiliaries: a budget's flow, say); empty when the master was not solved
+        since its last column."""
+        if self.primal is None:
+            return {}
+        return {proto.variables[v].name: float(self.primal[variable.index()])
+                for v, variable in zip(self.used, self.variables)
+                if proto.variables[v].name}
 
     def whole_contents(self) -> dict[int, int] | None:
         """Count variable -> value in every container whose LP content is whole (a single
