@@ -127,19 +127,21 @@ def interrupted_in(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -
 
 
 @pytest.mark.parametrize("phase", ["compile", "start", "leximin repair", "bucket repair",
-                                   "tie-break"])
+                                   "tie-break", "move budgets"])
 def test_ctrl_c_outside_a_search_returns_the_best_answer(
         monkeypatch: pytest.MonkeyPatch, phase: str) -> None:
     from cpsat_rebalancer.api import solve_scenario
     from cpsat_rebalancer.scenario import SolverOptions
-    from cpsat_rebalancer.solve import bucket, leximin, pipeline
+    from cpsat_rebalancer.solve import bucket, coarse, leximin, pipeline
 
-    family = "ideal" if phase == "leximin repair" else "linear"
+    # the replicas' relaxation breaks its move budgets at 400 x 20: the stayers come next
+    family = {"leximin repair": "ideal", "move budgets": "replicas"}.get(phase, "linear")
     scenario = parse_scenario(scale_instance(family, 400, 20, 0))
     target = {"compile": (pipeline, "compile_model"), "start": (pipeline, "start"),
               "leximin repair": (leximin, "step_start"),
               "bucket repair": (bucket, "bucket_start"),
-              "tie-break": (pipeline, "fewest_moves")}[phase]
+              "tie-break": (pipeline, "fewest_moves"),
+              "move budgets": (coarse, "stayers")}[phase]
     interrupted_in(monkeypatch, *target)
     result = solve_scenario(scenario, SolverOptions(time_limit=30, workers=2))
     assert result.termination == "interrupted"

@@ -99,8 +99,9 @@ def stayers(budgeted: Relaxation, final: np.ndarray) -> Relaxation:
     (its last constraint) on an answer ``final`` of the relaxation without them: per
     budget, first those the answer can keep home (the largest flow through its cells'
     stays), then, for the rest of what it needs, members whose containers hold the least
-    share of their capacity home so far. A restriction, not a relaxation: its bounds prove nothing,
-    but its answers keep the budgets, which makes them starts for ``budgeted``."""
+    share of their capacity home so far. A restriction, not a relaxation: its bounds
+    prove nothing, but its answers keep the budgets, which makes them starts for
+    ``budgeted``."""
     problem = budgeted.problem
     spec = budgeted.model.constraints[-1].spec  # the budgets' (with_budget_stays)
     chosen = spec.kept_home(problem.initial, final, problem.num_containers)

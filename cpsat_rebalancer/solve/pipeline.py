@@ -76,13 +76,24 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
                                 hint, accelerate, budget, progress)
         if relaxed_result.termination == "interrupted":
             return stopped_at_start(problem, initial, started, "interrupted")
-        relaxed_result = budgeted_relaxation(problem, model, relaxed, relaxed_result, options,
-                                             aggregate, accelerate, budget, progress, started)
-        if relaxed_result.termination == "interrupted":
-            return stopped_at_start(problem, initial, started, "interrupted")
+        try:
+            with_budgets = budgeted_relaxation(problem, model, relaxed, relaxed_result,
+                                               options, aggregate, accelerate, budget,
+                                               progress, started)
+        except KeyboardInterrupt:  # Ctrl-C between its solves
+            with_budgets = replace(relaxed_result, termination="interrupted")
+        came = with_budgets.termination == "interrupted"
+        if not came:
+            relaxed_result = with_budgets
         progress.phase("lift")
-        fallback = coarse.lifted(problem, model, relaxed_result, initial,
-                                 time.monotonic() - started)
+        fallback, came_now = settled(lambda: coarse.lifted(
+            problem, model, relaxed_result, initial, time.monotonic() - started))
+        if came or came_now:  # the relaxation's answer lifted, or the initial one
+            if fallback is None:
+                return stopped_at_start(problem, initial, started, "interrupted")
+            check_result(fallback.final_evaluation, fallback.buckets)
+            fallback.termination = "interrupted"
+            return fallback
         if fallback is not None:
             check_result(fallback.final_evaluation, fallback.buckets)
             if fallback.status == OPTIMAL:
@@ -226,8 +237,10 @@ def budgeted_relaxation(problem: Problem, model: Model, relaxed: coarse.Relaxati
     start = _solve(fixed.problem, fixed.model,
                    replace(options, time_limit=None if left is None else left / 4), aggregate,
                    result.final, accelerate, budget, progress, time.monotonic())
-    if start.termination == "interrupted" or start.status == NO_SOLUTION:
-        return start if start.termination == "interrupted" else result
+    if start.termination == "interrupted":  # the caller stops (a restriction's answer is
+        return start                        # never taken for the relaxation's)
+    if start.status == NO_SOLUTION:
+        return result
     left = None if limit is None else started + budget.coarse_share * limit - time.monotonic()
     if left is not None and left <= 0:
         return result
@@ -249,6 +262,8 @@ def budgeted_relaxation(problem: Problem, model: Model, relaxed: coarse.Relaxati
         return answer
     pointed = _solve(routed.problem, routed.model, replace(options, time_limit=left), aggregate,
                      answer.final, accelerate, budget, progress, time.monotonic())
+    if pointed.termination == "interrupted":  # the caller stops
+        return pointed
     if pointed.status == NO_SOLUTION:
         return answer
     return coarse.better_answer(budgeted, answer, pointed.final)
