@@ -987,3 +987,33 @@ def test_moves_in_flight_keep_the_local_search_that_repairs_a_broken_start(
     result = pipeline.solve_model(problem, model, SolverOptions(time_limit=20, workers=1))
     assert result.final_evaluation.feasible
     assert not better(tuple_key(found[1]), tuple_key(result.final_evaluation))
+
+
+def test_the_floor_goes_on_in_windows_only_while_the_tuple_falls(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The floor after the chain walks in windows (the time kept back, or a fifth of what
+    is left, whichever is longer) and stops at the first window that finds nothing better:
+    a walk guided along equal tuples would otherwise hold the answer to the deadline."""
+    from types import SimpleNamespace
+
+    now = [100.0]
+    monkeypatch.setattr(pipeline.time, "monotonic", lambda: now[0])
+    windows, better_until = [], 2
+
+    def walk(problem, model, start, deadline, seed, stop, carried=None):
+        windows.append(deadline - now[0])
+        now[0] = deadline  # each window used whole
+        return (start + 1, f"evaluation {len(windows)}") if len(windows) <= better_until \
+            else None
+
+    monkeypatch.setattr(pipeline.local_search, "descend", walk)
+    session = SimpleNamespace(deadline=lambda: 150.0, reserve=3.0, interrupted=False,
+                              builder=SimpleNamespace(problem=None), model=None,
+                              options=SimpleNamespace(seed=0), carried=None)
+    found = pipeline.move_floor(session, np.zeros(3, dtype=np.int64))
+    assert windows == pytest.approx([10.0, 8.0, 6.4])  # a fifth of 50, of 40, of 32
+    assert found[1] == "evaluation 2" and (found[0] == 2).all()
+    windows.clear()
+    now[0], better_until = 146.0, 0
+    assert pipeline.move_floor(session, np.zeros(3, dtype=np.int64)) is None
+    assert windows == pytest.approx([3.0])  # the time kept back, longer than a fifth of 4

@@ -163,7 +163,8 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
             try:
                 floor = move_floor(session, final)
             except KeyboardInterrupt:
-                polish_stopped = True
+                session.interrupted = True
+            polish_stopped |= session.interrupted
         if floor is not None:
             unsettle_after(reports, final_eval, floor[1])
             final, final_eval = floor
@@ -540,15 +541,34 @@ def exactly_proven(bucket: Bucket, report: BucketReport, final: Evaluation) -> b
     return met or bucket.exact_bound is not None or value <= bucket.floor + FLOAT_NOISE
 
 
+FLOOR_WINDOW = 0.2  # of the time left: the floor goes on past a window where it improved
+
+
 def move_floor(session: Session, final: np.ndarray) -> tuple[np.ndarray, Evaluation] | None:
     """The chain's answer improved by single moves and swaps in the time kept back for it
     (and any the chain left): where the proof did not close, a local search from the same
-    answer is the floor of what is returned."""
+    answer is the floor of what is returned. In windows of the time kept back or
+    FLOOR_WINDOW of the time left, whichever is longer: past one where the tuple did not
+    fall, it stops (a walk guided along equal tuples can go on until the deadline for
+    nothing). Ctrl-C ends it with the best found (``session.interrupted``)."""
     deadline = session.deadline()
-    if deadline is None or deadline - time.monotonic() <= 0.05:
-        return None
-    return local_search.descend(session.builder.problem, session.model, final, deadline,
-                                session.options.seed, carried=session.carried)
+    best = None
+
+    def stop() -> None:
+        session.interrupted = True
+
+    while deadline is not None and deadline - time.monotonic() > 0.05:
+        now = time.monotonic()
+        window = min(deadline, now + max(session.reserve, FLOOR_WINDOW * (deadline - now)))
+        found = local_search.descend(
+            session.builder.problem, session.model, final if best is None else best[0],
+            window, session.options.seed, stop, carried=session.carried)
+        if found is None:
+            break
+        best = found
+        if session.interrupted:
+            break
+    return best
 
 
 def unsettle_after(reports: list[BucketReport], before: Evaluation, after: Evaluation) -> None:
