@@ -29,6 +29,7 @@ from ..cpsat.forms import Info
 from ..cpsat.linear import Lin
 from ..errors import InternalError
 from ..primitives import TOLERANCE, MoveBudget
+from ..problem import Problem
 from .common import Spec
 
 
@@ -65,7 +66,7 @@ class BudgetStaysSpec(Spec):
     def dimensions(self) -> frozenset[str]:
         return frozenset()
 
-    def info_labels(self, problem) -> list[str]:
+    def info_labels(self, problem: Problem) -> list[str]:
         return ["objects of the move budgets that no choice of alike objects keeps home"]
 
     # ---------- evaluation ----------
