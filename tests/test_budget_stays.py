@@ -13,8 +13,8 @@ import random
 import numpy as np
 import pytest
 from randomized import all_assignments
-from test_coarse import OPTIONS, TOLERANCE, lexicographic_optima, replicas
-from test_configurations import a_solution
+from test_coarse import OPTIONS, assert_valid_bounds, lexicographic_optima, replicas
+from test_configurations import a_solution, assert_lagrangian_bounds_hold
 
 from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.context import EvalContext
@@ -134,15 +134,7 @@ def test_the_relaxation_with_budgets_lifts_with_its_values_and_valid_bounds(
     answer = coarse.lifted(problem, model, result, evaluate(problem, model, problem.initial),
                            0.0)
     _, optima = lexicographic_optima(data)
-    proven = True
-    for report in answer.buckets:
-        best = optima[report.position]
-        slack = TOLERANCE * max(1.0, abs(best))
-        if report.bound is not None:
-            assert report.bound <= best + slack, (seed, report.position, report.bound, best)
-        if report.status == OPTIMAL:
-            assert proven and abs(report.objective - best) <= slack, (seed, report.position)
-        proven = proven and report.status == OPTIMAL
+    assert_valid_bounds(seed, answer.buckets, optima)
 
 
 def moves_only(seed: int) -> dict:
@@ -180,16 +172,7 @@ def test_the_configuration_floor_over_stays_never_exceeds_the_fewest_moves(seed:
     found = configuration_bound(builder, held, 10.0, target=fewest + 1)
     if found is not None:
         assert found.floor <= fewest, f"seed {seed}: floor {found.floor} > fewest {fewest}"
-    built = configuration_master(builder, held, 10.0)
-    if built is None:
-        return
-    master, unassigned = built
-    duals = master.solve()
-    assert duals is not None
-    rng = np.random.default_rng(seed)
-    for _ in range(5):
-        bound, _ = master.lagrangian(duals + rng.normal(0.0, 2.0, len(duals)))
-        assert bound + unassigned <= fewest + 1e-9, f"seed {seed}: {bound} > {fewest}"
+    assert_lagrangian_bounds_hold(builder, held, fewest, seed)
 
 
 def test_the_configuration_lp_reads_the_stays_on_some() -> None:

@@ -105,6 +105,13 @@ def test_configuration_floor_never_exceeds_the_fewest_moves(seed: int) -> None:
                 loads = builder.loads_at(builder.counts_of(final), found.master.priced)
                 for c, allowed in domains.items():
                     assert int(loads[c]) in allowed.tolist(), f"seed {seed}: container {c}"
+    assert_lagrangian_bounds_hold(builder, held, fewest, seed)
+
+
+def assert_lagrangian_bounds_hold(builder: CpBuilder, held: list[int], fewest: int,
+                                  seed: int) -> None:
+    """The master's Lagrangian bound, with GLOP's duals moved at random (it holds for any
+    multipliers), never above the fewest moves."""
     built = configuration_master(builder, held, 10.0)
     if built is None:
         return
