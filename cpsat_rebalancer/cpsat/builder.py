@@ -212,6 +212,12 @@ class CpBuilder(Utilizations):
         for k, limit in zip(classes, most):
             self.move_caps[k] = min(int(self.move_caps[k]), max(0, int(limit)))
 
+    def pinned(self) -> np.ndarray:
+        """Per count variable: whether it is its class's only one (a fixed or held object,
+        which is always there)."""
+        choices = np.asarray([len(v) for v in self.class_vars], dtype=np.int64)
+        return choices[self.var_class] == 1
+
     def initial_counts(self) -> list[int]:
         """Count variable values of the initial assignment (for hints)."""
         if self.container_classes:

@@ -202,9 +202,7 @@ def loads_model(builder: CpBuilder, kept: list[tuple[int, set[int]]],
         cp.proto.variables.add().copy_from(variable)
     for index, _ in kept:
         cp.proto.constraints.add().copy_from(full.constraints[index])
-    # a class with one count variable (a fixed or held object) is always there
-    pinned = np.asarray([len(builder.class_vars[k]) == 1 for k in builder.var_class.tolist()],
-                        dtype=bool)
+    pinned = builder.pinned()
     counts = np.where(pinned, builder.classes.sizes[builder.var_class], 0)
     for dim in targets:
         cp.add(sum(loads[dim]) == int(builder.scale(dim).values.sum()))

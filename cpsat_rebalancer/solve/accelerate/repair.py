@@ -328,9 +328,7 @@ class _MoveBudget:
 
     def __init__(self, builder: CpBuilder, counts: np.ndarray):
         self.var_class = builder.var_class
-        # a class with one count variable (a fixed or held object) has nowhere else to go
-        choices = np.asarray([len(v) for v in builder.class_vars], dtype=np.int64)
-        self.movable = choices[builder.var_class] > 1
+        self.movable = ~builder.pinned()  # a fixed or held object has nowhere else to go
         self.home: np.ndarray | None = None
         self.remaining: np.ndarray | None = None
         if builder.move_caps is None:
