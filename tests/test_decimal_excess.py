@@ -105,3 +105,102 @@ def test_normalized_excesses_of_decimal_sizes_are_proven_without_the_closure(
     builder, buckets = compile_model(scenario.problem, scenario.model)
     assert not builder.integral(lin_sum(buckets[0].terms))
     check_against_enumeration(data, seed)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_soft_terms_positive_part_never_lies_above_its_exact_value(seed: int) -> None:
+    """max(0, lin) written ``below`` (a soft term) over atoms whose values stand for loads
+    of rounded sizes (each within its drift of the exact load), with and without a hard
+    rule's limit on lin: at every value tried, the least value CP-SAT allows the term is
+    at most the exact max(0, lin) and below it by at most the stated error, and nothing
+    of that error is stated as an over-estimate."""
+    rng = random.Random(seed)
+    forms = Forms()
+    atoms, lin = [], Lin(const=Fraction(rng.randint(-10**9, 10**6), rng.randint(1, 10**3)))
+    for _ in range(rng.randint(1, 3)):
+        hi = rng.randint(1, 10**rng.randint(2, 15))
+        drift = rng.choice([0.0, rng.uniform(0, 0.5) * min(hi, 1000)])
+        var = forms.cp.new_int_var(0, hi, "load")
+        atoms.append((var, hi, drift))
+        lin += Lin.atom(forms.new_atom(var, 0, hi, drift=drift),
+                        Fraction(rng.randint(1, 10**9), rng.randint(1, 10**12)))
+    lowest, highest = lin.const, lin.const + sum(
+        c * hi for c, (_, hi, _) in zip(lin.terms.values(), atoms))
+    at_most = (None if rng.random() < 0.5
+               else lowest + (highest - lowest) * Fraction(rng.randint(0, 100), 100))
+    tried = [[rng.randint(0, hi) for _, hi, _ in atoms] for _ in range(5)]
+    if at_most is not None:  # the hard rule (lenient by its rounding), as a policy sets it
+        forms.require(lin, at_most)
+        edge = forms.cp.clone()  # the first atom at the most the rule allows, the others 0
+        for var, _, _ in atoms[1:]:
+            edge.add(edge.get_int_var_from_proto_index(var.index) == 0)
+        edge.maximize(edge.get_int_var_from_proto_index(atoms[0][0].index))
+        solver = cp_model.CpSolver()
+        if solver.solve(edge) == cp_model.OPTIMAL:
+            tried.append([solver.value(atoms[0][0])] + [0] * (len(atoms) - 1))
+    errors = dict(forms.errors)
+    term = forms.positive_part(lin, what="soft", below=True, at_most=at_most)
+    assert forms.overs.get("soft", 0.0) == 0.0
+    stated = Fraction(forms.errors.get("soft", 0.0) - errors.get("soft", 0.0))
+    for values in tried:
+        compiled_lin = lin.const + sum(c * v for c, v in zip(lin.terms.values(), values))
+        exact = compiled_lin + sum(  # the sizes' rounding, within each atom's drift
+            c * Fraction(rng.uniform(-drift, drift))
+            for c, (_, _, drift) in zip(lin.terms.values(), atoms))
+        model = forms.cp.clone()
+        for (var, _, _), value in zip(atoms, values):
+            model.add(model.get_int_var_from_proto_index(var.index) == value)
+        # one variable in its own units (or lin itself, where exact and never negative)
+        model.minimize(sum(forms.atoms[a].expr * int(c > 0) for a, c in term.terms.items()))
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        status = solver.solve(model)
+        if status == cp_model.INFEASIBLE:  # only where the hard rule keeps no such values
+            assert at_most is not None and compiled_lin > at_most
+            continue
+        assert status == cp_model.OPTIMAL
+        compiled = term.const + sum(c * solver.value(forms.atoms[a].expr)
+                                    for a, c in term.terms.items())
+        assert compiled <= max(Fraction(0), exact)
+        assert max(Fraction(0), exact) - compiled <= stated * (1 + Fraction(1, 10**12))
+
+
+def soft_drain_scenario(seed: int) -> dict:
+    """4-5 objects of sizes near 1e15 (more digits than a model's loads keep: rounded, each
+    load within the objects' summed rounding of its exact value) on 3 hosts, a SOFT ToFree
+    of h0 (100 per unit of the load left, 10000 per host not emptied) beside a Capacity of
+    limit 0.9 (DEFAULT or SOFT) and moves at position 0 or 1."""
+    rng = random.Random(seed)
+    objects, hosts = [f"t{o}" for o in range(rng.randint(4, 5))], ["h0", "h1", "h2"]
+    sizes = {o: rng.uniform(0.5, 2.0) * 1e15 for o in objects}
+    total = sum(sizes.values())
+    capacities = {h: rng.uniform(0.5, 1.2) * total for h in hosts}
+    on_h0 = rng.randint(1, 2)
+    return {
+        "assignment": {"h0": objects[:on_h0], "h1": objects[on_h0:], "h2": []},
+        "objectDimensions": {"cpu": sizes},
+        "containerDimensions": {"cpu": capacities},
+        "goals": [{"spec": {"minimizeMovementSpec": {"dimension": "object_count",
+                                                     "doNotNormalize": True}},
+                   "tuplePos": rng.choice([0, 1])}],
+        "constraints": [
+            {"spec": {"toFreeSpec": {"name": "free", "dimension": "cpu",
+                                     "containers": ["h0"]}}, "policy": "SOFT"},
+            {"spec": {"capacitySpec": {"name": "cap", "dimension": "cpu",
+                                       "limit": {"type": "RELATIVE", "globalLimit": 0.9}}},
+             "policy": rng.choice(["DEFAULT", "SOFT"])}],
+    }
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_soft_drain_over_rounded_sizes_is_proven_without_the_closure(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OPTIMAL at the enumerated optimum, every bound below it, though the loads are
+    rounded and the exact closure is out of reach: the soft terms, lowered by their
+    rounding, never lie above their exact value, and where h0 ends empty they are exact."""
+    monkeypatch.setattr(closure, "OBJECT_LIMIT", 0)
+    data = soft_drain_scenario(seed)
+    scenario = parse_scenario(data)
+    builder, _ = compile_model(scenario.problem, scenario.model)
+    assert builder.scale("cpu").drift > 0
+    check_against_enumeration(data, seed)

@@ -373,8 +373,15 @@ class IntegerForms:
             self._gates[key] = literal
         return self._gates[key]
 
-    def positive_part(self, lin: Lin, gate: Lin | None = None, what: str = "") -> Lin:
-        """max(0, lin) as a form (a new integer variable), zero unless ``gate`` > 0."""
+    def positive_part(self, lin: Lin, gate: Lin | None = None, what: str = "", *,
+                      below: bool = False, at_most: Fraction | None = None) -> Lin:
+        """max(0, lin) as a form (a new integer variable), zero unless ``gate`` > 0.
+        ``below``: a term only minimized with a cost that is not negative (a soft term) is
+        lowered by its rounding, so that it never exceeds max(0, lin): the compiled
+        optimum then bounds the exact one with no allowance for this term, and where lin
+        is well below 0 (a soft rule kept with room) the term is exactly 0. ``at_most``:
+        what a hard rule holds lin to (no worse than initially), which narrows the
+        variable: an objective's rounding on it is smaller the narrower it is."""
         form = self.integerize(lin, self.variable_limit())
         ratio = None
         if form.error > COARSE_ROUNDING * float(self.magnitude(lin)):
@@ -390,16 +397,24 @@ class IntegerForms:
         # ``error`` of max(0, lin); with a rule, z is the least integer it allows
         multiplier, rhs, top, factor, error = ((1, form.expr, form.hi, form.factor, form.error)
                                                if ratio is None else ratio)
-        self.note_error(what or "rounding", error)
+        # z within ``error`` of max(0, lin) either way; lowered by that many of its units,
+        # it is within twice that below and never above
+        lowered = math.ceil(Fraction(error) * factor) if below else 0
+        self.note_error(what or "rounding", error + float(lowered / factor),
+                        over=0.0 if below else None)
+        if at_most is not None:  # the rule is lenient by its rounding and the tolerance
+            slack = 2 * Fraction(error) + TOLERANCE_FRACTION
+            top = min(top, max(0, math.ceil((at_most + slack) * factor) + 1))
         if top <= 0:
             return Lin()
-        if form.lo >= 0 and gate is None and ratio is None:
+        if form.lo >= 0 and gate is None and ratio is None and not lowered:
             return lin
-        kink = self._kink(lin, factor) if gate is None and ratio is None else None
+        kink = (self._kink(lin, factor) if gate is None and ratio is None and not lowered
+                else None)
         if kink is not None and kink[0] > WELL_SCALED:
             return self._excess_in_steps(*kink, factor)
         z = self.cp.new_int_var(0, top, "pos")
-        constraint = self.cp.add(multiplier * z >= rhs)
+        constraint = self.cp.add(multiplier * z >= rhs - multiplier * lowered)
         if gate is not None:
             constraint.only_enforce_if(self.gate(gate))
         elif kink is not None and self.accelerate:

@@ -84,13 +84,15 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         except KeyboardInterrupt:  # Ctrl-C outside a search: stop the session the same way
             session.interrupted = True
     floor = max(relaxed_floor, implied_floor(builder, form, session.moved_floor))
-    # as low as the form can go: optimal. A rounded form (a rack balance's many distinct
-    # capacities may have no common denominator below 2^50) is proven within its stated
-    # error only, and the gap left adds to it: GLOP's duals can leave the floor a unit short
-    # of the repair, and CP-SAT would spend its time on a gap far inside the error
+    # as low as the form can go: optimal. A form rounded where its compiled value may lie
+    # above the exact one (a rack balance's many distinct capacities may have no common
+    # denominator below 2^50) is proven within that over-estimate only, and the gap left
+    # adds to it: GLOP's duals can leave the floor a unit short of the repair, and CP-SAT
+    # would spend its time on a gap far inside it. (A rounding only ever below the exact
+    # value, as a soft term's, leaves the proof to the search.)
     if repaired is None and session.values is not None:  # the assignment held may be there
         repaired = session.held_value(bucket.members, form.factor, error)
-    if repaired is not None and repaired <= floor + math.floor(error * form.factor):
+    if repaired is not None and repaired <= floor + math.floor(bucket.over * form.factor):
         return finish(session, bucket, form, cp_model.OPTIMAL, repaired,
                        float(Fraction(repaired) / form.factor),
                        float(Fraction(floor) / form.factor),

@@ -148,10 +148,10 @@ def compile_model(problem: Problem, model: Model, aggregate: bool = True,
                                                               term))
             target = bucket(entry.position)
             target.terms.extend(term for _, term in soft_terms)
-            error, _ = since(before)
+            error, over = since(before)
             scale = max(entry.invalid_cost, 1.0)
             target.error += error * scale
-            target.over += error * scale  # a soft term's errors may fall either way
+            target.over += over * scale
 
     soft_positions = set(buckets)
     leximin_positions = {p: g for p, g in (model.leximin_positions(soft_positions)
@@ -202,6 +202,7 @@ def compile_constraint(builder: CpBuilder, entry: ConstraintEntry, ctx0: EvalCon
     penalties = spec.compile_penalties(builder, infos) if split.has_soft_term else None
     soft_terms = []
     for k, info in enumerate(infos):
+        rhs = None
         if split.hard[k]:
             rhs = Fraction(0)
             if split.soft[k]:  # initially broken (DEFAULT): no worse than initially
@@ -220,7 +221,9 @@ def compile_constraint(builder: CpBuilder, entry: ConstraintEntry, ctx0: EvalCon
                 with builder.guarded(guard):
                     builder.require(info.expr, rhs, gate=info.gate)
         if split.soft[k]:
-            violation = builder.positive_part(info.expr, gate=info.gate, what=spec.name)
+            violation = builder.positive_part(info.expr, gate=info.gate, what=spec.name,
+                                              below=True,
+                                              at_most=rhs if guards is None else None)
             soft_terms.append(("invalidCost", violation * entry.invalid_cost))
             if penalties is not None:  # P_k where the expression is broken
                 soft_terms.append(("invalidCost", penalties[k] * entry.invalid_cost))
