@@ -5,12 +5,18 @@ scenarios of every spec the generator draws, no assignment lies below it."""
 from __future__ import annotations
 
 import math
+import random
+from fractions import Fraction
 
+import numpy as np
 import pytest
 from randomized import all_assignments, random_scenario
 
 from cpsat_rebalancer import parse_scenario
+from cpsat_rebalancer.cpsat.linear import lin_sum
+from cpsat_rebalancer.errors import InternalError
 from cpsat_rebalancer.evaluate import evaluate
+from cpsat_rebalancer.solve.compile import compile_model
 
 
 @pytest.mark.parametrize("groups", [False, True])
@@ -26,3 +32,53 @@ def test_no_assignment_lies_below_a_positions_floor(seed: int, groups: bool) -> 
         for position, floor in finite.items():
             value = evaluation.positions.get(position, 0.0)
             assert value >= floor - 1e-12, (position, value, final.tolist())
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_loads_least_value_is_what_stays_there_in_every_assignment(seed: int) -> None:
+    """Each load starts at no more than the least load any assignment the restrictions
+    allow gives it (pinned objects stay, closed containers take nothing new), enumerated,
+    and a container's load at exactly that (a count with nowhere else to go is at least its
+    class's objects); and an
+    occupied-containers goal over the containers pinned objects hold is at least their
+    number in the compiled model before any search (their steps are forced)."""
+    data = random_scenario(seed, max_objects=6, max_containers=4)
+    rng = random.Random(seed)
+    home = {o: c for c, objects in data["assignment"].items() for o in objects}
+    pinned = rng.sample(sorted(home), rng.randint(1, max(1, len(home) // 2)))
+    held = sorted({home[o] for o in pinned})
+    data["constraints"] = [*data.get("constraints", []),
+                           {"spec": {"avoidMovingSpec": {"objects": pinned}}}]
+    data["constraintPolicy"] = "DEFAULT"  # (AvoidMoving takes the global policy)
+    data["goals"] = [*data["goals"], {"spec": {"toFreeSpec": {
+        "formula": "MINIMIZE_OCCUPIED_CONTAINERS", "containers": held}},
+        "tuplePos": max(g.get("tuplePos", 0) for g in data["goals"]) + 1}]
+    scenario = parse_scenario(data)
+    problem, model = scenario.problem, scenario.model
+    builder, buckets = compile_model(problem, model)
+    fixed, closed = sorted(model.fixed_objects), sorted(model.non_accepting)
+    allowed = [final for final in all_assignments(scenario)
+               if all(final[o] == problem.initial[o] for o in fixed)
+               and not any(final[o] in closed and final[o] != problem.initial[o]
+                           for o in range(problem.num_objects))]
+    for scope in problem.scopes.values():
+        for dim in problem.object_dims:
+            try:
+                values, forms = builder.scale(dim).values, builder.util(scope, dim, "AFTER")
+            except InternalError:  # a dimension no spec reads is not modelled
+                continue
+            least = np.full(len(scope.items), np.iinfo(np.int64).max)
+            for final in allowed:
+                loads = np.zeros(len(scope.items), dtype=np.int64)
+                inside = scope.container_item[final] >= 0
+                np.add.at(loads, scope.container_item[final][inside], values[inside])
+                least = np.minimum(least, loads)
+            for item, load in enumerate(forms):
+                atom = builder.atoms[next(iter(load.terms))] if load.terms else None
+                lowest = 0 if atom is None else atom.lo
+                assert lowest <= least[item], (scope.name, dim, item)  # valid
+                if scope is problem.container_scope:  # and exact, container by container
+                    assert lowest == least[item], (dim, item)
+    last = buckets[max(buckets)]
+    form = builder.integerize(lin_sum(last.terms), objective=True)
+    assert Fraction(form.lo) / form.factor >= len(held)

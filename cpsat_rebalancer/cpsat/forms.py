@@ -512,9 +512,10 @@ class IntegerForms:
         constraint = self.cp.add(form.expr <= limit).only_enforce_if(s.Not())
         if gate is not None:
             constraint.only_enforce_if([s.Not(), self.gate(gate)])
-        if form.lo > limit and gate is None:
+        forced = form.lo > limit and gate is None  # (an item holding a fixed object)
+        if forced:
             self.cp.add(s == 1)
-        return Lin.atom(self.new_atom(s, 0, 1, bounding=True))
+        return Lin.atom(self.new_atom(s, int(forced), 1, bounding=True))
 
     def used(self, load: Lin) -> Lin:
         """step(load) for a load that cannot be negative: 1 when the item holds anything.

@@ -252,11 +252,14 @@ class Utilizations(IntegerForms):
                 chosen = order[bounds[i]:bounds[i + 1]]
                 chosen = chosen[coef[chosen] != 0]
                 load = self._weighted(chosen, coef)
+                # what the objects that cannot leave (fixed, held) put there at least
+                least = min(total, max(0, int(np.dot(coef[chosen], np.where(
+                    coef[chosen] > 0, self.count_lower[chosen], self.count_upper[chosen])))))
                 if as_variables:
-                    variable = self.cp.new_int_var(0, total, f"load_{scope.name}{i}_{dim}")
+                    variable = self.cp.new_int_var(least, total, f"load_{scope.name}{i}_{dim}")
                     self.cp.add(variable == load)
                     load = variable
-                after.append(self.new_atom(load, 0, total, int(initial_util[i]),
+                after.append(self.new_atom(load, least, total, int(initial_util[i]),
                                            drift=self.scale(dim).drift))
             reference_util = self._item_totals(scope, ints, self.problem.reference)
             self._utils[key] = (after, None, reference_util)

@@ -101,7 +101,11 @@ def load_relaxation(builder: CpBuilder, form: Integerized, seconds: float,
     reads = [used for _, used in kept]
     flat = cp_model_helper.FlatIntExpr(objective)
     terms = {v.index for v, c in zip(flat.vars, flat.coeffs) if c}
-    if terms & (dropped | counts):
+    # a load itself is the relaxation's own variable (an excess that cannot fall below 0,
+    # a container's load under fixed objects, is the load)
+    own = {v.Index() for variables in loads.values() for v in variables}.union(
+        *(_scope_load_indices(builder, dim) for dim in loads))
+    if terms & ((dropped - own) | counts):
         # the objective is defined through the assignment itself (moves, costs): the
         # relaxation would bound it only through the cuts on moves, which the stages
         # reads directly (a search here would spend seconds for nothing)
