@@ -1017,3 +1017,27 @@ def test_the_floor_goes_on_in_windows_only_while_the_tuple_falls(
     now[0], better_until = 146.0, 0
     assert pipeline.move_floor(session, np.zeros(3, dtype=np.int64)) is None
     assert windows == pytest.approx([3.0])  # the time kept back, longer than a fifth of 4
+
+
+@pytest.mark.parametrize("proven", [True, False])
+def test_the_fewest_moves_polish_runs_only_when_every_bucket_is_proven(
+        proven: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a time limit, a bucket left unproven may still be improved by the
+    local-search floor after the chain, which then takes the time the fewest-moves polish
+    would: the polish (fewer moves at the same values) runs only after a proven chain."""
+    data = random_scenario(3)
+    scenario = parse_scenario(data)
+    real = pipeline.solve_buckets
+
+    def chain(session, buckets):
+        reports, stop = real(session, buckets)
+        assert all(r.status == "OPTIMAL" for r in reports)  # (tiny: proven)
+        if not proven:
+            reports[0].status = "FEASIBLE"
+        return reports, stop
+
+    polished = []
+    monkeypatch.setattr(pipeline, "solve_buckets", chain)
+    monkeypatch.setattr(pipeline, "fewest_moves", lambda *args: polished.append(True))
+    pipeline.solve_model(scenario.problem, scenario.model, SolverOptions(time_limit=20.0))
+    assert bool(polished) is proven

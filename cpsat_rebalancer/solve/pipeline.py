@@ -131,7 +131,11 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     buckets = planned(buckets or {0: Bucket(0)}, options.plan)
     reports, stop = solve_buckets(session, buckets)
     polish_stopped = False
-    if stop is None and session.values is not None:
+    # the fewest moves at the buckets' values only where each is proven: where one is not,
+    # the local-search floor after the chain may still improve it, and takes that time
+    unproven = any(r.status != OPTIMAL for r in reports) and session.reserve > 0 and (
+        options.plan.lexicographic)
+    if stop is None and session.values is not None and not unproven:
         progress.after_buckets("fewest moves")
         held = list(session.values)
         try:
