@@ -190,11 +190,10 @@ class CpBuilder(Utilizations):
         self.count_upper = np.asarray(uppers, dtype=np.int64)  # each count's domain bound
         # the least each count can be: what its class's other counts cannot hold (a fixed
         # or held object's only count is 1), which raises the loads' least values
-        sizes = self.classes.sizes[self.var_class] if len(variables) else np.zeros(0, np.int64)
         room = np.bincount(self.var_class, weights=self.count_upper,
                            minlength=len(self.classes.members)).astype(np.int64)
-        self.count_lower = np.maximum(0, sizes - (room[self.var_class] - self.count_upper)
-                                      ) if len(variables) else np.zeros(0, np.int64)
+        self.count_lower = np.maximum(0, self.classes.sizes[self.var_class]
+                                      - (room[self.var_class] - self.count_upper))
 
     def forbid(self, fixed: frozenset[int], non_accepting: frozenset[int]) -> None:
         """Restrictions as (guarded) constraints instead of domains, to explain infeasibility:
