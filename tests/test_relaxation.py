@@ -64,9 +64,14 @@ def test_relaxation_never_exceeds_a_buckets_optimum(seed: int) -> None:
     data = random_scenario(seed, max_objects=5, groups=seed % 3 == 0)
     if seed % 2:
         data["goals"].append({"spec": {"minimizeMovementSpec": {"name": "moves"}}})
+    assert_bounds_within_the_optimum(data, seed)
+
+
+def assert_bounds_within_the_optimum(data: dict, seed: int) -> None:
+    """Each bucket's relaxed bound at most its enumerated optimum, and its targets' loads
+    summing to each dimension's total."""
     scenario = parse_scenario(data)
-    problem, model = scenario.problem, scenario.model
-    builder, buckets = compile_model(problem, model)
+    builder, buckets = compile_model(scenario.problem, scenario.model)
     feasible = brute_force(scenario)
     for position, bucket in buckets.items():
         if bucket.leximin or not bucket.terms:
@@ -120,6 +125,61 @@ def test_repair_to_the_relaxed_loads_is_the_optimum(formula, objects, containers
     assert chained.objective == pytest.approx(plain.objective, abs=error)
     assert np.isclose(chained.bound, bound)
 
+
+
+def _rack_balance(seed: int, allowance: float | None) -> dict:
+    """A host balance over two racks, the hot hosts in one: with ``allowance``, a HARD rule
+    on the cpu that changes rack (at most that much)."""
+    data = balance_instance(40, 6, "LINEAR", seed=seed)
+    data["goals"] = data["goals"][:1]
+    cpu, caps = data["objectDimensions"]["cpu"], data["containerDimensions"]["cpu"]
+    util = {h: sum(cpu[o] for o in data["assignment"].get(h, [])) / caps[h] for h in caps}
+    hosts = sorted(caps, key=lambda h: -util[h])
+    data["scopes"] = {"rack": {h: "hot" if i < 3 else "cold" for i, h in enumerate(hosts)}}
+    if allowance is not None:
+        data["constraints"].append({"spec": {"minimizeMovementSpec": {
+            "name": "rack_moves", "scope": "rack", "dimension": "cpu", "doNotNormalize": True,
+            "allowance": allowance}}, "policy": "HARD"})
+    return data
+
+
+def _relaxed_bound(data: dict) -> float:
+    scenario = parse_scenario(data)
+    builder, buckets = compile_model(scenario.problem, scenario.model)
+    form = builder.integerize(lin_sum(buckets[0].terms))
+    relaxed = load_relaxation(builder, form, 20.0, 2, 0)
+    assert relaxed is not None
+    return float(Fraction(relaxed.bound) / form.factor)
+
+
+@pytest.mark.parametrize("seed,allowance", [(0, 0), (1, 4), (2, 12), (3, 0)])
+def test_a_movement_rule_limits_how_far_the_relaxed_loads_go(seed: int,
+                                                             allowance: float) -> None:
+    """A rule on what changes rack bounds how much each rack's load can rise: what stayed
+    in an item is part of its load (the relaxation reads no counts, so it is stated). The
+    bound is then the optimum a plain solve proves, well above the bound without the rule
+    (where the cold rack takes the hot one's load)."""
+    ruled = parse_scenario(_rack_balance(seed, allowance))
+    plain = solve_model(ruled.problem, ruled.model, SolverOptions(workers=2),
+                        accelerate=False).buckets[0]
+    assert plain.status == "OPTIMAL"
+    bound = _relaxed_bound(_rack_balance(seed, allowance))
+    assert bound == pytest.approx(plain.objective, abs=1e-9)
+    assert bound > _relaxed_bound(_rack_balance(seed, None)) + 0.01
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_relaxation_under_a_movement_rule_never_exceeds_the_optimum(seed: int) -> None:
+    """Random tiny scenarios with a HARD movement rule of a random scope, dimension and
+    allowance: each bucket's relaxed bound at most its enumerated optimum."""
+    data = random_scenario(seed, max_objects=5)
+    rng = np.random.default_rng(seed)
+    scope = str(rng.choice(["host", *data.get("scopes", {})]))
+    data["constraints"].append({"spec": {"minimizeMovementSpec": {
+        "name": "rule", "scope": scope, "dimension": str(rng.choice(["cpu", "mem"])),
+        "doNotNormalize": True, "allowance": float(rng.choice([0, 1, 2.5, 4]))}},
+        "policy": "HARD"})
+    assert_bounds_within_the_optimum(data, seed)
 
 
 def test_a_rack_balance_relaxes_to_host_loads() -> None:

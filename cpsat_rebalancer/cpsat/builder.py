@@ -299,7 +299,8 @@ class CpBuilder(Utilizations):
         otherwise carry."""
         constraints = len(self.cp.Proto().constraints)
         caches = (self._scales, self._utils, self._stays, self._group_utils, self._peaks,
-                  self._gates, self._quotients, self.errors, self.overs, self.roundings)
+                  self._gates, self._quotients, self.errors, self.overs, self.roundings,
+                  self.stayed_definitions)
         saved = [dict(cache) for cache in caches]
         probes, starts = len(self.target_probes), len(self.suggested_starts)
         outer = [(piece, piece.snapshot()) for piece in self.outer]  # cuts meanwhile: emptied

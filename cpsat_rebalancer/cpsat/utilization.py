@@ -31,6 +31,8 @@ class Utilizations(IntegerForms):
         super().__init__()
         self._scales: dict[str, DimensionScale] = {}
         self._utils: dict[tuple[str, str], tuple[list[int], list[int] | None, np.ndarray]] = {}
+        # a STAYED variable's index -> the expression over the stay counts it stands for
+        self.stayed_definitions: dict[int, object] = {}
         self._stays: dict[str, dict[tuple[int, int], tuple[object, int]]] = {}
         self._group_utils: dict[tuple, list[Lin]] = {}
         self._peaks: dict[tuple[str, str, str], list[Lin]] = {}  # vector dimensions' peaks
@@ -273,10 +275,22 @@ class Utilizations(IntegerForms):
                     by_item[group].append((expr, int(class_value[k])))
             start = self._item_totals(scope, ints, self.problem.initial)
             offset = self._in_flight_stays(scope, ints)
-            stays = [self.new_atom((cp_model.LinearExpr.weighted_sum(
-                [e for e, _ in terms], [v for _, v in terms]) if terms else 0) - int(offset[i]),
-                0, int(start[i] - offset[i]), int(start[i] - offset[i]),
-                drift=self.scale(dim).drift) for i, terms in enumerate(by_item)]
+            # a variable where the loads are variables: the rules on what stayed (a
+            # movement rule) then read no count, and the load relaxation keeps them
+            as_variables = ints.min(initial=0) >= 0 and all(
+                isinstance(self.atoms[a].expr, cp_model.IntVar) for a in after)
+            stays = []
+            for i, terms in enumerate(by_item):
+                held = int(start[i] - offset[i])
+                expr = (cp_model.LinearExpr.weighted_sum([e for e, _ in terms],
+                                                         [v for _, v in terms])
+                        if terms else 0) - int(offset[i])
+                if as_variables and terms:
+                    variable = self.cp.new_int_var(0, held, f"stayed_{scope.name}{i}_{dim}")
+                    self.cp.add(variable == expr)
+                    self.stayed_definitions[variable.Index()] = expr
+                    expr = variable
+                stays.append(self.new_atom(expr, 0, held, held, drift=self.scale(dim).drift))
             self._utils[key] = (after, stays, reference_util)
         return self._utils[key]
 
@@ -417,6 +431,19 @@ class Utilizations(IntegerForms):
         atom = self.new_atom(arrived - stayed + gone, -total, total, gone,
                              drift=self.scale(dim).drift)
         return Lin.atom(atom, unit)
+
+    def stayed_within_loads(self) -> list[tuple[object, object]]:
+        """(STAYED, AFTER) variables per item of every (scope, dimension) whose stays were
+        built as variables (no value negative): what stayed in an item is part of what it
+        holds. Every assignment keeps it through the counts; the load relaxation, which
+        drops the counts, states it so that a limit on what arrives (a movement rule) bounds
+        how far each load can rise."""
+        pairs = []
+        for after, stays, _ in self._utils.values():
+            pairs.extend((self.atoms[s].expr, self.atoms[a].expr)
+                         for a, s in zip(after, stays or ())
+                         if isinstance(self.atoms[s].expr, cp_model.IntVar))
+        return pairs
 
     def loads(self, scope: Scope, dim: str) -> list[object]:
         """The AFTER load expression per item (integer units of ``dim``)."""

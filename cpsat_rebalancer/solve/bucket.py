@@ -13,6 +13,7 @@ from ..cpsat.builder import TargetProbe
 from ..cpsat.forms import INT_LIMIT, Integerized
 from ..cpsat.linear import Lin, lin_sum
 from ..evaluate import batchable
+from ..progress import LOGGER
 from ..result import BucketReport
 from . import closure
 from .accelerate import bucket_start, configurations_floor, expr_value, local_search, tuples
@@ -92,6 +93,13 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     # value, as a soft term's, leaves the proof to the search.)
     if repaired is None and session.values is not None:  # the assignment held may be there
         repaired = session.held_value(bucket.members, form.factor, error)
+    if repaired is not None and repaired < relaxed_floor:
+        # an assignment of the model below the relaxation's bound: CP-SAT's optimum of the
+        # relaxation is false (it has claimed one above a point of that model); the
+        # search proves the bucket instead
+        LOGGER.warning("bucket %d: the load relaxation's bound is above a solution: "
+                       "dropped", bucket.position)
+        floor = max(form.lo, implied_floor(builder, form, session.moved_floor))
     if repaired is not None and repaired <= floor + math.floor(bucket.over * form.factor):
         return finish(session, bucket, form, cp_model.OPTIMAL, repaired,
                        float(Fraction(repaired) / form.factor),

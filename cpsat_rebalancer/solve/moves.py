@@ -51,17 +51,9 @@ def implied_floor(builder: CpBuilder, form: Integerized, moved_floor: int) -> in
     moved = moved_objects(builder) if moved_floor > 0 else 0
     if isinstance(form.expr, int) or isinstance(moved, int):
         return form.lo
-    flat_form = cp_model_helper.FlatIntExpr(form.expr)
-    flat_moved = cp_model_helper.FlatIntExpr(moved)
-    by_var = {}
-    for var, coef in zip(flat_form.vars, flat_form.coeffs):
-        by_var[var.index] = by_var.get(var.index, 0) + coef
-    moved_by_var = {}
-    for var, coef in zip(flat_moved.vars, flat_moved.coeffs):
-        moved_by_var[var.index] = moved_by_var.get(var.index, 0) + coef
-    by_var = {v: c for v, c in by_var.items() if c}
-    moved_by_var = {v: c for v, c in moved_by_var.items() if c}
-    offset = Fraction(flat_form.offset)
+    by_var, form_offset = _expanded(builder, form.expr)
+    moved_by_var, moved_offset = _expanded(builder, moved)
+    offset = Fraction(form_offset)
     # the containers' loads of a dimension always sum to its total: a form that reads all of
     # them with one coefficient (MOVED = AFTER + INITIAL - 2 STAYED) reads a constant there
     for dim, loads in builder.container_loads().items():
@@ -82,5 +74,23 @@ def implied_floor(builder: CpBuilder, form: Integerized, moved_floor: int) -> in
     (ratio,) = ratios
     if ratio <= 0:
         return form.lo
-    offset -= ratio * flat_moved.offset
+    offset -= ratio * moved_offset
     return max(form.lo, math.ceil(ratio * moved_floor + offset))
+
+
+def _expanded(builder: CpBuilder, expr: object) -> tuple[dict[int, int], int]:
+    """``expr`` as coefficients per variable index and an offset, with each STAYED variable
+    replaced by the stay counts it stands for (a movement form reads those variables)."""
+    flat = cp_model_helper.FlatIntExpr(expr)
+    by_var: dict[int, int] = {}
+    offset = int(flat.offset)
+    for var, coef in zip(flat.vars, flat.coeffs):
+        definition = builder.stayed_definitions.get(var.index)
+        if definition is None:
+            by_var[var.index] = by_var.get(var.index, 0) + coef
+            continue
+        inner, inner_offset = _expanded(builder, definition)
+        offset += coef * inner_offset
+        for index, inner_coef in inner.items():
+            by_var[index] = by_var.get(index, 0) + coef * inner_coef
+    return {v: c for v, c in by_var.items() if c}, offset

@@ -3,8 +3,9 @@
 Every constraint that reads a count variable (which object class sits where) is dropped;
 what is left is the objective with the rules on loads (hard capacities, frozen earlier
 buckets that read loads), plus what every assignment keeps: each dimension's loads sum to
-its total, a scope item's load is the sum of its containers', and one dimension's load
-lies within the extreme ratios of the objects' values to another's. Any assignment's loads
+its total, a scope item's load is the sum of its containers', what stayed in an item is
+part of its load (a movement rule then bounds how far loads rise), and one dimension's
+load lies within the extreme ratios of the objects' values to another's. Any assignment's loads
 satisfy this model, so its optimum is a valid lower bound on the bucket. The model has a
 few variables per container instead of one per (class, container), so it solves quickly
 where the full search cannot even close its LP.
@@ -199,7 +200,8 @@ def loads_model(builder: CpBuilder, kept: list[tuple[int, set[int]]],
     """The same variables (same indices) with the constraints ``kept``, plus what every
     assignment keeps for the ``targets`` dimensions: loads summing to their total, scope
     items' loads the sums of their containers', the objects that cannot leave a container
-    in its load, and the ratios between dimensions."""
+    in its load, what stayed in an item within its load, and the ratios between
+    dimensions."""
     full = builder.cp.proto
     cp = cp_model.CpModel()
     for variable in full.variables:
@@ -215,6 +217,9 @@ def loads_model(builder: CpBuilder, kept: list[tuple[int, set[int]]],
             for load, least in zip(loads[dim], builder.loads_at(counts, dim).tolist()):
                 if least > 0:
                     cp.add(load >= least)
+    if builder.problem.origin is None:  # (in flight, STAYED counts from the origin)
+        for stayed, after in builder.stayed_within_loads():
+            cp.add(stayed <= after)
     constrained = set().union(*(used for _, used in kept))
     _couple_dimensions(builder, cp, loads, targets, constrained)
     return cp
