@@ -17,6 +17,7 @@ from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.evaluate import evaluate
 from cpsat_rebalancer.generators import balance_instance, scale_instance
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.shapes import random_shape_scenario
 from cpsat_rebalancer.solve.accelerate.relaxation import load_relaxation, moves_floor
 from cpsat_rebalancer.solve.accelerate.repair import load_caps, repair, shed_counts
 from cpsat_rebalancer.solve.compile import compile_model
@@ -180,6 +181,20 @@ def test_a_relaxation_under_a_movement_rule_never_exceeds_the_optimum(seed: int)
         "doNotNormalize": True, "allowance": float(rng.choice([0, 1, 2.5, 4]))}},
         "policy": "HARD"})
     assert_bounds_within_the_optimum(data, seed)
+
+
+def test_a_bound_cp_sat_raised_alone_is_checked_below() -> None:
+    """CP-SAT states this relaxation OPTIMAL above a point it accepts
+    (benchmarks/cpsat_false_bound.py): a search capped below its bound finds one, and the
+    relaxation falls back to what its LP proved, at most the enumerated optimum."""
+    data = random_shape_scenario(4, 2, 395)
+    scenario = parse_scenario(data)
+    builder, buckets = compile_model(scenario.problem, scenario.model)
+    form = builder.integerize(lin_sum(buckets[1].terms))
+    relaxed = load_relaxation(builder, form, 10.0, 1, 0)
+    best = min(e.positions[1] for _, e in brute_force(scenario))
+    assert relaxed is not None
+    assert float(Fraction(relaxed.bound) / form.factor) <= best + buckets[1].error + 1e-9
 
 
 def test_a_rack_balance_relaxes_to_host_loads() -> None:
