@@ -99,7 +99,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         # search proves the bucket instead
         LOGGER.warning("bucket %d: the load relaxation's bound is above a solution: "
                        "dropped", bucket.position)
-        floor = max(form.lo, implied_floor(builder, form, session.moved_floor))
+        floor = implied_floor(builder, form, session.moved_floor)
     if repaired is not None and repaired <= floor + math.floor(bucket.over * form.factor):
         return finish(session, bucket, form, cp_model.OPTIMAL, repaired,
                        float(Fraction(repaired) / form.factor),

@@ -5,10 +5,10 @@ what is left is the objective with the rules on loads (hard capacities, frozen e
 buckets that read loads), plus what every assignment keeps: each dimension's loads sum to
 its total, a scope item's load is the sum of its containers', what stayed in an item is
 part of its load (a movement rule then bounds how far loads rise), and one dimension's
-load lies within the extreme ratios of the objects' values to another's. Any assignment's loads
-satisfy this model, so its optimum is a valid lower bound on the bucket. The model has a
-few variables per container instead of one per (class, container), so it solves quickly
-where the full search cannot even close its LP.
+load lies within the extreme ratios of the objects' values to another's. Any assignment's
+loads satisfy this model, so its optimum is a valid lower bound on the bucket. The model
+has a few variables per container instead of one per (class, container), so it solves
+quickly where the full search cannot even close its LP.
 
 Its optimal loads are also targets: an assignment that packs every container to exactly
 its target load is optimal for the bucket (see ``repair.repair``), which is how a balance
@@ -148,7 +148,7 @@ def load_relaxation(builder: CpBuilder, form: Integerized, seconds: float,
                 None if work is None else CHECK_WORK, workers, seed, run)
             if refuted is not None:
                 bound, (level, solution) = proven, refuted
-            optimal = status == cp_model.OPTIMAL and refuted is None or bound >= level
+            optimal = (status == cp_model.OPTIMAL and refuted is None) or bound >= level
         elif found is not None:
             bound, level, optimal, solution = lp.floor, found[0], False, found[1]
         else:
