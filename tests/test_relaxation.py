@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from ortools.sat.python import cp_model
 from randomized import brute_force, random_scenario
 
 from cpsat_rebalancer import parse_scenario
@@ -53,6 +54,36 @@ def test_moves_floor_couples_the_containers_of_a_frozen_linear_balance() -> None
     floor = moves_floor(builder, 10.0, 2, 0)
     assert floor is not None and load_caps_floor(builder) < floor
     assert floor <= result.buckets[1].objective
+
+
+@pytest.mark.parametrize("seed", [0, 1, 5, 9, 12, 17])  # each has a feasible assignment
+def test_moves_floor_drops_a_bound_a_capped_search_refutes(seed: int) -> None:
+    """CP-SAT has stated a relaxation OPTIMAL above a point it accepts: the floor's search
+    is made to claim one move more than the fewest any assignment needs, and the floor
+    checks that claim with a search capped below it instead of reporting it."""
+    data = random_scenario(seed, max_objects=5)
+    data["goals"].append({"spec": {"minimizeMovementSpec": {"name": "moves"}}})
+    scenario = parse_scenario(data)
+    feasible = brute_force(scenario)
+    assert feasible
+    fewest = min(int((final != scenario.problem.initial).sum()) for final, _ in feasible)
+    calls = []
+
+    def claim_too_much(solver: cp_model.CpSolver, cp: cp_model.CpModel) -> int:
+        calls.append(cp)
+        if len(calls) > 1:
+            return solver.solve(cp)
+        false = cp.clone()
+        objective = false.proto.objective
+        false.add(sum(coef * false.get_int_var_from_proto_index(var)
+                      for var, coef in zip(objective.vars, objective.coeffs))
+                  >= fewest + 1)
+        return solver.solve(false)
+
+    builder, _ = compile_model(scenario.problem, scenario.model)
+    floor = moves_floor(builder, 10.0, 1, 0, run=claim_too_much)
+    assert len(calls) == 2, "the raised bound was not checked"
+    assert floor is not None and floor <= fewest
 
 
 def load_caps_floor(builder: CpBuilder) -> int:

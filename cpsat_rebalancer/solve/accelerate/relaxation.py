@@ -295,7 +295,14 @@ def moves_floor(builder: CpBuilder, seconds: float, workers: int, seed: int,
     bound = solver.best_objective_bound
     if not math.isfinite(bound):
         return None if lp is None else floor
-    return max(floor, math.ceil(bound - 1e-6))
+    raised = math.ceil(bound - 1e-6)
+    if raised <= floor:
+        return floor
+    # a bound CP-SAT alone raised is checked as the load relaxation's is
+    check = CHECK_SECONDS if work is not None else min(CHECK_SECONDS, until - time.monotonic())
+    refuted = _refuted(cp, moved, raised, check, None if work is None else CHECK_WORK,
+                       workers, seed, run)
+    return floor if refuted is not None else raised
 
 
 def _from_lp(cp: cp_model.CpModel, lp: LinearRelaxation, fixed: list[object],
