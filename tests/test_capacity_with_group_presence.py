@@ -15,10 +15,13 @@ from test_bruteforce import check_against_enumeration
 from test_parity import PEER, close
 
 from cpsat_rebalancer import evaluate, parse_scenario
+from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.errors import InputError
 from cpsat_rebalancer.peer import evaluate_with_wheel
 from cpsat_rebalancer.result import OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.accelerate.lp_bound import solve_lp
+from cpsat_rebalancer.solve.compile import compile_model
 from cpsat_rebalancer.solve.pipeline import solve_model
 
 CATALOG = Path(__file__).parents[1] / "scenarios" / "catalog"
@@ -190,6 +193,43 @@ def test_optimum_matches_enumeration(seed: int, overlap: bool) -> None:
 @pytest.mark.parametrize("seed", range(40))
 def test_compiled_objective_matches_the_evaluator(seed: int, overlap: bool) -> None:
     check_compiled_agrees(random_presence_scenario(seed, max_objects=7, overlap=overlap), seed)
+
+
+def spread_scenario(sizes: list[int], capacities: list[int]) -> dict:
+    """Jobs of ``sizes`` objects, all on the first host, under a MIN presence goal whose
+    presence weight meets every host's limit: a job pays each host's limit where it is
+    absent, so it spreads over the hosts of the largest limits, one object on each."""
+    hosts = [f"h{c}" for c in range(len(capacities))]
+    jobs = {f"j{j}": [f"j{j}t{k}" for k in range(n)] for j, n in enumerate(sizes)}
+    objects = [o for members in jobs.values() for o in members]
+    spec = {"scope": "host", "partition": "job", "dimension": "load", "bound": "MIN",
+            "intent": "PER_GROUP_AND_SCOPE_ITEM",
+            "groupToPresenceWeight": {"type": "ABSOLUTE", "globalLimit": max(capacities)},
+            "scopeItemToLimit": {"type": "RELATIVE", "globalLimit": 0.5}}
+    return {"objectName": "task", "containerName": "host",
+            "assignment": {h: (objects if c == 0 else []) for c, h in enumerate(hosts)},
+            "objectDimensions": {"load": {o: 1 + k % 3 for k, o in enumerate(objects)}},
+            "containerDimensions": {"load": dict(zip(hosts, capacities))},
+            "partitions": {"job": jobs}, "goals": [{"spec": {ARM: spec}}], "constraints": []}
+
+
+@pytest.mark.parametrize(("sizes", "capacities"), [([2, 3], [4, 1, 3, 2]),
+                                                   ([1, 2, 4], [2, 6, 1, 5, 3])])
+def test_the_linear_bound_of_a_presence_minimum_is_its_optimum(sizes: list[int],
+                                                               capacities: list[int]) -> None:
+    """GLOP's bound on the compiled goal (as a bucket reads it where no load relaxation
+    applies) is the optimum computed by hand: a group's presence is tied to its objects'
+    count, not to a sliver of its utilization, which an LP reads as present everywhere."""
+    scenario = parse_scenario(spread_scenario(sizes, capacities))
+    limits = sorted((0.5 * c for c in capacities), reverse=True)
+    optimum = sum(sum(limits[n:]) for n in sizes)
+    builder, buckets = compile_model(scenario.problem, scenario.model)
+    form = builder.integerize(lin_sum(buckets[0].terms))
+    builder.cp.minimize(form.expr)
+    lp = solve_lp(builder.cp, 10.0)
+    assert lp is not None and lp.floor == optimum * form.factor
+    result = solve_model(scenario.problem, scenario.model, OPTIONS)
+    assert result.status == OPTIMAL and close(result.buckets[0].objective, optimum)
 
 
 # ---------------------------------------------------------------- parity with the wheel

@@ -537,3 +537,21 @@ class Utilizations(IntegerForms):
                                "DURING": a + init - s}[metric])
             self._group_utils[key] = result
         return self._group_utils[key]
+
+    def group_counts(self, scope: Scope, dim: str, members: np.ndarray) -> list[object] | None:
+        """Per item of ``scope``, the number of ``members`` (one partition group) there whose
+        value in ``dim`` is not 0, as a CP-SAT expression (0 where none can be): their AFTER
+        utilization is above 0 exactly where this is at least 1, a link that an LP reads far
+        more tightly than one through the utilization itself. None where a value is negative."""
+        class_value = self._class_values(dim)
+        valued = [k for k in self.group_classes(members) if class_value[k] != 0]
+        if any(class_value[k] < 0 for k in valued):
+            return None
+        terms: list[list[object]] = [[] for _ in scope.items]
+        if valued:
+            chosen = np.concatenate([self.class_vars[k] for k in valued]).astype(np.int64)
+            where = scope.container_item[self.var_cont[chosen]]
+            for j, item in zip(chosen[where != OUT_OF_SCOPE].tolist(),
+                               where[where != OUT_OF_SCOPE].tolist()):
+                terms[item].append(self.count_vars[j])
+        return [cp_model.LinearExpr.sum(t) if t else 0 for t in terms]

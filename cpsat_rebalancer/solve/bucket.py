@@ -17,6 +17,7 @@ from ..progress import LOGGER
 from ..result import BucketReport
 from . import closure
 from .accelerate import bucket_start, configurations_floor, expr_value, local_search, tuples
+from .accelerate.lp_bound import solve_lp
 from .accelerate.neighbourhoods import descend
 from .accelerate.relaxation import moves_floor
 from .accelerate.repair import PRESOLVE_SECONDS, add_move_cuts
@@ -100,6 +101,11 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         LOGGER.warning("bucket %d: the load relaxation's bound is above a solution: "
                        "dropped", bucket.position)
         floor = implied_floor(builder, form, session.moved_floor)
+    if (builder.accelerate and relaxed_floor <= form.lo and not session.interrupted
+            and (repaired is None or repaired > floor) and (budget is not None
+                                                           or session.deterministic)):
+        floor = max(floor, model_floor(session, form,
+                                       None if budget is None else shares.lp_share * budget))
     if repaired is not None and repaired <= floor + math.floor(bucket.over * form.factor):
         return finish(session, bucket, form, cp_model.OPTIMAL, repaired,
                        float(Fraction(repaired) / form.factor),
@@ -170,6 +176,27 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         bound = implied if bound is None else max(bound, implied)
     return finish(session, bucket, form, status, incumbent, objective, bound, error,
                   closure_seconds(session, budget, t0))
+
+
+def model_floor(session: Session, form: Integerized, budget: float | None) -> int:
+    """GLOP's floor on the bucket's form over the whole model's linear rows, in at most
+    ``budget`` seconds, held in the model as a bound the search can stop at (it proves the
+    bucket as soon as it finds a solution there); the form's lowest value when GLOP finds
+    none in time. Where no load relaxation applies (the objective reads the assignment, as
+    a group's presence does), CP-SAT's own LP may not settle within the bucket's search at
+    all on a large model."""
+    shares = session.budget
+    seconds = session.wall_limit(budget)
+    session.progress.phase("linear bound")
+    cp = session.builder.cp
+    cp.minimize(form.expr)
+    lp = solve_lp(cp, shares.lp_seconds if seconds is None else seconds,
+                  shares.lp_work if session.deterministic else None)
+    if lp is None or lp.floor <= form.lo:
+        return form.lo
+    cp.add(form.expr >= lp.floor)
+    LOGGER.debug("bucket: the linear bound %s", lp.floor)
+    return lp.floor
 
 
 def fit_objective(session: Session, bucket: Bucket, objective: Lin,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -20,7 +21,7 @@ import numpy as np
 
 from ..context import EvalContext, InfoChanges, MoveBatch, positive
 from ..cpsat.builder import CpBuilder
-from ..cpsat.forms import INT_LIMIT, Info
+from ..cpsat.forms import INT_LIMIT, Info, Integerized
 from ..cpsat.linear import Lin, lin_sum, to_fraction
 from ..errors import InputError
 from ..fields import Fields, check_list
@@ -446,8 +447,12 @@ class CapacityWithGroupPresenceSpec(Spec):
         start = None if initial is None else ceil_fraction(initial * factor)
         return z, low, high, start
 
-    def _contribution(self, b: CpBuilder, util: Lin, j: int, a: int) -> Lin:
-        """max(P·step(u), F(u)) for group j in item a, exactly."""
+    def _contribution(self, b: CpBuilder, util: Lin, j: int, a: int,
+                      enough: Fraction | None, count: object) -> Lin:
+        """max(P·step(u), F(u)) for group j in item a, exactly; under a MIN bound, where
+        every expression it counts in has a limit of at most ``enough``, a term that equals
+        it wherever it is below ``enough`` (see ``_reads_at_most``). ``count``: the
+        group's objects there that weigh in the dimension (None: not known)."""
         presence = to_fraction(float(self.presence[j, a]))
         if self.round_up:
             presence = Fraction(ceil_fraction(presence))
@@ -457,10 +462,15 @@ class CapacityWithGroupPresenceSpec(Spec):
             if self.round_up:
                 presence = Fraction(ceil_fraction(presence))
         form = b.integerize(util)
+        if enough is not None and (enough <= 0 or form.hi <= 0):
+            return Lin()
         try:
             initial = int(b.initial_value(util) * form.factor)
         except ValueError:
             initial = None
+        if enough is not None and presence >= enough:
+            # present, it counts at least ``enough``: the utilization side cannot matter
+            return Lin.atom(self._present(b, form, initial, count), enough)
         zero = any(abs(float(m[j, a])) <= TOLERANCE for m in self.multipliers["utilization"])
         if zero:
             side = Lin()
@@ -477,14 +487,23 @@ class CapacityWithGroupPresenceSpec(Spec):
             side = Lin.atom(b.new_atom(expr, lo, hi, start))
         if presence == 0 or form.hi <= 0:
             return side
-        present = b.cp.new_bool_var("present")
-        b.cp.add(form.expr >= 1).only_enforce_if(present)
-        b.cp.add(form.expr <= 0).only_enforce_if(present.Not())
-        step = Lin.atom(b.new_atom(present, 0, 1, None if initial is None
-                                   else int(initial >= 1)), presence)
+        step = Lin.atom(self._present(b, form, initial, count), presence)
         if side.is_constant:  # the utilization side is 0
             return step
         return self._exact_max(b, step, side)
+
+    @staticmethod
+    def _present(b: CpBuilder, form: Integerized, initial: int | None,
+                 count: object) -> object:
+        """An atom, 1 exactly where the integerized utilization ``form`` is above 0, and at
+        most ``count`` (where known: redundant in integers, it keeps an LP from reading a
+        group as present wherever a sliver of its utilization is)."""
+        present = b.cp.new_bool_var("present")
+        b.cp.add(form.expr >= 1).only_enforce_if(present)
+        b.cp.add(form.expr <= 0).only_enforce_if(present.Not())
+        if count is not None:
+            b.cp.add(present <= count)
+        return b.new_atom(present, 0, 1, None if initial is None else int(initial >= 1))
 
     @staticmethod
     def _exact_max(b: CpBuilder, first: Lin, second: Lin) -> Lin:
@@ -499,21 +518,51 @@ class CapacityWithGroupPresenceSpec(Spec):
         return Lin.atom(b.new_atom(t, lo, hi, start), 1 / forms[0].factor)
 
     def _info_forms(self, b: CpBuilder) -> list[Info]:
+        thresholds = [to_fraction(limit) * to_fraction(cap) for limit, cap in self.limits]
+        reads_at_most = self._reads_at_most(thresholds)
         by_item: dict[int, list[tuple[int, Lin]]] = {}  # main item: (group, contribution)
         for j, members in enumerate(self.groups):
             utils = b.group_util(self.aggregation_scope, self.dimension, "AFTER", members)
+            counts = b.group_counts(self.aggregation_scope, self.dimension, members)
             for a in np.flatnonzero(self.main_of_item >= 0):
                 if not utils[a].is_constant:
-                    by_item.setdefault(int(self.main_of_item[a]), []).append(
-                        (j, self._contribution(b, utils[a], j, int(a))))
+                    main = int(self.main_of_item[a])
+                    enough = None if reads_at_most is None else reads_at_most(j, main)
+                    by_item.setdefault(main, []).append(
+                        (j, self._contribution(b, utils[a], j, int(a), enough,
+                                               None if counts is None else counts[a])))
         forms = []
-        for (item, group), (limit, cap) in zip(self.infos_at, self.limits):
+        for (item, group), threshold in zip(self.infos_at, thresholds):
             util = lin_sum(c for j, c in by_item.get(int(item), ())
                            if group < 0 or self.inside[j, group])
-            threshold = to_fraction(limit) * to_fraction(cap)
             forms.append(Info(util - threshold if self.bound == "MAX"
                               else Lin(const=threshold) - util))
         return forms
+
+    def _reads_at_most(self, thresholds: list[Fraction]
+                       ) -> Callable[[int, int], Fraction] | None:
+        """Under a MIN bound, the largest limit among the expressions a (group j, main item)
+        cell counts in, as a function of (j, item): an expression limit − Σ contributions
+        is read only above 0, so each contribution only up to the limit (one at or above
+        it leaves the expression at most 0 alone). None under a MAX bound."""
+        if self.bound != "MIN":
+            return None
+        over_all: dict[int, Fraction] = {}
+        per_group: dict[tuple[int, int], Fraction] = {}
+        for (item, group), threshold in zip(self.infos_at, thresholds):
+            if group < 0:
+                over_all[item] = threshold
+            else:
+                per_group[item, group] = threshold
+
+        def largest(j: int, item: int) -> Fraction:
+            limits = [per_group[item, g] for g in np.flatnonzero(self.inside[j]).tolist()
+                      if (item, g) in per_group]
+            if item in over_all:
+                limits.append(over_all[item])
+            return max(limits, default=Fraction(0))
+
+        return largest
 
     def compile_infos(self, b: CpBuilder) -> list[Info]:
         return self._info_forms(b)
