@@ -30,8 +30,11 @@ from test_bruteforce import check_against_enumeration
 from test_fuzz import mutate, mutation, solve_or_reject
 
 from cpsat_rebalancer import InputError, parse_scenario
+from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.result import OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.accelerate.lp_bound import solve_lp
+from cpsat_rebalancer.solve.compile import compile_model
 from cpsat_rebalancer.solve.pipeline import solve_model
 
 ARM = "groupDiversitySpec"
@@ -90,6 +93,27 @@ def small(*, scopes: dict | None = None, **fields: Any) -> dict[str, Any]:
     if scopes:
         data["scopes"] = scopes
     return data
+
+
+def test_the_linear_bound_counts_each_group_on_at_most_its_objects_items() -> None:
+    """Three hosts that each want two jobs, and jobs of 1, 1 and 4 tasks: the jobs can be
+    present 1 + 1 + 3 times, one short of the 6 wanted, so the optimum is 1. GLOP's bound on
+    the compiled goal says so: each presence literal is tied to its job's task count there
+    (without that tie an LP reads a job as present wherever a sliver of it is, bound 0)."""
+    data = {"objectName": "task", "containerName": "host",
+            "assignment": {"h0": ["a", "b", "c", "d", "e", "f"], "h1": [], "h2": []},
+            "partitions": {"job": {"j0": ["a"], "j1": ["b"], "j2": ["c", "d", "e", "f"]}},
+            "goals": [{"spec": {ARM: {"scope": "host", "partition": "job",
+                                      "dimension": "task_count",
+                                      "limit": {"globalLimit": 2}}}}]}
+    scenario = parse_scenario(data)
+    builder, buckets = compile_model(scenario.problem, scenario.model)
+    form = builder.integerize(lin_sum(buckets[0].terms))
+    builder.cp.minimize(form.expr)
+    lp = solve_lp(builder.cp, 10.0)
+    assert lp is not None and lp.floor == form.factor
+    result = solve_model(scenario.problem, scenario.model, OPTIONS)
+    assert result.status == OPTIMAL and result.buckets[0].objective == 1.0
 
 
 # values the wheel reports for these fields on ``small`` (MAX: its optimal solver's value,

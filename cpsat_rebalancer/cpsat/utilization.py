@@ -11,6 +11,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..errors import InputError, InternalError
+from ..primitives import TOLERANCE
 from ..problem import OUT_OF_SCOPE, Problem, Scope
 from .classes import DimensionScale, ObjectClasses, drift_of, integral_scale, item_groups
 from .domains import DOMAIN_ROOM
@@ -538,15 +539,22 @@ class Utilizations(IntegerForms):
             self._group_utils[key] = result
         return self._group_utils[key]
 
-    def group_counts(self, scope: Scope, dim: str, members: np.ndarray) -> list[object] | None:
+    def group_counts(self, scope: Scope, dim: str, members: np.ndarray
+                     ) -> list[tuple[object, int]] | None:
         """Per item of ``scope``, the number of ``members`` (one partition group) there whose
-        value in ``dim`` is not 0, as a CP-SAT expression (0 where none can be): their AFTER
-        utilization is above 0 exactly where this is at least 1, a link that an LP reads far
-        more tightly than one through the utilization itself. None where a value is negative."""
+        value in ``dim`` is not 0, as a CP-SAT expression (0 where none can be), with the
+        most it can be: their AFTER utilization is above 0 exactly where it is at least 1,
+        a link that an LP reads far more tightly than one through the utilization itself.
+        None for a dynamic dimension, or where a value is not above 1e-10."""
+        if dim in self.problem.dynamic_dims:
+            return None
         class_value = self._class_values(dim)
         valued = [k for k in self.group_classes(members) if class_value[k] != 0]
-        if any(class_value[k] < 0 for k in valued):
+        lightest = Fraction(min((int(class_value[k]) for k in valued), default=1),
+                            self.scale(dim).factor)
+        if lightest <= TOLERANCE:  # (an object there may not make the group present)
             return None
+        most = sum(len(self.classes.members[k]) for k in valued)
         terms: list[list[object]] = [[] for _ in scope.items]
         if valued:
             chosen = np.concatenate([self.class_vars[k] for k in valued]).astype(np.int64)
@@ -554,4 +562,16 @@ class Utilizations(IntegerForms):
             for j, item in zip(chosen[where != OUT_OF_SCOPE].tolist(),
                                where[where != OUT_OF_SCOPE].tolist()):
                 terms[item].append(self.count_vars[j])
-        return [cp_model.LinearExpr.sum(t) if t else 0 for t in terms]
+        return [(cp_model.LinearExpr.sum(t), most) if t else (0, 0) for t in terms]
+
+    def tie_to_count(self, literal: object, count: tuple[object, int], rewarded: bool) -> None:
+        """Tie a group's presence literal in an item to its objects there (a
+        ``group_counts`` entry), on the side an LP would slip on: where the objective gains
+        from the group's presence (``rewarded``), the literal is at most the count (else an
+        LP reads the group as present wherever a sliver of it is); where it pays for it,
+        the count is at most its most times the literal. Redundant in integers."""
+        objects, most = count
+        if rewarded:
+            self.cp.add(literal <= objects)
+        else:
+            self.cp.add(objects <= most * literal)

@@ -79,6 +79,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
                        float(Fraction(max(floor, form.lo)) / form.factor), error,
                        closure_seconds(session, budget, t0))
     repaired, relaxed_floor = None, form.lo
+    session.load_relaxed = False
     if builder.accelerate and bucket.terms:
         try:
             repaired, relaxed_floor = bucket_start(
@@ -101,7 +102,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         LOGGER.warning("bucket %d: the load relaxation's bound is above a solution: "
                        "dropped", bucket.position)
         floor = implied_floor(builder, form, session.moved_floor)
-    if (builder.accelerate and relaxed_floor <= form.lo and not session.interrupted
+    if (builder.accelerate and not session.load_relaxed and not session.interrupted
             and (repaired is None or repaired > floor) and (budget is not None
                                                            or session.deterministic)):
         floor = max(floor, model_floor(session, form,
@@ -182,9 +183,9 @@ def model_floor(session: Session, form: Integerized, budget: float | None) -> in
     """GLOP's floor on the bucket's form over the whole model's linear rows, in at most
     ``budget`` seconds, held in the model as a bound the search can stop at (it proves the
     bucket as soon as it finds a solution there); the form's lowest value when GLOP finds
-    none in time. Where no load relaxation applies (the objective reads the assignment, as
-    a group's presence does), CP-SAT's own LP may not settle within the bucket's search at
-    all on a large model."""
+    none in time. For a bucket no load relaxation bounds (the objective reads the
+    assignment, as a group's presence does): CP-SAT's own LP may not settle within the
+    bucket's search at all on a large model."""
     shares = session.budget
     seconds = session.wall_limit(budget)
     session.progress.phase("linear bound")

@@ -448,11 +448,12 @@ class CapacityWithGroupPresenceSpec(Spec):
         return z, low, high, start
 
     def _contribution(self, b: CpBuilder, util: Lin, j: int, a: int,
-                      enough: Fraction | None, count: object) -> Lin:
+                      enough: Fraction | None, count: tuple[object, int] | None) -> Lin:
         """max(P·step(u), F(u)) for group j in item a, exactly; under a MIN bound, where
         every expression it counts in has a limit of at most ``enough``, a term that equals
         it wherever it is below ``enough`` (see ``_reads_at_most``). ``count``: the
-        group's objects there that weigh in the dimension (None: not known)."""
+        group's objects there that weigh in the dimension, and the most there can be (None:
+        not known)."""
         presence = to_fraction(float(self.presence[j, a]))
         if self.round_up:
             presence = Fraction(ceil_fraction(presence))
@@ -492,17 +493,16 @@ class CapacityWithGroupPresenceSpec(Spec):
             return step
         return self._exact_max(b, step, side)
 
-    @staticmethod
-    def _present(b: CpBuilder, form: Integerized, initial: int | None,
-                 count: object) -> object:
-        """An atom, 1 exactly where the integerized utilization ``form`` is above 0, and at
-        most ``count`` (where known: redundant in integers, it keeps an LP from reading a
-        group as present wherever a sliver of its utilization is)."""
+    def _present(self, b: CpBuilder, form: Integerized, initial: int | None,
+                 count: tuple[object, int] | None) -> object:
+        """An atom, 1 exactly where the integerized utilization ``form`` is above 0, tied to
+        ``count`` where known (``CpBuilder.tie_to_count``: a MIN bound rewards presence)."""
+        rewarded = self.bound == "MIN"
         present = b.cp.new_bool_var("present")
         b.cp.add(form.expr >= 1).only_enforce_if(present)
         b.cp.add(form.expr <= 0).only_enforce_if(present.Not())
         if count is not None:
-            b.cp.add(present <= count)
+            b.tie_to_count(present, count, rewarded)
         return b.new_atom(present, 0, 1, None if initial is None else int(initial >= 1))
 
     @staticmethod

@@ -230,15 +230,31 @@ class ExclusiveScopeItemsSpec(Spec):
 
     # ---------- compilation ----------
     @staticmethod
-    def _used(b: CpBuilder, util: Lin) -> Lin:
-        """step(util) exactly (a literal), for a sum of utilizations."""
-        return presence(b, b.as_atom(util))
+    def _used(b: CpBuilder, utils: list[Lin], items: list[int],
+              counts: list[tuple[object, int]] | None) -> Lin:
+        """step(Σ utils over ``items``) exactly (a literal), tied to the objects counted
+        there (``counts``, per item, from ``CpBuilder.group_counts``) when known: a use
+        the value pays for (``CpBuilder.tie_to_count``)."""
+        count = None
+        if counts is not None:
+            objects = [counts[i] for i in items if counts[i][1]]
+            count = (sum(o for o, _ in objects), max((m for _, m in objects), default=0))
+        return presence(b, b.as_atom(lin_sum(utils[i] for i in items)), count)
 
-    def _broken_form(self, b: CpBuilder, utils: list[Lin]) -> Lin:
+    def _counts(self, b: CpBuilder, members: np.ndarray | None
+                ) -> list[tuple[object, int]] | None:
+        """Per item, the objects (``members``, else all) there that weigh in the dimension."""
+        if self.dimension in b.problem.vector_dims:
+            return None
+        chosen = np.arange(b.problem.num_objects) if members is None else members
+        return b.group_counts(self.scope, self.dimension, chosen)
+
+    def _broken_form(self, b: CpBuilder, utils: list[Lin],
+                     counts: list[tuple[object, int]] | None) -> Lin:
         """max over the entries of used(item) + used(others) − 1: positive exactly when
         some entry is broken (the wheel's "any positive")."""
-        terms = [self._used(b, utils[c.item]) + self._used(b, lin_sum(utils[o] for o in
-                                                                         c.others)) - 1
+        terms = [self._used(b, utils, [c.item], counts)
+                 + self._used(b, utils, list(c.others), counts) - 1
                  for c in self.conflicts]
         return b.exact_max(terms, what=self.name)
 
@@ -246,21 +262,25 @@ class ExclusiveScopeItemsSpec(Spec):
         if not self.conflicts:
             return []
         if self.members is None:
-            return [Info(self._broken_form(b, b.util(self.scope, self.dimension, "AFTER")))]
+            return [Info(self._broken_form(b, b.util(self.scope, self.dimension, "AFTER"),
+                                           self._counts(b, None)))]
         return [Info(self._broken_form(b, group_after_forms(b, self.scope, self.dimension,
-                                                            members)))
+                                                            members),
+                                       self._counts(b, members)))
                 for members in self.members]
 
     def compile_goal(self, b: CpBuilder) -> GoalForm:
         util = b.util(self.scope, self.dimension, "AFTER")
+        counts = self._counts(b, None)
         if self.formula != "AGGRESSIVE_PACKING":
-            return GoalForm(lin_sum(self._used(b, lin_sum(util[o] for o in others))
+            return GoalForm(lin_sum(self._used(b, util, list(others), counts)
                                     for others in self.neighbours.values()))
-        used = {i: self._used(b, util[i]) for i in self.overlaps}
+        # (no tie: the packing's terms, of weights of either sign, read a use both ways)
+        used = {i: self._used(b, util, [i], None) for i in self.overlaps}
         for overlaps in self.overlaps.values():
             for other in overlaps:
                 if other not in used:
-                    used[other] = self._used(b, util[other])
+                    used[other] = self._used(b, util, [other], None)
         terms = []
         for item, overlaps in self.overlaps.items():
             # P² over literals x (x² = x): Σ_j c_j² x_j + 2·Σ_{j<k} c_j c_k (x_j ∧ x_k)

@@ -41,9 +41,12 @@ from .common import (
 )
 
 
-def presence(b: CpBuilder, u: Lin) -> Lin:
+def presence(b: CpBuilder, u: Lin, count: tuple[object, int] | None = None,
+             rewarded: bool = False) -> Lin:
     """step(u) as a literal, exact both ways, for a utilization u = c·atom (c > 0): true
-    exactly when the atom exceeds 1e-10 in its own integer units."""
+    exactly when the atom exceeds 1e-10 in its own integer units. ``count``: the objects
+    that make up u and the most there can be (``CpBuilder.group_counts``), tied to the
+    literal for an LP, on the side ``rewarded`` says (``CpBuilder.tie_to_count``)."""
     if u.is_constant:  # nothing can land there
         return Lin(const=int(float(u.const) > TOLERANCE))
     ((index, coef),) = [(a, c) for a, c in u.terms.items() if c != 0]
@@ -52,6 +55,8 @@ def presence(b: CpBuilder, u: Lin) -> Lin:
     literal = b.cp.new_bool_var("present")
     b.cp.add(atom.expr >= tolerance + 1).only_enforce_if(literal)
     b.cp.add(atom.expr <= tolerance).only_enforce_if(literal.Not())
+    if count is not None:
+        b.tie_to_count(literal, count, rewarded)
     initial = None if atom.initial is None else int(atom.initial > tolerance)
     return Lin.atom(b.new_atom(literal, 0, 1, initial))
 
@@ -240,8 +245,11 @@ class GroupDiversitySpec(Spec):
             if len(members) == 0:
                 continue
             utils = group_after_forms(b, self.scope, self.dimension, members)
+            objects = b.group_counts(self.scope, self.dimension, members)
             for k, item in enumerate(self.items):
-                counts[k].append(presence(b, utils[item]))
+                counts[k].append(presence(b, utils[item],
+                                          None if objects is None else objects[item],
+                                          rewarded=not self.maximum))
         forms = []
         for count, limit in zip(counts, self.limits):
             groups = lin_sum(count)

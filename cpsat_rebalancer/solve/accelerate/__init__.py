@@ -84,6 +84,7 @@ def bucket_start(session: Session, bucket: Bucket, form: Integerized,
                               None if work is None else shares.relax_share * work, session.values)
     if relaxed is not None:
         floor = max(floor, relaxed.bound)
+        session.load_relaxed = True
     # a repair there is optimal (its evaluated value may exceed the floor by the stated
     # error of the compiled objective: SQUARES' pieces lie above the curve)
     best_value = float(Fraction(floor) / form.factor) + bucket.error + form.error
