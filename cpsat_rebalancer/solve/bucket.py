@@ -102,9 +102,10 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         LOGGER.warning("bucket %d: the load relaxation's bound is above a solution: "
                        "dropped", bucket.position)
         floor = implied_floor(builder, form, session.moved_floor)
-    if (builder.accelerate and not session.load_relaxed and not session.interrupted
-            and (repaired is None or repaired > floor) and (budget is not None
-                                                           or session.deterministic)):
+    # (a movement bucket has floors of its own: the floor on moves, the configuration LP)
+    if (builder.accelerate and not moves_here and not session.load_relaxed
+            and not session.interrupted and (repaired is None or repaired > floor)
+            and (budget is not None or session.deterministic)):
         floor = max(floor, model_floor(session, form,
                                        None if budget is None else shares.lp_share * budget))
     if repaired is not None and repaired <= floor + math.floor(bucket.over * form.factor):
