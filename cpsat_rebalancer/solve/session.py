@@ -176,8 +176,8 @@ class Session:
         # the load limits of the current bucket at its lowest value: they hold for every
         # later bucket once this one is frozen there (their move cuts then apply)
         self.lowest_caps: dict[str, np.ndarray] | None = None
-        # whether the current bucket's load relaxation ran to a result (its bound, even at
-        # the form's lowest value, says more than GLOP's on the whole model)
+        # whether the current bucket's load relaxation ran to a result (the whole-model LP
+        # is then left out: the relaxation has had the bucket's time for a bound)
         self.load_relaxed = False
         self.work = 0.0  # CP-SAT deterministic time spent so far (repeatable, unlike seconds)
         self.interrupted = False
