@@ -232,6 +232,45 @@ def test_the_linear_bound_of_a_presence_minimum_is_its_optimum(sizes: list[int],
     assert result.status == OPTIMAL and close(result.buckets[0].objective, optimum)
 
 
+def singles_scenario(sizes: list[int], capacities: list[int], weight: int) -> dict:
+    """Jobs of one object each (of ``sizes``), all on the first host, under a MIN presence
+    goal whose presence weight lies below every object and every host's limit: a job counts
+    its object's size wherever it is, so each pays every limit but the one of its host, less
+    its size there."""
+    hosts = [f"h{c}" for c in range(len(capacities))]
+    objects = [f"t{k}" for k in range(len(sizes))]
+    spec = {"scope": "host", "partition": "job", "dimension": "load", "bound": "MIN",
+            "intent": "PER_GROUP_AND_SCOPE_ITEM", "roundUpGroupUtilOnScopeItem": False,
+            "groupToPresenceWeight": {"type": "ABSOLUTE", "globalLimit": weight},
+            "scopeItemToLimit": {"type": "RELATIVE", "globalLimit": 0.5}}
+    return {"objectName": "task", "containerName": "host",
+            "assignment": {h: (objects if c == 0 else []) for c, h in enumerate(hosts)},
+            "objectDimensions": {"load": dict(zip(objects, sizes))},
+            "containerDimensions": {"load": dict(zip(hosts, capacities))},
+            "partitions": {"job": {f"j{k}": [o] for k, o in enumerate(objects)}},
+            "goals": [{"spec": {ARM: spec}}], "constraints": []}
+
+
+@pytest.mark.parametrize(("sizes", "capacities"), [([3, 5], [20, 16, 12]),
+                                                   ([4, 3, 5], [12, 14, 20, 18])])
+def test_the_linear_bound_reads_a_rewarded_contribution_at_most_its_hull(
+        sizes: list[int], capacities: list[int]) -> None:
+    """GLOP's bound on the compiled goal is the optimum computed by hand where the
+    utilization side decides (presence weight 2, below every size and limit): an LP reads
+    a rewarded max(weight·present, utilization) only from below, so it spread each object
+    thinly over every host and counted its whole size in each."""
+    scenario = parse_scenario(singles_scenario(sizes, capacities, 2))
+    limits = sum(0.5 * c for c in capacities)
+    optimum = sum(limits - size for size in sizes)
+    builder, buckets = compile_model(scenario.problem, scenario.model)
+    form = builder.integerize(lin_sum(buckets[0].terms))
+    builder.cp.minimize(form.expr)
+    lp = solve_lp(builder.cp, 10.0)
+    assert lp is not None and lp.floor == optimum * form.factor
+    result = solve_model(scenario.problem, scenario.model, OPTIONS)
+    assert result.status == OPTIMAL and close(result.buckets[0].objective, optimum)
+
+
 # ---------------------------------------------------------------- parity with the wheel
 
 

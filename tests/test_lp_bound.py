@@ -12,6 +12,9 @@ import pytest
 from ortools.linear_solver import linear_solver_pb2, pywraplp
 from ortools.sat.python import cp_model
 
+from cpsat_rebalancer import evaluate, parse_scenario
+from cpsat_rebalancer.cpsat.linear import lin_sum
+from cpsat_rebalancer.shapes import random_shape_scenario
 from cpsat_rebalancer.solve.accelerate.lp_bound import (
     RETRIES,
     RETRY_FACTOR,
@@ -23,6 +26,7 @@ from cpsat_rebalancer.solve.accelerate.lp_bound import (
     snapshot,
     solve_lp,
 )
+from cpsat_rebalancer.solve.compile import compile_model
 
 
 def random_model(seed: int, with_max: bool = False) -> cp_model.CpModel:
@@ -139,3 +143,17 @@ def test_retries_get_a_few_times_the_first_attempt(monkeypatch: pytest.MonkeyPat
         assert limits[0] > 90  # the first attempt: what is left of the deadline
     most = max(RETRY_FLOOR, RETRY_FACTOR * (spent or 0.0)) + 0.05
     assert all(0 < limit <= most for limit in retries), limits
+
+
+def test_a_model_of_costs_near_1e10_gets_its_floor() -> None:
+    """A drawn shape's position 0 (a SOFT group presence minimum, priced 100 per unit of
+    a fine scale, beside a balance): GLOP ends ABNORMAL on its costs as they are, under
+    every retry, and solves them scaled near 1. The floor stands below the start's value
+    and above the objective's lowest."""
+    scenario = parse_scenario(random_shape_scenario(400, 20, 14))
+    builder, buckets = compile_model(scenario.problem, scenario.model)
+    form = builder.integerize(lin_sum(buckets[0].terms))
+    builder.cp.minimize(form.expr)
+    lp = solve_lp(builder.cp, 20.0)
+    start = evaluate(scenario.problem, scenario.model, scenario.problem.initial)
+    assert lp is not None and form.lo < lp.floor <= start.positions[0] * form.factor

@@ -43,6 +43,9 @@ from .common import (
 SIDES = {"PRESENCE_WEIGHT": "presence", "UTILIZATION": "utilization"}  # COMMON: both
 
 
+HULL_UNITS = 1024  # the denominator of a rewarded contribution's hull slope (_exact_max)
+
+
 def ceil_tolerant(values: np.ndarray) -> np.ndarray:
     """Rebalancer's ceil: a value within 1e-10 of an integer is that integer."""
     nearest = np.round(values)
@@ -491,7 +494,7 @@ class CapacityWithGroupPresenceSpec(Spec):
         step = Lin.atom(self._present(b, form, initial, count), presence)
         if side.is_constant:  # the utilization side is 0
             return step
-        return self._exact_max(b, step, side)
+        return self._exact_max(b, step, side, rewarded=self.bound == "MIN")
 
     def _present(self, b: CpBuilder, form: Integerized, initial: int | None,
                  count: tuple[object, int] | None) -> object:
@@ -506,13 +509,27 @@ class CapacityWithGroupPresenceSpec(Spec):
         return b.new_atom(present, 0, 1, None if initial is None else int(initial >= 1))
 
     @staticmethod
-    def _exact_max(b: CpBuilder, first: Lin, second: Lin) -> Lin:
-        forms = b.integerize_all([first, second])
+    def _exact_max(b: CpBuilder, step: Lin, side: Lin, rewarded: bool) -> Lin:
+        """max(step, side), exactly: ``step`` is the presence weight w times the presence
+        literal, ``side`` a utilization side that is 0 where the group is absent. An LP
+        reads a maximum only from below (at least each side), which is all it needs where
+        the maximum is paid for; where it is rewarded (a MIN bound) the LP would raise it
+        to its domain's top, so it is also held under its hull's upper face: with the side
+        in [0, U], ``max <= step + (1 - w/U)·side`` (``max <= step`` when U <= w)."""
+        forms = b.integerize_all([step, side])
         lo, hi = max(f.lo for f in forms), max(f.hi for f in forms)
         t = b.cp.new_int_var(lo, hi, "contribution")
-        b.cp.add_max_equality(t, [b.variable(f.expr, f.lo, f.hi, "side") for f in forms])
+        sides = [b.variable(f.expr, f.lo, f.hi, "side") for f in forms]
+        b.cp.add_max_equality(t, sides)
+        weight, most = forms[0].hi, forms[1].hi
+        if rewarded and forms[0].lo == 0 and forms[1].lo >= 0:
+            if most <= weight:
+                b.cp.add(t <= sides[0])
+            else:  # the slope rounded up to a multiple of 1/HULL_UNITS: small coefficients
+                slope = -(-(most - weight) * HULL_UNITS // most)
+                b.cp.add(HULL_UNITS * t <= HULL_UNITS * sides[0] + slope * sides[1])
         try:
-            start = max(round(b.initial_value(x) * forms[0].factor) for x in (first, second))
+            start = max(round(b.initial_value(x) * forms[0].factor) for x in (step, side))
         except ValueError:
             start = None
         return Lin.atom(b.new_atom(t, lo, hi, start), 1 / forms[0].factor)

@@ -229,10 +229,17 @@ def solve_lp(cp: cp_model.CpModel, seconds: float,
             or model.HasField("floating_point_objective")):
         return None
     rows = linear_rows(model)
-    response = glop(_request(model, rows, seconds, work), time.monotonic() + seconds)
+    request = _request(model, rows, seconds, work)
+    # costs near 1: GLOP's tolerances are absolute, and on costs near 1e10 (a soft
+    # constraint's price times a fine unit) it ends ABNORMAL however it is set; a power of
+    # two scales back exactly
+    scale = 2.0 ** math.ceil(math.log2(max(map(abs, model.objective.coeffs), default=0) or 1))
+    for variable in request.model.variable:
+        variable.objective_coefficient /= scale
+    response = glop(request, time.monotonic() + seconds)
     if response is None:
         return None
-    floor = _safe_floor(model, rows, list(response.dual_value))
+    floor = _safe_floor(model, rows, [dual * scale for dual in response.dual_value])
     point = _rounded(model, list(response.variable_value))
     value = None
     if rows.exact and _satisfies(model, rows, point):
