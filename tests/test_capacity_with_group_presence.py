@@ -232,36 +232,41 @@ def test_the_linear_bound_of_a_presence_minimum_is_its_optimum(sizes: list[int],
     assert result.status == OPTIMAL and close(result.buckets[0].objective, optimum)
 
 
-def singles_scenario(sizes: list[int], capacities: list[int], weight: int) -> dict:
-    """Jobs of one object each (of ``sizes``), all on the first host, under a MIN presence
-    goal whose presence weight lies below every object and every host's limit: a job counts
-    its object's size wherever it is, so each pays every limit but the one of its host, less
-    its size there."""
+def sized_jobs_scenario(jobs: list[list[int]], capacities: list[int], weight: int) -> dict:
+    """Jobs of objects of the sizes given, all on the first host, under a MIN presence goal
+    whose presence weight lies below every object and every host's limit, and each job's
+    total below every limit: a job counts its objects' sizes wherever they are, so it pays
+    every host's limit less its whole size."""
     hosts = [f"h{c}" for c in range(len(capacities))]
-    objects = [f"t{k}" for k in range(len(sizes))]
+    names = {f"j{j}": [f"j{j}t{k}" for k in range(len(sizes))] for j, sizes in enumerate(jobs)}
+    sizes = {o: size for j, members in enumerate(names.values())
+             for o, size in zip(members, jobs[j])}
     spec = {"scope": "host", "partition": "job", "dimension": "load", "bound": "MIN",
             "intent": "PER_GROUP_AND_SCOPE_ITEM", "roundUpGroupUtilOnScopeItem": False,
             "groupToPresenceWeight": {"type": "ABSOLUTE", "globalLimit": weight},
             "scopeItemToLimit": {"type": "RELATIVE", "globalLimit": 0.5}}
     return {"objectName": "task", "containerName": "host",
-            "assignment": {h: (objects if c == 0 else []) for c, h in enumerate(hosts)},
-            "objectDimensions": {"load": dict(zip(objects, sizes))},
+            "assignment": {h: (list(sizes) if c == 0 else []) for c, h in enumerate(hosts)},
+            "objectDimensions": {"load": sizes},
             "containerDimensions": {"load": dict(zip(hosts, capacities))},
-            "partitions": {"job": {f"j{k}": [o] for k, o in enumerate(objects)}},
-            "goals": [{"spec": {ARM: spec}}], "constraints": []}
+            "partitions": {"job": names}, "goals": [{"spec": {ARM: spec}}], "constraints": []}
 
 
-@pytest.mark.parametrize(("sizes", "capacities"), [([3, 5], [20, 16, 12]),
-                                                   ([4, 3, 5], [12, 14, 20, 18])])
+@pytest.mark.parametrize(("jobs", "capacities"), [([[3], [5]], [20, 16, 12]),
+                                                  ([[4], [3], [5]], [12, 14, 20, 18]),
+                                                  ([[3, 5], [4, 4]], [20, 18, 24]),
+                                                  ([[3, 4], [5], [3, 3]], [16, 22, 18, 20])])
 def test_the_linear_bound_reads_a_rewarded_contribution_at_most_its_hull(
-        sizes: list[int], capacities: list[int]) -> None:
+        jobs: list[list[int]], capacities: list[int]) -> None:
     """GLOP's bound on the compiled goal is the optimum computed by hand where the
     utilization side decides (presence weight 2, below every size and limit): an LP reads
     a rewarded max(weight·present, utilization) only from below, so it spread each object
-    thinly over every host and counted its whole size in each."""
-    scenario = parse_scenario(singles_scenario(sizes, capacities, 2))
+    thinly over every host and counted its whole size in each (without the hull's face),
+    or a group of two objects as present in two hosts at the weight besides its whole size
+    (without the per-object sum)."""
+    scenario = parse_scenario(sized_jobs_scenario(jobs, capacities, 2))
     limits = sum(0.5 * c for c in capacities)
-    optimum = sum(limits - size for size in sizes)
+    optimum = sum(limits - sum(sizes) for sizes in jobs)
     builder, buckets = compile_model(scenario.problem, scenario.model)
     form = builder.integerize(lin_sum(buckets[0].terms))
     builder.cp.minimize(form.expr)

@@ -148,9 +148,10 @@ def test_retries_get_a_few_times_the_first_attempt(monkeypatch: pytest.MonkeyPat
 def test_a_model_of_costs_near_1e10_gets_its_floor() -> None:
     """A drawn shape's position 0 (a SOFT group presence minimum, priced 100 per unit of
     a fine scale, beside a balance): GLOP ends ABNORMAL on its costs as they are, under
-    every retry, and solves them scaled near 1. The floor stands below the start's value
-    and above the objective's lowest."""
-    scenario = parse_scenario(random_shape_scenario(400, 20, 14))
+    every retry, and, scaled near 1, calls its point imprecise at the default feasibility
+    tolerance. The floor stands below the start's value and above the objective's
+    lowest."""
+    scenario = parse_scenario(random_shape_scenario(2000, 100, 14))
     builder, buckets = compile_model(scenario.problem, scenario.model)
     form = builder.integerize(lin_sum(buckets[0].terms))
     builder.cp.minimize(form.expr)

@@ -539,30 +539,46 @@ class Utilizations(IntegerForms):
             self._group_utils[key] = result
         return self._group_utils[key]
 
-    def group_counts(self, scope: Scope, dim: str, members: np.ndarray
-                     ) -> list[tuple[object, int]] | None:
-        """Per item of ``scope``, the number of ``members`` (one partition group) there whose
-        value in ``dim`` is not 0, as a CP-SAT expression (0 where none can be), with the
-        most it can be: their AFTER utilization is above 0 exactly where it is at least 1,
-        a link that an LP reads far more tightly than one through the utilization itself.
-        None for a dynamic dimension, or where a value is not above 1e-10."""
+    def group_values(self, scope: Scope, dim: str, members: np.ndarray
+                     ) -> list[list[tuple[object, int]]] | None:
+        """Per item of ``scope``, the count variables there of ``members``' (one partition
+        group's) classes whose value in ``dim`` is not 0, each with that value (the
+        dimension's integer units): their AFTER utilization there is the weighted sum.
+        None for a dynamic dimension, or where a value is not above 1e-10 (an object there
+        may not make the group present)."""
         if dim in self.problem.dynamic_dims:
             return None
         class_value = self._class_values(dim)
         valued = [k for k in self.group_classes(members) if class_value[k] != 0]
         lightest = Fraction(min((int(class_value[k]) for k in valued), default=1),
                             self.scale(dim).factor)
-        if lightest <= TOLERANCE:  # (an object there may not make the group present)
+        if lightest <= TOLERANCE:
             return None
-        most = sum(len(self.classes.members[k]) for k in valued)
-        terms: list[list[object]] = [[] for _ in scope.items]
+        terms: list[list[tuple[object, int]]] = [[] for _ in scope.items]
         if valued:
             chosen = np.concatenate([self.class_vars[k] for k in valued]).astype(np.int64)
             where = scope.container_item[self.var_cont[chosen]]
-            for j, item in zip(chosen[where != OUT_OF_SCOPE].tolist(),
-                               where[where != OUT_OF_SCOPE].tolist()):
-                terms[item].append(self.count_vars[j])
-        return [(cp_model.LinearExpr.sum(t), most) if t else (0, 0) for t in terms]
+            inside = where != OUT_OF_SCOPE
+            for j, item, value in zip(chosen[inside].tolist(), where[inside].tolist(),
+                                      class_value[self.var_class[chosen[inside]]].tolist()):
+                terms[item].append((self.count_vars[j], int(value)))
+        return terms
+
+    def group_counts(self, scope: Scope, dim: str, members: np.ndarray
+                     ) -> list[tuple[object, int]] | None:
+        """Per item of ``scope``, the number of ``members`` (one partition group) there whose
+        value in ``dim`` is not 0, as a CP-SAT expression (0 where none can be), with the
+        most it can be: their AFTER utilization is above 0 exactly where it is at least 1,
+        a link that an LP reads far more tightly than one through the utilization itself.
+        None where ``group_values`` is."""
+        values = self.group_values(scope, dim, members)
+        if values is None:
+            return None
+        class_value = self._class_values(dim)
+        most = sum(len(self.classes.members[k]) for k in self.group_classes(members)
+                   if class_value[k] != 0)
+        return [(cp_model.LinearExpr.sum([v for v, _ in t]), most) if t else (0, 0)
+                for t in values]
 
     def tie_to_count(self, literal: object, count: tuple[object, int], rewarded: bool) -> None:
         """Tie a group's presence literal in an item to its objects there (a

@@ -451,12 +451,14 @@ class CapacityWithGroupPresenceSpec(Spec):
         return z, low, high, start
 
     def _contribution(self, b: CpBuilder, util: Lin, j: int, a: int,
-                      enough: Fraction | None, count: tuple[object, int] | None) -> Lin:
+                      enough: Fraction | None, count: tuple[object, int] | None,
+                      values: list[tuple[object, int]] | None) -> Lin:
         """max(P·step(u), F(u)) for group j in item a, exactly; under a MIN bound, where
         every expression it counts in has a limit of at most ``enough``, a term that equals
         it wherever it is below ``enough`` (see ``_reads_at_most``). ``count``: the
-        group's objects there that weigh in the dimension, and the most there can be (None:
-        not known)."""
+        group's objects there that weigh in the dimension, and the most there can be;
+        ``values``: their count variables with their values (``CpBuilder.group_values``);
+        None: not known."""
         presence = to_fraction(float(self.presence[j, a]))
         if self.round_up:
             presence = Fraction(ceil_fraction(presence))
@@ -475,6 +477,7 @@ class CapacityWithGroupPresenceSpec(Spec):
         if enough is not None and presence >= enough:
             # present, it counts at least ``enough``: the utilization side cannot matter
             return Lin.atom(self._present(b, form, initial, count), enough)
+        multiplied = bool(self.multipliers["utilization"])
         zero = any(abs(float(m[j, a])) <= TOLERANCE for m in self.multipliers["utilization"])
         if zero:
             side = Lin()
@@ -494,7 +497,15 @@ class CapacityWithGroupPresenceSpec(Spec):
         step = Lin.atom(self._present(b, form, initial, count), presence)
         if side.is_constant:  # the utilization side is 0
             return step
-        return self._exact_max(b, step, side, rewarded=self.bound == "MIN")
+        rewarded = self.bound == "MIN"
+        per_object = None
+        if rewarded and values is not None and not multiplied:
+            # each object there adds at most the larger of the weight and its own side
+            scale = b.scale(self.dimension).factor
+            per_object = [(count_var, max(presence, ceil_fraction(Fraction(value, scale))
+                                          if self.round_up else Fraction(value, scale)))
+                          for count_var, value in values]
+        return self._exact_max(b, step, side, rewarded, per_object)
 
     def _present(self, b: CpBuilder, form: Integerized, initial: int | None,
                  count: tuple[object, int] | None) -> object:
@@ -509,13 +520,17 @@ class CapacityWithGroupPresenceSpec(Spec):
         return b.new_atom(present, 0, 1, None if initial is None else int(initial >= 1))
 
     @staticmethod
-    def _exact_max(b: CpBuilder, step: Lin, side: Lin, rewarded: bool) -> Lin:
+    def _exact_max(b: CpBuilder, step: Lin, side: Lin, rewarded: bool,
+                   per_object: list[tuple[object, Fraction]] | None = None) -> Lin:
         """max(step, side), exactly: ``step`` is the presence weight w times the presence
         literal, ``side`` a utilization side that is 0 where the group is absent. An LP
         reads a maximum only from below (at least each side), which is all it needs where
         the maximum is paid for; where it is rewarded (a MIN bound) the LP would raise it
         to its domain's top, so it is also held under its hull's upper face: with the side
-        in [0, U], ``max <= step + (1 - w/U)·side`` (``max <= step`` when U <= w)."""
+        in [0, U], ``max <= step + (1 - w/U)·side`` (``max <= step`` when U <= w); and,
+        given ``per_object`` (count variables, each with the most one object adds: the
+        larger of w and the object's own side, which sides never exceed in sum), at most
+        their weighted sum, which an LP cannot raise by spreading an object thinly."""
         forms = b.integerize_all([step, side])
         lo, hi = max(f.lo for f in forms), max(f.hi for f in forms)
         t = b.cp.new_int_var(lo, hi, "contribution")
@@ -528,6 +543,10 @@ class CapacityWithGroupPresenceSpec(Spec):
             else:  # the slope rounded up to a multiple of 1/HULL_UNITS: small coefficients
                 slope = -(-(most - weight) * HULL_UNITS // most)
                 b.cp.add(HULL_UNITS * t <= HULL_UNITS * sides[0] + slope * sides[1])
+            if per_object:
+                factor = forms[0].factor
+                b.cp.add(t <= sum(ceil_fraction(cap * factor) * count_var
+                                  for count_var, cap in per_object))
         try:
             start = max(round(b.initial_value(x) * forms[0].factor) for x in (step, side))
         except ValueError:
@@ -541,13 +560,15 @@ class CapacityWithGroupPresenceSpec(Spec):
         for j, members in enumerate(self.groups):
             utils = b.group_util(self.aggregation_scope, self.dimension, "AFTER", members)
             counts = b.group_counts(self.aggregation_scope, self.dimension, members)
+            values = b.group_values(self.aggregation_scope, self.dimension, members)
             for a in np.flatnonzero(self.main_of_item >= 0):
                 if not utils[a].is_constant:
                     main = int(self.main_of_item[a])
                     enough = None if reads_at_most is None else reads_at_most(j, main)
                     by_item.setdefault(main, []).append(
                         (j, self._contribution(b, utils[a], j, int(a), enough,
-                                               None if counts is None else counts[a])))
+                                               None if counts is None else counts[a],
+                                               None if values is None else values[a])))
         forms = []
         for (item, group), threshold in zip(self.infos_at, thresholds):
             util = lin_sum(c for j, c in by_item.get(int(item), ())

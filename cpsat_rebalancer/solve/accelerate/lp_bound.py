@@ -29,6 +29,7 @@ from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 
 DUAL_BITS = 60  # duals are scaled by 2**DUAL_BITS and truncated to integers
+FEASIBILITY_TOLERANCE = 1e-4  # GLOP's check of its final point (see _request)
 INFINITE = 2**62  # CP-SAT writes an open side as +-(2**63 - 1); wider than this is open
 
 
@@ -143,8 +144,12 @@ def _request(model: cp_model_pb2.CpModelProto, rows: LinearRows, seconds: float,
     request = linear_solver_pb2.MPModelRequest(
         solver_type=linear_solver_pb2.MPModelRequest.GLOP_LINEAR_PROGRAMMING,
         solver_time_limit_seconds=max(seconds, 0.01))
+    # the floor holds for any duals, so a point GLOP calls imprecise (it would have to move
+    # a right-hand side by more than its default 1e-6 to meet it) still serves
+    parameters = [f"solution_feasibility_tolerance: {FEASIBILITY_TOLERANCE}"]
     if work is not None:
-        request.solver_specific_parameters = f"max_deterministic_time: {work}"
+        parameters.append(f"max_deterministic_time: {work}")
+    request.solver_specific_parameters = " ".join(parameters)
     lp = request.model
     for variable in model.variables:
         lo, hi = variable.domain[0], variable.domain[-1]
