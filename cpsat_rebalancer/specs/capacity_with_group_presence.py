@@ -21,7 +21,7 @@ import numpy as np
 
 from ..context import EvalContext, InfoChanges, MoveBatch, positive
 from ..cpsat.builder import CpBuilder
-from ..cpsat.forms import INT_LIMIT, Info, Integerized
+from ..cpsat.forms import INT_LIMIT, Info
 from ..cpsat.linear import Lin, lin_sum, to_fraction
 from ..errors import InputError
 from ..fields import Fields, check_list
@@ -39,6 +39,7 @@ from .common import (
     resolve_scope,
     spec_name,
 )
+from .group_diversity import presence
 
 SIDES = {"PRESENCE_WEIGHT": "presence", "UTILIZATION": "utilization"}  # COMMON: both
 
@@ -459,65 +460,62 @@ class CapacityWithGroupPresenceSpec(Spec):
         group's objects there that weigh in the dimension, and the most there can be;
         ``values``: their count variables with their values (``CpBuilder.group_values``);
         None: not known."""
-        presence = to_fraction(float(self.presence[j, a]))
+        weight = to_fraction(float(self.presence[j, a]))
         if self.round_up:
-            presence = Fraction(ceil_fraction(presence))
+            weight = Fraction(ceil_fraction(weight))
         for m in self.multipliers["presence"]:
             value = to_fraction(float(m[j, a]))
-            presence = Fraction(0) if abs(value) <= TOLERANCE else presence * value
+            weight = Fraction(0) if abs(value) <= TOLERANCE else weight * value
             if self.round_up:
-                presence = Fraction(ceil_fraction(presence))
+                weight = Fraction(ceil_fraction(weight))
         form = b.integerize(util)
         if enough is not None and (enough <= 0 or form.hi <= 0):
             return Lin()
-        try:
-            initial = int(b.initial_value(util) * form.factor)
-        except ValueError:
-            initial = None
-        if enough is not None and presence >= enough:
+        rewarded = self.bound == "MIN"
+        if enough is not None and weight >= enough:
             # present, it counts at least ``enough``: the utilization side cannot matter
-            return Lin.atom(self._present(b, form, initial, count), enough)
-        multiplied = bool(self.multipliers["utilization"])
-        zero = any(abs(float(m[j, a])) <= TOLERANCE for m in self.multipliers["utilization"])
-        if zero:
+            return presence(b, util, count, rewarded) * enough
+        factors = [to_fraction(float(m[j, a])) for m in self.multipliers["utilization"]]
+        if any(abs(factor) <= TOLERANCE for factor in factors):
             side = Lin()
         elif not self.round_up:
             side = util
-            for m in self.multipliers["utilization"]:
-                side = side * to_fraction(float(m[j, a]))
+            for factor in factors:
+                side = side * factor
         else:
+            try:
+                initial = int(b.initial_value(util) * form.factor)
+            except ValueError:
+                initial = None
             expr, lo, hi, start = self._ceil_times(b, form.expr, form.lo, form.hi, initial,
                                                    1 / form.factor)
-            for m in self.multipliers["utilization"]:
-                expr, lo, hi, start = self._ceil_times(b, expr, lo, hi, start,
-                                                       to_fraction(float(m[j, a])))
+            for factor in factors:
+                expr, lo, hi, start = self._ceil_times(b, expr, lo, hi, start, factor)
             side = Lin.atom(b.new_atom(expr, lo, hi, start))
-        if presence == 0 or form.hi <= 0:
+        if weight == 0 or form.hi <= 0:
             return side
-        step = Lin.atom(self._present(b, form, initial, count), presence)
+        step = presence(b, util, count, rewarded) * weight
         if side.is_constant:  # the utilization side is 0
             return step
-        rewarded = self.bound == "MIN"
         per_object = None
-        if rewarded and values is not None and not multiplied:
+        if rewarded and values is not None:
             # each object there adds at most the larger of the weight and its own side
             scale = b.scale(self.dimension).factor
-            per_object = [(count_var, max(presence, ceil_fraction(Fraction(value, scale))
-                                          if self.round_up else Fraction(value, scale)))
+            per_object = [(count_var, max(weight, self._side_of(Fraction(value, scale),
+                                                                 factors)))
                           for count_var, value in values]
         return self._exact_max(b, step, side, rewarded, per_object)
 
-    def _present(self, b: CpBuilder, form: Integerized, initial: int | None,
-                 count: tuple[object, int] | None) -> object:
-        """An atom, 1 exactly where the integerized utilization ``form`` is above 0, tied to
-        ``count`` where known (``CpBuilder.tie_to_count``: a MIN bound rewards presence)."""
-        rewarded = self.bound == "MIN"
-        present = b.cp.new_bool_var("present")
-        b.cp.add(form.expr >= 1).only_enforce_if(present)
-        b.cp.add(form.expr <= 0).only_enforce_if(present.Not())
-        if count is not None:
-            b.tie_to_count(present, count, rewarded)
-        return b.new_atom(present, 0, 1, None if initial is None else int(initial >= 1))
+    def _side_of(self, value: Fraction, factors: list[Fraction]) -> Fraction:
+        """The utilization side of a lone object of ``value``, as compiled (rounded up
+        exactly at each step where rounding): the side of several objects is at most the
+        sum of theirs, as a ceiling of a sum is at most the sum of the ceilings."""
+        side = Fraction(ceil_fraction(value)) if self.round_up else value
+        for factor in factors:
+            side = side * factor
+            if self.round_up:
+                side = Fraction(ceil_fraction(side))
+        return side
 
     @staticmethod
     def _exact_max(b: CpBuilder, step: Lin, side: Lin, rewarded: bool,
