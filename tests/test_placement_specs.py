@@ -32,8 +32,10 @@ from cpsat_rebalancer.importers import (
 )
 from cpsat_rebalancer.peer import evaluate_with_wheel, find_peer_python
 from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
+from cpsat_rebalancer.solve.accelerate.lp_bound import solve_lp
 from cpsat_rebalancer.solve.accelerate.symmetry import interchangeable_containers
 from cpsat_rebalancer.solve.compile import compile_model
+from cpsat_rebalancer.solve.moves import moved_objects
 from cpsat_rebalancer.solve.pipeline import solve_model
 from cpsat_rebalancer.solve.probes import target_probes
 from cpsat_rebalancer.solve.session import Session
@@ -336,6 +338,28 @@ def test_minimize_containers_proposes_the_dive_where_first_fit_decreasing_misses
     assert evaluation.feasible and evaluation.goals[0].value == 2 == smallest_packing(sizes, 12)
     plain, _ = compile_model(scenario.problem, scenario.model, accelerate=False)
     assert plain.suggested_starts == []  # an accelerator: the answer is the same without it
+
+
+@pytest.mark.parametrize("counts", [[3, 1, 4, 2], [2, 5, 1, 1, 3], [4, 4, 2]])
+def test_a_held_count_of_used_containers_bounds_the_moves_in_an_lp(counts: list[int]) -> None:
+    """With MinimizeContainers held at two containers fewer than the start uses (no
+    capacity), GLOP's bound on the moves is the objects of the two emptiest containers,
+    the fewest any assignment moves: stays keep their container used. Without those rows
+    an LP kept every object home, each container's literal at its load over the whole."""
+    hosts = [f"h{c}" for c in range(len(counts))]
+    assignment = {h: [f"{h}t{k}" for k in range(n)] for h, n in zip(hosts, counts)}
+    data = {"objectName": "task", "containerName": "host", "assignment": assignment,
+            "goals": [{"spec": {"minimizeContainersSpec": {"dimension": "task_count"}},
+                       "tuplePos": 0},
+                      {"spec": {"minimizeMovementSpec": {"dimension": "task_count"}},
+                       "tuplePos": 1}]}
+    scenario = parse_scenario(data)
+    builder, buckets = compile_model(scenario.problem, scenario.model)
+    held = builder.integerize(lin_sum(buckets[0].terms))
+    builder.cp.add(held.expr <= (len(counts) - 2) * held.factor)
+    builder.cp.minimize(moved_objects(builder))
+    lp = solve_lp(builder.cp, 10.0)
+    assert lp is not None and lp.floor == sum(sorted(counts)[:2])
 
 
 def test_interchangeable_containers_follow_the_specs() -> None:

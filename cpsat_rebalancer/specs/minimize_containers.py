@@ -28,7 +28,7 @@ from ..cpsat.packing_bounds import dive_work, gilmore_gomory, martello_toth_l2, 
 from ..errors import InputError
 from ..fields import Fields, check_number, is_integer
 from ..primitives import TOLERANCE
-from ..problem import Problem, Scope
+from ..problem import OUT_OF_SCOPE, Problem, Scope
 from .common import (
     GoalForm,
     Spec,
@@ -180,6 +180,7 @@ class MinimizeContainersSpec(Spec):
         caps = self.scope.capacity(self.dimension)
         used = [b.used(util[i] / caps[i]) for i in self.items]
         add_volume_bounds(b, self, used)
+        add_stay_links(b, self, used)
         total = lin_sum(used_i * cost for used_i, cost in zip(used, self.costs))
         if self.free_limit == len(self.items):  # nothing may stay in use for free
             return GoalForm(total)
@@ -232,6 +233,36 @@ def add_volume_bounds(b: CpBuilder, spec: MinimizeContainersSpec, used: list[Lin
             b.cp.add(sum(literals) >= bound)
             if spec.scope is problem.container_scope and len(set(problem.initial)) > bound:
                 _suggest_dive(b, spec, sizes, int(caps[0]))
+
+
+def add_stay_links(b: CpBuilder, spec: MinimizeContainersSpec, used: list[Lin]) -> None:
+    """Redundant rows that an object staying in its container keeps that container's item
+    used: stays of class k in container c <= their start there times used(item of c),
+    wherever one object of k makes the item used on its own. The count of used items is
+    linked to the loads by a single row per item (load <= its most times used), which an
+    LP meets by lowering every item's literal a little; these rows tie the literals to
+    the moves instead, so that with the count held (a later bucket) an LP pays for every
+    object an unused item sheds, and with moves priced (a move limit) it pays for the
+    moves a count needs."""
+    problem = b.problem
+    if spec.dimension in problem.dynamic_dims or not b.accelerate:
+        return
+    position = {int(item): p for p, item in enumerate(spec.items)}
+    stays = b.stay_counts(problem.container_scope)
+    caps = spec.scope.capacity(spec.dimension)
+    values = problem.values_at(spec.dimension, problem.initial)
+    for (k, container), (stay, start) in stays.items():
+        item = spec.scope.container_item[container] if container < problem.num_containers \
+            else OUT_OF_SCOPE
+        p = position.get(int(item))
+        if p is None or isinstance(stay, int):
+            continue
+        value = float(values[b.classes.members[k][0]])
+        if value / caps[item] <= TOLERANCE:  # one object may leave the item unused
+            continue
+        literal = b.literal(used[p])
+        if not isinstance(literal, int):
+            b.cp.add(stay <= start * literal)
 
 
 def _suggest_dive(b: CpBuilder, spec: MinimizeContainersSpec, sizes: np.ndarray,
