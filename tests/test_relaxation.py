@@ -22,7 +22,9 @@ from cpsat_rebalancer.shapes import random_shape_scenario
 from cpsat_rebalancer.solve.accelerate.relaxation import load_relaxation, moves_floor
 from cpsat_rebalancer.solve.accelerate.repair import load_caps, repair, shed_counts
 from cpsat_rebalancer.solve.compile import compile_model
+from cpsat_rebalancer.solve.moves import start_excluded
 from cpsat_rebalancer.solve.pipeline import solve_model
+from cpsat_rebalancer.solve.session import Session
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -89,6 +91,46 @@ def test_moves_floor_drops_a_bound_a_capped_search_refutes(seed: int) -> None:
 def load_caps_floor(builder: CpBuilder) -> int:
     """What the move cuts give: each container sheds under its own limit."""
     return int(shed_counts(builder, load_caps(builder)).sum())
+
+
+def pair_scenario(limit: int | None) -> dict:
+    """Objects a and b (5 each) on h0, h1 empty (both of capacity 10): a LINEAR balance at
+    position 0 (0 once they are apart), moves at 1; with ``limit``, a HARD capacity."""
+    constraints = [] if limit is None else [{"spec": {"capacitySpec": {
+        "scope": "host", "dimension": "cpu", "limit": {"type": "ABSOLUTE",
+                                                       "globalLimit": limit}}},
+        "policy": "HARD"}]
+    return {"objectName": "task", "containerName": "host",
+            "assignment": {"h0": ["a", "b"], "h1": []},
+            "objectDimensions": {"cpu": {"a": 5, "b": 5}},
+            "containerDimensions": {"cpu": {"h0": 10, "h1": 10}},
+            "goals": [{"spec": {"balanceSpec": {"dimension": "cpu"}}, "tuplePos": 0},
+                      {"spec": {"minimizeMovementSpec": {}}, "tuplePos": 1}],
+            "constraints": constraints}
+
+
+@pytest.mark.parametrize(("limit", "held", "frozen", "excluded"), [
+    (6, ["h0", "h1"], False, True),  # the start breaks the capacity: the model says so
+    (None, ["h0", "h1"], True, True),  # worse at position 0 than the held, frozen there
+    (None, ["h0", "h1"], False, False),  # worse, but the model has not frozen position 0
+    (None, ["h0", "h0"], True, False),  # the held is the start: nothing rules it out
+])
+def test_the_start_is_ruled_out_only_where_the_evaluator_and_the_model_agree(
+        limit: int | None, held: list[str], frozen: bool, excluded: bool) -> None:
+    """``start_excluded`` (a floor of one move): the start breaks a hard rule or is worse
+    than the assignment held at an earlier position, and the frozen model, with every
+    count fixed at the start, has no solution."""
+    scenario = parse_scenario(pair_scenario(limit))
+    problem = scenario.problem
+    builder, buckets = compile_model(problem, scenario.model)
+    session = Session(builder, scenario.model, SolverOptions(time_limit=10, workers=1, seed=0))
+    assignment = np.asarray([problem.containers.index(h) for h in held])
+    assert session.start_from(builder.counts_of(assignment))
+    if frozen:
+        form = builder.integerize(lin_sum(buckets[0].terms))
+        level = evaluate(problem, scenario.model, assignment).positions[0]
+        builder.cp.add(form.expr <= round(level * form.factor))
+    assert start_excluded(session, 1, 5.0) is excluded
 
 
 @pytest.mark.parametrize("seed", range(60))

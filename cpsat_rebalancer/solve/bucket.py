@@ -21,7 +21,7 @@ from .accelerate.lp_bound import solve_lp
 from .accelerate.neighbourhoods import descend
 from .accelerate.relaxation import moves_floor
 from .accelerate.repair import PRESOLVE_SECONDS, add_move_cuts
-from .moves import implied_floor, moved_objects
+from .moves import implied_floor, moved_objects, start_excluded
 from .positions import EXACT, FLOAT_NOISE, Bucket
 from .probes import probe, target_probes
 from .session import Session, bucket_report, bucket_values
@@ -63,6 +63,9 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         except KeyboardInterrupt:  # Ctrl-C outside a search: stop the session the same way
             session.interrupted, found = True, None
         session.moved_floor = max(session.moved_floor, found or 0)
+        if session.moved_floor == 0 and start_excluded(session, bucket.position,
+                                                       shares.start_check_seconds):
+            session.moved_floor = 1
         floor = implied_floor(builder, form, session.moved_floor)
         if held is not None and held > floor and session.values is not None:
             held = configurations_floor(session, bucket, form, error, held, budget)

@@ -39,6 +39,7 @@ class Budget:
     # a movement bucket
     moves_floor_share: float = 0.03  # at most, for the floor on moves
     moves_floor_seconds: float = 1.0
+    start_check_seconds: float = 1.0  # at most, to see the frozen model rule the start out
     configuration_share: float = 0.4  # at most, for the configuration LP's floor
     configuration_seconds: float = 10.0
     completion_seconds: float = 5.0  # to complete the configurations' contents in the model

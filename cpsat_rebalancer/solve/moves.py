@@ -11,6 +11,8 @@ from ortools.sat.python import cp_model, cp_model_helper
 
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Integerized
+from ..evaluate import evaluate
+from .positions import EXACT, FLOAT_NOISE
 from .session import Session
 
 
@@ -94,3 +96,35 @@ def _expanded(builder: CpBuilder, expr: object) -> tuple[dict[int, int], int]:
         for index, inner_coef in inner.items():
             by_var[index] = by_var.get(index, 0) + coef * inner_coef
     return {v: c for v, c in by_var.items() if c}, offset
+
+
+def start_excluded(session: Session, position: int, seconds: float) -> bool:
+    """Whether no answer can be the start: it breaks a hard rule or is worse than the
+    assignment held at a position before ``position`` (the evaluator's word, beyond
+    relative EXACT), and the model as frozen so far rules it out (CP-SAT, with every count
+    fixed at the start, finds no solution within ``seconds``). Every answer then moves an
+    object: a floor the loads alone may not give, where a soft term or a rule on groups is
+    what excludes the start."""
+    builder = session.builder
+    if session.values is None or builder.symmetry is not None or seconds <= 0.01:
+        return False
+    problem = builder.problem
+    start = evaluate(problem, session.model, problem.initial)
+    held = evaluate(problem, session.model, session.decode())
+    worse = any(start.positions.get(p, 0.0) > value + EXACT * abs(value) + FLOAT_NOISE
+                for p, value in held.positions.items() if p < position)
+    if start.feasible and not worse:
+        return False
+    cp = builder.cp.clone()
+    cp.clear_objective()
+    cp.clear_hints()
+    hint = cp.proto.solution_hint
+    hint.vars.extend([var.Index() for var in builder.count_vars])
+    hint.values.extend([int(count) for count in builder.initial_counts()])
+    solver = cp_model.CpSolver()
+    session.presolve(solver.parameters)
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    solver.parameters.num_workers = session.options.workers
+    solver.parameters.random_seed = session.options.seed
+    session.limit(solver.parameters, session.wall_limit(seconds), seconds)
+    return session.run(solver, cp) == cp_model.INFEASIBLE
