@@ -93,6 +93,22 @@ def load_caps_floor(builder: CpBuilder) -> int:
     return int(shed_counts(builder, load_caps(builder)).sum())
 
 
+def test_a_count_of_used_containers_keeps_its_load_relaxation() -> None:
+    """MinimizeContainers ties each used literal to the stays (redundant rows that read
+    counts): the relaxation over loads leaves those rows out and still runs on a drawn
+    shape's position 0 (a LINEAR balance beside a count of used hosts), where it took the
+    literals for ones the assignment defines and gave up; its bound stays below the
+    start's value."""
+    scenario = parse_scenario(random_shape_scenario(200, 10, 18))
+    builder, buckets = compile_model(scenario.problem, scenario.model)
+    assert builder.count_links
+    form = builder.integerize(lin_sum(buckets[0].terms))
+    relaxed = load_relaxation(builder, form, 20.0, 1, 0)
+    start = evaluate(scenario.problem, scenario.model, scenario.problem.initial)
+    assert relaxed is not None
+    assert Fraction(relaxed.bound) / form.factor <= start.positions[0] + buckets[0].error
+
+
 def pair_scenario(limit: int | None) -> dict:
     """Objects a and b (5 each) on h0, h1 empty (both of capacity 10): a LINEAR balance at
     position 0 (0 once they are apart), moves at 1; with ``limit``, a HARD capacity."""

@@ -106,6 +106,10 @@ class CpBuilder(Utilizations):
         self.deadline = deadline  # time.monotonic() at which the solve's time limit ends
         self.compiled = False  # set once compile_model has built the model
         self.container_classes: list[np.ndarray] = []
+        # indices of redundant rows that tie a load-read literal to the counts (a
+        # MinimizeContainers item's used literal to its stays): a relaxation over loads
+        # leaves them out without taking the literal for one the assignment defines
+        self.count_links: set[int] = set()
         self.symmetry: object | None = None  # literal enforcing the container order
         self._class_rank = np.zeros(0, dtype=np.int64)  # cache of class_rank()
         self._order_dim = ""

@@ -262,7 +262,7 @@ def add_stay_links(b: CpBuilder, spec: MinimizeContainersSpec, used: list[Lin]) 
             continue
         literal = b.literal(used[p])
         if not isinstance(literal, int):
-            b.cp.add(stay <= start * literal)
+            b.count_links.add(b.cp.add(stay <= start * literal).index)
 
 
 def _suggest_dive(b: CpBuilder, spec: MinimizeContainersSpec, sizes: np.ndarray,

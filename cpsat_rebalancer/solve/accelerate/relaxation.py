@@ -190,11 +190,14 @@ def load_relaxation(builder: CpBuilder, form: Integerized, seconds: float,
 def split_constraints(builder: CpBuilder
                        ) -> tuple[list[tuple[int, set[int]]], set[int], set[int]]:
     """The model's constraints that read no count variable, as (index, variables read); the
-    variables the others read; the count variables' indices."""
+    variables the others read (not counting the builder's ``count_links``, redundant
+    rows left out altogether); the count variables' indices."""
     counts = {var.Index() for var in builder.count_vars}
     kept = []
     dropped = set()
     for index, constraint in enumerate(snapshot(builder.cp).constraints):
+        if index in builder.count_links:
+            continue
         used = _references(constraint)
         if used is not None and not used & counts:
             kept.append((index, used))
