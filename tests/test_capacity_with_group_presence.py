@@ -232,7 +232,8 @@ def test_the_linear_bound_of_a_presence_minimum_is_its_optimum(sizes: list[int],
     assert result.status == OPTIMAL and close(result.buckets[0].objective, optimum)
 
 
-def sized_jobs_scenario(jobs: list[list[int]], capacities: list[int], weight: int) -> dict:
+def sized_jobs_scenario(jobs: list[list[float]], capacities: list[float],
+                        weight: float) -> dict:
     """Jobs of objects of the sizes given, all on the first host, under a MIN presence goal
     whose presence weight lies below every object and every host's limit, and each job's
     total below every limit: a job counts its objects' sizes wherever they are, so it pays

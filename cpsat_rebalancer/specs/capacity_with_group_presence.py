@@ -498,13 +498,13 @@ class CapacityWithGroupPresenceSpec(Spec):
         if side.is_constant:  # the utilization side is 0
             return step
         per_object = None
-        if rewarded and values is not None:
+        if rewarded and values is not None:  # (every object there is above 1e-10 or 0)
             # each object there adds at most the larger of the weight and its own side
             scale = b.scale(self.dimension).factor
             per_object = [(count_var, max(weight, self._side_of(Fraction(value, scale),
                                                                  factors)))
                           for count_var, value in values]
-        return self._exact_max(b, step, side, rewarded, per_object)
+        return self._exact_max(b, step, side, per_object)
 
     def _side_of(self, value: Fraction, factors: list[Fraction]) -> Fraction:
         """The utilization side of a lone object of ``value``, as compiled (rounded up
@@ -518,33 +518,34 @@ class CapacityWithGroupPresenceSpec(Spec):
         return side
 
     @staticmethod
-    def _exact_max(b: CpBuilder, step: Lin, side: Lin, rewarded: bool,
+    def _exact_max(b: CpBuilder, step: Lin, side: Lin,
                    per_object: list[tuple[object, Fraction]] | None = None) -> Lin:
         """max(step, side), exactly: ``step`` is the presence weight w times the presence
-        literal, ``side`` a utilization side that is 0 where the group is absent. An LP
-        reads a maximum only from below (at least each side), which is all it needs where
-        the maximum is paid for; where it is rewarded (a MIN bound) the LP would raise it
-        to its domain's top, so it is also held under its hull's upper face: with the side
-        in [0, U], ``max <= step + (1 - w/U)·side`` (``max <= step`` when U <= w); and,
-        given ``per_object`` (count variables, each with the most one object adds: the
-        larger of w and the object's own side, which sides never exceed in sum), at most
-        their weighted sum, which an LP cannot raise by spreading an object thinly."""
+        literal, ``side`` a utilization side. An LP reads a maximum only from below (at
+        least each side), which is all it needs where the maximum is paid for; where it is
+        rewarded (a MIN bound) the LP would raise it to its domain's top. Given
+        ``per_object`` there (count variables, each with the most one object adds: the
+        larger of w and the object's own side, which sides never exceed in sum; known only
+        where every object is 0 or above the presence tolerance, so that the side is 0
+        exactly where the group is absent), it is also held under its hull's upper face,
+        with the side in [0, U], ``max <= step + (1 - w/U)·side`` (``max <= step`` when
+        U <= w), and under the per-object sum, which an LP cannot raise by spreading an
+        object thinly."""
         forms = b.integerize_all([step, side])
         lo, hi = max(f.lo for f in forms), max(f.hi for f in forms)
         t = b.cp.new_int_var(lo, hi, "contribution")
         sides = [b.variable(f.expr, f.lo, f.hi, "side") for f in forms]
         b.cp.add_max_equality(t, sides)
         weight, most = forms[0].hi, forms[1].hi
-        if rewarded and forms[0].lo == 0 and forms[1].lo >= 0:
+        if per_object and forms[0].lo == 0 and forms[1].lo >= 0:
             if most <= weight:
                 b.cp.add(t <= sides[0])
             else:  # the slope rounded up to a multiple of 1/HULL_UNITS: small coefficients
                 slope = -(-(most - weight) * HULL_UNITS // most)
                 b.cp.add(HULL_UNITS * t <= HULL_UNITS * sides[0] + slope * sides[1])
-            if per_object:
-                factor = forms[0].factor
-                b.cp.add(t <= sum(ceil_fraction(cap * factor) * count_var
-                                  for count_var, cap in per_object))
+            factor = forms[0].factor
+            b.cp.add(t <= sum(ceil_fraction(cap * factor) * count_var
+                              for count_var, cap in per_object))
         try:
             start = max(round(b.initial_value(x) * forms[0].factor) for x in (step, side))
         except ValueError:
