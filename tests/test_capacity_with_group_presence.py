@@ -19,7 +19,7 @@ from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.errors import InputError
 from cpsat_rebalancer.peer import evaluate_with_wheel
 from cpsat_rebalancer.result import OPTIMAL
-from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.scenario import Scenario, SolverOptions
 from cpsat_rebalancer.solve.accelerate.lp_bound import solve_lp
 from cpsat_rebalancer.solve.compile import compile_model
 from cpsat_rebalancer.solve.pipeline import solve_model
@@ -213,6 +213,18 @@ def spread_scenario(sizes: list[int], capacities: list[int]) -> dict:
             "partitions": {"job": jobs}, "goals": [{"spec": {ARM: spec}}], "constraints": []}
 
 
+def check_linear_bound_is(scenario: Scenario, optimum: float) -> None:
+    """GLOP's bound on position 0's compiled form (as a bucket reads it where no load
+    relaxation applies) is ``optimum``, and the solve proves it."""
+    builder, buckets = compile_model(scenario.problem, scenario.model)
+    form = builder.integerize(lin_sum(buckets[0].terms))
+    builder.cp.minimize(form.expr)
+    lp = solve_lp(builder.cp, 10.0)
+    assert lp is not None and lp.floor == optimum * form.factor
+    result = solve_model(scenario.problem, scenario.model, OPTIONS)
+    assert result.status == OPTIMAL and close(result.buckets[0].objective, optimum)
+
+
 @pytest.mark.parametrize(("sizes", "capacities"), [([2, 3], [4, 1, 3, 2]),
                                                    ([1, 2, 4], [2, 6, 1, 5, 3])])
 def test_the_linear_bound_of_a_presence_minimum_is_its_optimum(sizes: list[int],
@@ -223,13 +235,7 @@ def test_the_linear_bound_of_a_presence_minimum_is_its_optimum(sizes: list[int],
     scenario = parse_scenario(spread_scenario(sizes, capacities))
     limits = sorted((0.5 * c for c in capacities), reverse=True)
     optimum = sum(sum(limits[n:]) for n in sizes)
-    builder, buckets = compile_model(scenario.problem, scenario.model)
-    form = builder.integerize(lin_sum(buckets[0].terms))
-    builder.cp.minimize(form.expr)
-    lp = solve_lp(builder.cp, 10.0)
-    assert lp is not None and lp.floor == optimum * form.factor
-    result = solve_model(scenario.problem, scenario.model, OPTIONS)
-    assert result.status == OPTIMAL and close(result.buckets[0].objective, optimum)
+    check_linear_bound_is(scenario, optimum)
 
 
 def sized_jobs_scenario(jobs: list[list[float]], capacities: list[float],
@@ -268,13 +274,7 @@ def test_the_linear_bound_reads_a_rewarded_contribution_at_most_its_hull(
     scenario = parse_scenario(sized_jobs_scenario(jobs, capacities, 2))
     limits = sum(0.5 * c for c in capacities)
     optimum = sum(limits - sum(sizes) for sizes in jobs)
-    builder, buckets = compile_model(scenario.problem, scenario.model)
-    form = builder.integerize(lin_sum(buckets[0].terms))
-    builder.cp.minimize(form.expr)
-    lp = solve_lp(builder.cp, 10.0)
-    assert lp is not None and lp.floor == optimum * form.factor
-    result = solve_model(scenario.problem, scenario.model, OPTIONS)
-    assert result.status == OPTIMAL and close(result.buckets[0].objective, optimum)
+    check_linear_bound_is(scenario, optimum)
 
 
 # ---------------------------------------------------------------- parity with the wheel
