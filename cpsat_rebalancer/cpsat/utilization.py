@@ -564,14 +564,16 @@ class Utilizations(IntegerForms):
                 terms[item].append((self.count_vars[j], int(value)))
         return terms
 
-    def group_counts(self, scope: Scope, dim: str, members: np.ndarray
+    def group_counts(self, scope: Scope, dim: str, members: np.ndarray,
+                     values: list[list[tuple[object, int]]] | None = None
                      ) -> list[tuple[object, int]] | None:
         """Per item of ``scope``, the number of ``members`` (one partition group) there whose
         value in ``dim`` is not 0, as a CP-SAT expression (0 where none can be), with the
         most it can be: their AFTER utilization is above 0 exactly where it is at least 1,
         a link that an LP reads far more tightly than one through the utilization itself.
-        None where ``group_values`` is."""
-        values = self.group_values(scope, dim, members)
+        None where ``group_values`` is (``values``: its answer, when the caller has it)."""
+        if values is None:
+            values = self.group_values(scope, dim, members)
         if values is None:
             return None
         class_value = self._class_values(dim)

@@ -558,8 +558,8 @@ class CapacityWithGroupPresenceSpec(Spec):
         by_item: dict[int, list[tuple[int, Lin]]] = {}  # main item: (group, contribution)
         for j, members in enumerate(self.groups):
             utils = b.group_util(self.aggregation_scope, self.dimension, "AFTER", members)
-            counts = b.group_counts(self.aggregation_scope, self.dimension, members)
             values = b.group_values(self.aggregation_scope, self.dimension, members)
+            counts = b.group_counts(self.aggregation_scope, self.dimension, members, values)
             for a in np.flatnonzero(self.main_of_item >= 0):
                 if not utils[a].is_constant:
                     main = int(self.main_of_item[a])

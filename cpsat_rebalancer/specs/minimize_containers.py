@@ -28,7 +28,7 @@ from ..cpsat.packing_bounds import dive_work, gilmore_gomory, martello_toth_l2, 
 from ..errors import InputError
 from ..fields import Fields, check_number, is_integer
 from ..primitives import TOLERANCE
-from ..problem import OUT_OF_SCOPE, Problem, Scope
+from ..problem import Problem, Scope
 from .common import (
     GoalForm,
     Spec,
@@ -252,8 +252,7 @@ def add_stay_links(b: CpBuilder, spec: MinimizeContainersSpec, used: list[Lin]) 
     caps = spec.scope.capacity(spec.dimension)
     values = problem.values_at(spec.dimension, problem.initial)
     for (k, container), (stay, start) in stays.items():
-        item = spec.scope.container_item[container] if container < problem.num_containers \
-            else OUT_OF_SCOPE
+        item = spec.scope.container_item[container]  # (the container scope holds them all)
         p = position.get(int(item))
         if p is None or isinstance(stay, int):
             continue
