@@ -83,3 +83,32 @@ def test_a_proof_voided_by_a_better_earlier_position_says_so_in_its_termination(
     assert (reports[0].status, reports[0].bound) == (OPTIMAL, 4.0)
     assert (reports[1].status, reports[1].termination, reports[1].bound) == (
         FEASIBLE, "time_limit", None)
+
+
+ERROR = 7e-15  # each item's rounding
+FLOORS = [1.42 - ERROR, 0.618 - ERROR, 0.0 - ERROR]
+
+
+@pytest.mark.parametrize(("vector", "status"), [
+    ([1.42, 0.618, 0.0], OPTIMAL),
+    ([1.42 + 1e-12, 0.618, 1e-15], OPTIMAL),  # within 1e-9 of 1.42; within the noise of 0
+    ([1.42, 0.618, 1e-12], FEASIBLE),  # above the noise allowed at 0
+    ([1.42, 0.618 + 1e-9, 0.0], FEASIBLE)])  # 1.6e-9 relative
+def test_a_leximin_order_proven_on_rounded_items_is_optimal_where_each_entry_meets_its_floor(
+        vector: list[float], status: str) -> None:
+    """A leximin order proven on items rounded by a few 1e-15: proven where each entry of
+    the final vector meets its floor (the compiled entry less the item error) as a scalar
+    value meets its bound, to relative 1e-9 or the absolute noise near 0."""
+    settled = report(FEASIBLE, "approximated", sum(vector), None)
+    settled.leximin_levels = settled.leximin_items = 3
+    settled.leximin = vector
+    settle(settled, Bucket(3, leximin_floors=FLOORS))
+    assert (settled.status, settled.termination) == (
+        status, "optimal" if status == OPTIMAL else "approximated")
+
+
+def test_a_leximin_order_without_floors_keeps_its_report() -> None:
+    settled = report(FEASIBLE, "approximated", 2.038, None)
+    settled.leximin_levels, settled.leximin = 3, [1.42, 0.618, 0.0]
+    settle(settled, Bucket(3))
+    assert (settled.status, settled.termination) == (FEASIBLE, "approximated")

@@ -83,10 +83,16 @@ def settle(report: BucketReport, bucket: Bucket) -> None:
     proved the exact optimum (``bucket.exact_bound``), that is the bound; where no search
     proved one (it found no solution, or a later improvement of an earlier position voided
     it), the lowest exact value there is, when finite, so that every answer with a value
-    states its true gap. A leximin bucket is proven level by level and keeps its report."""
+    states its true gap. A leximin bucket is proven level by level and keeps its report, but
+    for its rounded items: proven where every entry of the final vector meets its floor."""
     if bucket.exact_bound is not None:
         report.bound = bucket.exact_bound
     elif report.leximin_levels is not None:
+        if (report.termination == "approximated" and bucket.leximin_floors is not None
+                and report.leximin is not None
+                and all(meets(value, floor)
+                        for value, floor in zip(report.leximin, bucket.leximin_floors))):
+            report.status, report.termination = OPTIMAL, "optimal"
         return
     elif report.bound is None:
         if report.status != FEASIBLE or not math.isfinite(bucket.floor):

@@ -12,8 +12,8 @@ from ortools.sat.python import cp_model
 from ..cpsat.forms import Integerized
 from ..result import FEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport
 from . import closure
-from .accelerate import descend_leximin, held_repair, polish_leximin, step_start
-from .positions import Bucket
+from .accelerate import descend_leximin, expr_value, held_repair, polish_leximin, step_start
+from .positions import FLOAT_NOISE, Bucket
 from .session import Session, bucket_report, bucket_values
 
 
@@ -31,9 +31,10 @@ def solve_leximin(session: Session, bucket: Bucket, budget: float | None) -> Buc
     hi = max(f.hi for f in forms)
     deadline = None if budget is None else time.monotonic() + budget
     item_error = bucket.error + max(f.error for f in forms)
-    if closure.wanted(session, bucket, item_error, None):
+    if closure.wanted(session, bucket, item_error, None) and item_error > FLOAT_NOISE:
         # rounded items: their leximin order need not be the evaluator's, but few enough
-        # assignments may beat the held one to list them all
+        # assignments may beat the held one to list them all (within the noise, the floors
+        # settle compares the answer with seldom leave a gap: see leximin_floors)
         closed = closure.close_leximin(session, bucket, forms, item_error, session.wall_limit(
             None if budget is None else session.budget.closure_share * budget))
         if closed is not None and closed.complete:
@@ -88,9 +89,10 @@ def solve_leximin(session: Session, bucket: Bucket, budget: float | None) -> Buc
         descend_leximin(session, bucket, deadline)
         if bucket.scalar:
             polish_leximin(session, bucket, deadline - time.monotonic())
-    # leximin order proven on forms that were rounded is not proven on the exact values
     error = bucket.error + sum(f.error for f in forms)
     exact = complete and not error
+    if complete and error:
+        bucket.leximin_floors = leximin_floors(session, forms, item_error)
     worst = OPTIMAL if exact else (FEASIBLE if session.values is not None else NO_SOLUTION)
     report = bucket_report(bucket.position, cp_model.OPTIMAL if complete else cp_model.FEASIBLE,
                      None, None, error)
@@ -102,6 +104,18 @@ def solve_leximin(session: Session, bucket: Bucket, budget: float | None) -> Buc
     report.leximin_level_value = value
     report.leximin_level_bound = bound
     return report
+
+
+def leximin_floors(session: Session, forms: list[Integerized], item_error: float
+                   ) -> list[float] | None:
+    """A rounded leximin order's floors, for ``check.settle`` to judge the final vector on
+    the exact values as it judges a scalar bucket within its error: the sorted compiled
+    items held, each less ``item_error`` (once the entries before it are held, no
+    assignment's exact entry lies lower). None when not every value is held."""
+    if not session.held_whole():
+        return None
+    levels = (Fraction(expr_value(f.expr, session.values)) / f.factor for f in forms)
+    return [float(level) - item_error for level in sorted(levels, reverse=True)]
 
 
 def leximin_value(session: Session, forms: list[Integerized], above: list[object] | None,

@@ -39,6 +39,9 @@ class Bucket:
     # a bound on its exact value proven by the exact closure (solve/closure.py), which the
     # compiled bound less ``over`` would only approach
     exact_bound: float | None = None
+    # a leximin order proven on rounded items: per entry of the sorted vector, the lowest
+    # exact value an assignment holding the entries before it can have there
+    leximin_floors: list[float] | None = None
 
     def __post_init__(self) -> None:
         self.members = self.members or (self.position,)
