@@ -27,6 +27,7 @@ from spec_checks import (
     wheel_mismatches,
 )
 from test_bruteforce import check_against_enumeration
+from test_capacity_with_group_presence import check_linear_bound_is
 from test_fuzz import mutate, mutation, solve_or_reject
 
 from cpsat_rebalancer import InputError, parse_scenario
@@ -114,6 +115,49 @@ def test_the_linear_bound_counts_each_group_on_at_most_its_objects_items() -> No
     assert lp is not None and lp.floor == form.factor
     result = solve_model(scenario.problem, scenario.model, OPTIONS)
     assert result.status == OPTIMAL and result.buckets[0].objective == 1.0
+
+
+def occupancy_scenario(bound: str, limit: int, hosts: int) -> dict[str, Any]:
+    """Six one-task jobs on h0 of ``hosts`` equal hosts, a diversity limit per host as a
+    SOFT constraint (an empty host's shortfall costs 100 per job and 10000 once) beside the
+    count of used hosts (weight 1) at the same position."""
+    tasks = [f"t{k}" for k in range(6)]
+    return {"objectName": "task", "containerName": "host",
+            "assignment": {"h0": tasks, **{f"h{i}": [] for i in range(1, hosts)}},
+            "objectDimensions": {"cpu": dict.fromkeys(tasks, 1)},
+            "containerDimensions": {"cpu": {f"h{i}": 10 for i in range(hosts)}},
+            "partitions": {"job": {f"j{k}": [t] for k, t in enumerate(tasks)}},
+            "goals": [{"spec": {"minimizeContainersSpec": {"scope": "host",
+                                                           "dimension": "cpu"}}}],
+            "constraints": [{"spec": {ARM: {"scope": "host", "partition": "job",
+                                            "dimension": "cpu", "bound": bound,
+                                            "limit": {"globalLimit": limit}}},
+                             "policy": "SOFT"}]}
+
+
+@pytest.mark.parametrize(("bound", "limit", "hosts", "optimum"), [
+    ("MIN", 1, 4, 4.0),  # every host used: an empty one costs far more than its use
+    ("MAX", 2, 6, 3.0),  # 6 jobs, at most 2 a host: 3 hosts
+    ("MAX", 3, 6, 2.0)])
+def test_the_linear_bound_reads_an_empty_host_through_the_count_of_used_hosts(
+        bound: str, limit: int, hosts: int, optimum: float) -> None:
+    """An empty host breaks a MIN limit by all of it, and holds no group under a MAX one.
+    Both forms read that through the host's occupancy, the literal the count of used hosts
+    shares, so GLOP's bound is the optimum computed by hand (without it, an LP keeps every
+    host used a sixth, or spreads the jobs over a fraction of a host)."""
+    check_linear_bound_is(parse_scenario(occupancy_scenario(bound, limit, hosts)), optimum)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_beside_a_count_of_used_hosts_random_scenarios_match_enumeration(seed: int) -> None:
+    """The diversity forms tied to the occupancy the count of used hosts shares keep the
+    optimum, in every role, bound and policy drawn."""
+    data = scenario(seed)
+    rng = random.Random(f"occupancy-{seed}")
+    data["goals"].append({"spec": {"minimizeContainersSpec": {
+        "scope": "host", "dimension": rng.choice(["task_count", "cpu"])}},
+        "tuplePos": rng.choice([0, 1]), "weight": rng.choice([1, 3])})
+    check_against_enumeration(data, seed)
 
 
 # values the wheel reports for these fields on ``small`` (MAX: its optimal solver's value,

@@ -38,6 +38,8 @@ class Utilizations(IntegerForms):
         self._group_utils: dict[tuple, list[Lin]] = {}
         self._peaks: dict[tuple[str, str, str], list[Lin]] = {}  # vector dimensions' peaks
         self._class_value_cache: dict[str, np.ndarray] = {}
+        # per (scope, item): a literal false only where the item holds no object
+        self._occupancy: dict[tuple[str, int], object] = {}
         self._var_value_cache: dict[str, np.ndarray] = {}
 
     def scale(self, dim: str) -> DimensionScale:
@@ -230,6 +232,40 @@ class Utilizations(IntegerForms):
                     stays[(k, group)] = (stay, count)
             self._stays[scope.name] = stays
         return self._stays[scope.name]
+
+    def occupancy(self, scope: Scope, item: int) -> object:
+        """A literal false only where an item of ``scope`` holds no object (free to be true
+        where it holds none), one per item whoever asks: a MinimizeContainers' used literal
+        where any object makes the item used (``item_used``), else one the item's counts
+        are tied to. A rule that reads an empty item (GroupDiversity: no group is there)
+        ties to it, and so to the count of used items, for an LP."""
+        key = (scope.name, item)
+        if key not in self._occupancy:
+            inside = np.flatnonzero(scope.container_item[self.var_cont] == item)
+            literal = self.cp.new_bool_var(f"occupied_{scope.name}{item}")
+            if len(inside):
+                most = min(int(self.count_upper[inside].sum()), self.problem.num_objects)
+                self.cp.add(cp_model.LinearExpr.sum([self.count_vars[j] for j in inside])
+                            <= most * literal)
+            self._occupancy[key] = literal
+        return self._occupancy[key]
+
+    def item_used(self, scope: Scope, item: int, load: Lin) -> Lin:
+        """``used(load)`` for an item of ``scope`` that any object makes used on its own:
+        its literal is then the item's occupancy (``occupancy``), its own step where it
+        comes first, else the literal already there (false only where the item is empty,
+        so where the load is 0), with the row that bounds the load by it."""
+        key = (scope.name, item)
+        if key not in self._occupancy:
+            used = self.used(load)
+            if not used.is_constant:
+                self._occupancy[key] = self.literal(used)
+            return used
+        literal = self._occupancy[key]
+        form = self.integerize(load)
+        if form.lo >= 0:
+            self.cp.add(form.expr <= form.hi * literal)
+        return Lin.atom(self.new_atom(literal, 0, 1, bounding=True))
 
     def _util_atoms(self, scope: Scope, dim: str, stayed: bool = True):
         """Atoms AFTER_i and STAYED_i (integer units; STAYED only built when asked for) and

@@ -251,11 +251,38 @@ class GroupDiversitySpec(Spec):
                                           None if objects is None else objects[item],
                                           rewarded=not self.maximum))
         forms = []
-        for count, limit in zip(counts, self.limits):
+        for item, count, limit in zip(self.items, counts, self.limits):
             groups = lin_sum(count)
             n = to_fraction(float(limit))
-            forms.append(groups - n if self.maximum else n - groups)
+            if groups.is_constant or n <= 0:
+                forms.append(groups - n if self.maximum else n - groups)
+                continue
+            # the same value where the item holds an object, and where it holds none the
+            # same positive part, but tied to the item's occupancy (shared with a count of
+            # used items): an empty item breaks a MIN limit by all of n and a MAX one by
+            # nothing, which an LP then reads
+            occupied = b.occupancy(self.scope, int(item))
+            if self.maximum:
+                held = bool((self.scope.container_item[b.problem.initial] == item).any())
+                forms.append(groups - Lin.atom(b.new_atom(occupied, 0, 1, int(held)), n))
+            else:
+                forms.append(n - self._clipped(b, groups, math.ceil(n), occupied))
         return forms
+
+    @staticmethod
+    def _clipped(b: CpBuilder, groups: Lin, top: int, occupied: object) -> Lin:
+        """min(groups, top) from above (the form it enters is minimized), and at most
+        top times the occupancy: a MIN limit of n broken by n - groups while groups is
+        below ceil(n), and not at all from there."""
+        form = b.integerize(groups)
+        clipped = b.cp.new_int_var(0, top, "groups_clipped")
+        b.cp.add(clipped * form.factor <= form.expr)
+        b.cp.add(clipped <= top * occupied)
+        try:
+            initial = min(int(b.initial_value(groups)), top)
+        except ValueError:
+            initial = None
+        return Lin.atom(b.new_atom(clipped, 0, top, initial, bounding=True))
 
     def compile_infos(self, b: CpBuilder) -> list[Info]:
         return [Info(form) for form in self._forms(b)]

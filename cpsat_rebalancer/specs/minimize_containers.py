@@ -175,10 +175,22 @@ class MinimizeContainersSpec(Spec):
             candidate, (after**1.1 - before**1.1) * weights[position], minlength=k)
         return -powered / np.where(total > 0, total, 1.0)**1.1
 
+    def _any_object_makes_its_item_used(self, problem: Problem) -> bool:
+        """Whether an item is used exactly where it holds an object: every object's
+        value, over every item's capacity, is above the tolerance."""
+        if self.dimension in problem.dynamic_dims:
+            return False
+        caps = self.scope.capacity(self.dimension)[self.items]
+        lightest = float(problem.object_dims[self.dimension].min(initial=np.inf))
+        return len(caps) > 0 and caps.max() > 0 and lightest / float(caps.max()) > TOLERANCE
+
     def compile_goal(self, b: CpBuilder) -> GoalForm:
         util = b.util(self.scope, self.dimension, "AFTER")
         caps = self.scope.capacity(self.dimension)
-        used = [b.used(util[i] / caps[i]) for i in self.items]
+        if self._any_object_makes_its_item_used(b.problem):
+            used = [b.item_used(self.scope, i, util[i] / caps[i]) for i in self.items]
+        else:
+            used = [b.used(util[i] / caps[i]) for i in self.items]
         add_volume_bounds(b, self, used)
         add_stay_links(b, self, used)
         total = lin_sum(used_i * cost for used_i, cost in zip(used, self.costs))
