@@ -105,8 +105,10 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         LOGGER.warning("bucket %d: the load relaxation's bound is above a solution: "
                        "dropped", bucket.position)
         floor = implied_floor(builder, form, session.moved_floor)
-    # (a movement bucket has floors of its own: the floor on moves, the configuration LP)
-    if (builder.accelerate and not moves_here and not session.load_relaxed
+    # (a movement bucket's own floors, the floor on moves and the configuration LP, read
+    # the loads: the whole model's rows also hold what earlier buckets froze beyond them,
+    # as a count of used items, which its stay rows make the moves pay for)
+    if (session.accelerators and (session.moves_at(bucket.position) or not session.load_relaxed)
             and not session.interrupted and (repaired is None or repaired > floor)
             and (budget is not None or session.deterministic)):
         floor = max(floor, model_floor(session, form,
@@ -188,8 +190,9 @@ def model_floor(session: Session, form: Integerized, budget: float | None) -> in
     ``budget`` seconds, held in the model as a bound the search can stop at (it proves the
     bucket as soon as it finds a solution there); the form's lowest value when GLOP finds
     none in time. For a bucket no load relaxation bounds (the objective reads the
-    assignment, as a group's presence does): CP-SAT's own LP may not settle within the
-    bucket's search at all on a large model."""
+    assignment, as a group's presence does, or the loads are too wide to be variables) and
+    for a movement bucket: CP-SAT's own LP may not settle within the bucket's search at all
+    on a large model."""
     shares = session.budget
     seconds = session.wall_limit(budget)
     session.progress.phase("linear bound")
@@ -364,7 +367,7 @@ def stalled_search(session: Session, form: Integerized, seconds: float, most: fl
     held, else None."""
     builder = session.builder
     problem, model = builder.problem, session.model
-    if (session.values is None or not session.walks or seconds <= 0.05
+    if (session.values is None or not session.accelerators or seconds <= 0.05
             or session.interrupted or not batchable(problem, model)):
         return None
 

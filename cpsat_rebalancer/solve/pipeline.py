@@ -117,7 +117,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
             return stopped_at_start(problem, initial, started, termination, given)
         fallback.seconds = time.monotonic() - started
         return fallback
-    session = Session(builder, model, options, started, budget, progress, walks=accelerate)
+    session = Session(builder, model, options, started, budget, progress, accelerators=accelerate)
     session.carried = local_search.Carried()
     early = None
     try:

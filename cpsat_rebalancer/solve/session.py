@@ -150,19 +150,20 @@ class Session:
 
     def __init__(self, builder: CpBuilder, model: Model, options: SolverOptions,
                  started: float | None = None, budget: Budget = DEFAULT_BUDGET,
-                 progress: Progress | None = None, walks: bool | None = None):
+                 progress: Progress | None = None, accelerators: bool | None = None):
         self.builder = builder
         self.model = model
         self.options = options
         self.budget = budget
-        # whether the local searches judged by the evaluator run (the caller's choice of the
-        # accelerator wing: a model may drop CP-SAT's accelerators, as moves in flight do,
-        # and these stay valid); the builder's choice by default
-        self.walks = builder.accelerate if walks is None else walks
+        # whether the accelerators that hold for any model run: the local searches judged by
+        # the evaluator and GLOP's floor on the whole model (the caller's choice of the
+        # accelerator wing: a model may drop CP-SAT's accelerators, as moves in flight or
+        # loads too wide to be variables do, and these stay valid); the builder's by default
+        self.accelerators = builder.accelerate if accelerators is None else accelerators
         # time kept back from the chain for the move-based floor after it (wall clock only:
         # a repeatable run takes none)
         self.reserve = 0.0 if options.time_limit is None or options.deterministic_time \
-            is not None or not self.walks else min(
+            is not None or not self.accelerators else min(
                 budget.local_search_share * options.time_limit, budget.local_search_seconds)
         # handing the model to CP-SAT for the last solve, and freeing it once the solve
         # returns: the time limit holds them too

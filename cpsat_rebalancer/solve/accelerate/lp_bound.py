@@ -31,6 +31,9 @@ from ortools.sat.python import cp_model
 DUAL_BITS = 60  # duals are scaled by 2**DUAL_BITS and truncated to integers
 FEASIBILITY_TOLERANCE = 1e-4  # GLOP's check of its final point (see _request)
 INFINITE = 2**62  # CP-SAT writes an open side as +-(2**63 - 1); wider than this is open
+# variables and constraints of a model whose rows are built in a second, at most (the
+# build is not interrupted: a larger model is left without the LP rather than overrun)
+BUILD_RATE = 200_000
 
 
 @dataclass
@@ -228,6 +231,9 @@ def solve_lp(cp: cp_model.CpModel, seconds: float,
     optimum (with its objective when every constraint is linear and it meets them all).
     None when GLOP does not reach an optimum in time, or the objective is not an integer
     one."""
+    deadline = time.monotonic() + seconds
+    if len(cp.proto.variables) + len(cp.proto.constraints) > BUILD_RATE * seconds:
+        return None  # its rows alone would take the time
     model = snapshot(cp)
     objective = model.objective
     if (objective.scaling_factor not in (0, 1) or objective.offset != int(objective.offset)
@@ -241,7 +247,7 @@ def solve_lp(cp: cp_model.CpModel, seconds: float,
     scale = 2.0 ** math.ceil(math.log2(max(map(abs, model.objective.coeffs), default=0) or 1))
     for variable in request.model.variable:
         variable.objective_coefficient /= scale
-    response = glop(request, time.monotonic() + seconds)
+    response = glop(request, deadline)
     if response is None:
         return None
     floor = _safe_floor(model, rows, [dual * scale for dual in response.dual_value])
