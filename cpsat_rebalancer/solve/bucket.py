@@ -105,10 +105,11 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         LOGGER.warning("bucket %d: the load relaxation's bound is above a solution: "
                        "dropped", bucket.position)
         floor = implied_floor(builder, form, session.moved_floor)
-    # (a movement bucket's own floors, the floor on moves and the configuration LP, read
-    # the loads: the whole model's rows also hold what earlier buckets froze beyond them,
-    # as a count of used items, which its stay rows make the moves pay for)
-    if (session.accelerators and (session.moves_at(bucket.position) or not session.load_relaxed)
+    # (a bucket of moves alone has floors of its own, the floor on moves and the
+    # configuration LP, which read the loads: the whole model's rows also hold what earlier
+    # buckets froze beyond them, as a count of used items, whose stay rows make the moves
+    # pay for what an emptied item sheds)
+    if (session.accelerators and (session.moves_only(bucket.position) or not session.load_relaxed)
             and not session.interrupted and (repaired is None or repaired > floor)
             and (budget is not None or session.deterministic)):
         floor = max(floor, model_floor(session, form,

@@ -29,8 +29,9 @@ class Budget:
     stalled_search_most: float = 0.75
     walk_gain: float = 0.01  # of the value at the first position a slice lowers
     relax_share: float = 0.4  # of what is left of that, at most, for the load relaxation
-    # at most, for GLOP's bound on the whole model where no load relaxation gave one
-    lp_share: float = 0.2
+    # at most, for GLOP's bound on the whole model, where no load relaxation gave one and
+    # in a movement bucket
+    lp_share: float = 0.15
     lp_seconds: float = 5.0
     lp_work: float = 2.0
     # at least, of the bucket's share (more when the bucket left more), for the exact

@@ -207,6 +207,14 @@ class Session:
         return any(g.position == position and g.spec.counts_moves
                    and g.weight > 0 for g in self.model.goals)
 
+    def moves_only(self, position: int) -> bool:
+        """Whether every goal at ``position`` minimizes movement and no constraint is
+        priced there (a bucket of moves alone)."""
+        goals = [g for g in self.model.goals if g.position == position]
+        return (bool(goals) and all(g.spec.counts_moves and g.weight > 0 for g in goals)
+                and not any(c.position == position and c.policy != "HARD"
+                            for c in self.model.constraints))
+
     def moves_later(self, position: int) -> bool:
         """Whether a goal after ``position`` minimizes movement (its buckets then gain from
         solutions that stay near the initial assignment)."""
