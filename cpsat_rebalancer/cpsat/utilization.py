@@ -40,6 +40,7 @@ class Utilizations(IntegerForms):
         self._class_value_cache: dict[str, np.ndarray] = {}
         # per (scope, item): a literal false only where the item holds no object
         self._occupancy: dict[tuple[str, int], object] = {}
+        self._vars_by_item: dict[str, list[np.ndarray]] = {}  # per scope: count vars per item
         self._var_value_cache: dict[str, np.ndarray] = {}
 
     def scale(self, dim: str) -> DimensionScale:
@@ -241,7 +242,13 @@ class Utilizations(IntegerForms):
         ties to it, and so to the count of used items, for an LP."""
         key = (scope.name, item)
         if key not in self._occupancy:
-            inside = np.flatnonzero(scope.container_item[self.var_cont] == item)
+            if scope.name not in self._vars_by_item:
+                where = scope.container_item[self.var_cont]
+                order = np.argsort(where, kind="stable")
+                bounds = np.searchsorted(where[order], np.arange(len(scope.items) + 1))
+                self._vars_by_item[scope.name] = [order[bounds[i]:bounds[i + 1]]
+                                                  for i in range(len(scope.items))]
+            inside = self._vars_by_item[scope.name][item]
             literal = self.cp.new_bool_var(f"occupied_{scope.name}{item}")
             if len(inside):
                 most = min(int(self.count_upper[inside].sum()), self.problem.num_objects)

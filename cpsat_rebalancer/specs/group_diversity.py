@@ -251,6 +251,7 @@ class GroupDiversitySpec(Spec):
                                           None if objects is None else objects[item],
                                           rewarded=not self.maximum))
         forms = []
+        held = set(self.scope.container_item[b.problem.initial].tolist())  # items in use
         for item, count, limit in zip(self.items, counts, self.limits):
             groups = lin_sum(count)
             n = to_fraction(float(limit))
@@ -263,8 +264,8 @@ class GroupDiversitySpec(Spec):
             # nothing, which an LP then reads
             occupied = b.occupancy(self.scope, int(item))
             if self.maximum:
-                held = bool((self.scope.container_item[b.problem.initial] == item).any())
-                forms.append(groups - Lin.atom(b.new_atom(occupied, 0, 1, int(held)), n))
+                forms.append(groups - Lin.atom(b.new_atom(occupied, 0, 1, int(item in held)),
+                                               n))
             else:
                 forms.append(n - self._clipped(b, groups, math.ceil(n), occupied))
         return forms
