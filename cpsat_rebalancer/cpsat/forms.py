@@ -269,12 +269,17 @@ class IntegerForms:
             if objective:
                 expr, coef, atom_lo, atom_hi, initial, rounding, above = term_below(
                     self.cp, atom, exact)
+                error += rounding
+                over += above
             else:
-                expr, coef, atom_lo, atom_hi, initial = (atom.expr, round(exact), atom.lo,
-                                                         atom.hi, atom.initial)
-                rounding = above = abs(exact - coef) * max(abs(atom.lo), abs(atom.hi))
-            error += rounding
-            over += above
+                expr, atom_lo, atom_hi, initial = atom.expr, atom.lo, atom.hi, atom.initial
+                if exact.denominator == 1:  # the common case, and no Fraction arithmetic
+                    coef = exact.numerator
+                else:
+                    coef = round(exact)
+                    rounding = abs(exact - coef) * max(abs(atom.lo), abs(atom.hi))
+                    error += rounding
+                    over += rounding
             if coef:
                 atoms.append(expr)
                 coefs.append(coef)
@@ -286,8 +291,10 @@ class IntegerForms:
         error += abs(exact_const - const)
         over += 0 if objective else abs(exact_const - const)
         expr = cp_model.LinearExpr.weighted_sum(atoms, coefs) + const if atoms else const
-        return Integerized(expr, Fraction(factor), lo + const, hi + const, float(error / factor),
-                           None if start is None else start + const, float(over / factor))
+        return Integerized(expr, Fraction(factor), lo + const, hi + const,
+                           float(error / factor) if error else 0.0,
+                           None if start is None else start + const,
+                           float(over / factor) if over else 0.0)
 
     def cut_above(self, lin: Lin, level: Fraction) -> None:
         """Narrow the atoms of ``lin`` to the values at which ``lin`` can still be at most
