@@ -4,7 +4,9 @@ the solve starts with them done, and every utilization definition counts from be
 from __future__ import annotations
 
 import copy
+import itertools
 import json
+import math
 import random
 from pathlib import Path
 
@@ -16,10 +18,13 @@ from test_bruteforce import check_against_enumeration
 from test_parity import PEER, close
 
 from cpsat_rebalancer import evaluate, parse_scenario
+from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.errors import InputError
 from cpsat_rebalancer.peer import evaluate_with_wheel
 from cpsat_rebalancer.result import OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve.accelerate.lp_bound import solve_lp
+from cpsat_rebalancer.solve.compile import compile_model
 from cpsat_rebalancer.solve.pipeline import solve_model
 
 CATALOG = Path(__file__).parents[1] / "scenarios" / "catalog"
@@ -270,3 +275,40 @@ def test_it_is_a_constraint_only() -> None:
     data["goals"] = [{"spec": data["constraints"][0]["spec"]}]
     with pytest.raises(InputError, match="cannot be used as a goal"):
         parse_scenario(data)
+
+
+def test_an_allowance_the_moves_in_flight_exceed_alone_is_broken_in_the_linear_bound() -> None:
+    """What moved is at least what is in flight, in every assignment, so a DEFAULT movement
+    allowance that those moves alone exceed is broken whatever the solve does: the
+    compiled step of its invalidState is on, and GLOP's floor on the whole model is the
+    optimum (enumerated). Read as AFTER - STAYED, NEW let every object at a destination
+    have stayed, and the floor was short by the invalidState."""
+    data = {
+        "objectName": "task", "containerName": "host",
+        "assignment": {"h0": ["t0", "t1"], "h1": ["t2"], "h2": ["t3"]},
+        "objectDimensions": {"cpu": {"t0": 5, "t1": 1, "t2": 2, "t3": 3}},
+        "containerDimensions": {"cpu": {"h0": 10, "h1": 10, "h2": 10}},
+        "goals": [{"spec": {"minimizeMovementSpec": {"name": "moves"}}, "tuplePos": 1}],
+        "constraints": [
+            {"spec": {"movesInProgressSpec": {"moves": [{"objName": "t0",
+                                                         "toContainer": "h1"}]}}},
+            {"spec": {"minimizeMovementSpec": {"name": "limit", "dimension": "cpu",
+                                               "doNotNormalize": True, "allowance": 2}},
+             "policy": "DEFAULT", "invalidCost": 10, "invalidState": 7}],
+    }
+    scenario = parse_scenario(data)
+    problem, model = scenario.problem, scenario.model
+    free = [o for o in range(problem.num_objects) if o not in model.fixed_objects]
+    optimum = math.inf
+    for where in itertools.product(range(problem.num_containers), repeat=len(free)):
+        final = problem.initial.copy()
+        final[free] = where
+        evaluation = evaluate(problem, model, final)
+        if evaluation.feasible:
+            optimum = min(optimum, evaluation.positions[0])
+    builder, buckets = compile_model(problem, model)
+    form = builder.integerize(lin_sum(buckets[0].terms))
+    builder.cp.minimize(form.expr)
+    lp = solve_lp(builder.cp, 10.0)
+    assert optimum == 10 * (5 - 2) + 7
+    assert lp is not None and lp.floor == optimum * form.factor

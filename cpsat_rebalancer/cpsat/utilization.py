@@ -42,6 +42,8 @@ class Utilizations(IntegerForms):
         self._occupancy: dict[tuple[str, int], object] = {}
         self._vars_by_item: dict[str, list[np.ndarray]] = {}  # per scope: count vars per item
         self._var_value_cache: dict[str, np.ndarray] = {}
+        # per (scope, dim, item): NEW as an atom of its own, where moves are in flight
+        self._arrivals: dict[tuple[str, str, int], int] = {}
 
     def scale(self, dim: str) -> DimensionScale:
         if dim not in self._scales:
@@ -389,12 +391,36 @@ class Utilizations(IntegerForms):
             "STAYED": lambda a, init, s: s, "DURING": lambda a, init, s: a + init - s,
             "NEW": lambda a, init, s: a - s, "OLD": lambda a, init, s: (s * -1) + init,
             "MOVED": lambda a, init, s: a + init - s * 2}[metric]
+        ints = self.scale(dim).values
+        if metric == "NEW" and self.problem.origin is not None and ints.min(initial=0) >= 0:
+            arriving = self._in_flight_stays(scope, ints)
+            return [Lin.atom(self._new_atom(scope, dim, i, int(arriving[i])), unit)
+                    for i in range(len(scope.items))]
         result = []
         for i in range(len(scope.items)):
             a, init = Lin.atom(after[i], unit), initial[i] * unit
             s = Lin.atom(stayed[i], unit) if stayed is not None else Lin()
             result.append(forms(a, init, s))
         return result
+
+    def _new_atom(self, scope: Scope, dim: str, item: int, arriving: int) -> int:
+        """NEW of an item (AFTER - STAYED, integer units, sizes never negative) as an atom of
+        its own, at least what moves in flight bring there: STAYED counts from their
+        origin, so they are always new where they arrive. Read as AFTER - STAYED, the bounds
+        allow far less (every object there may have stayed), and neither propagation nor an
+        LP sees that what stayed is part of what is there; a movement rule that the moves
+        in flight alone break is then broken for every assignment, as its step knows."""
+        key = (scope.name, dim, item)
+        if key not in self._arrivals:
+            after, stayed, _ = self._util_atoms(scope, dim)
+            load, kept = self.atoms[after[item]], self.atoms[stayed[item]]
+            lo = max(arriving, load.lo - kept.hi)
+            hi = load.hi - kept.lo
+            new = self.cp.new_int_var(lo, hi, f"new_{scope.name}{item}_{dim}")
+            self.cp.add(new == load.expr - kept.expr)
+            self._arrivals[key] = self.new_atom(new, lo, hi, load.initial - kept.initial,
+                                                drift=load.drift + kept.drift)
+        return self._arrivals[key]
 
     def initial_util(self, scope: Scope, dim: str) -> list[Fraction]:
         """Exact utilization per item at the start (AFTER of the initial assignment)."""
