@@ -42,8 +42,8 @@ class Utilizations(IntegerForms):
         self._occupancy: dict[tuple[str, int], object] = {}
         self._vars_by_item: dict[str, list[np.ndarray]] = {}  # per scope: count vars per item
         self._var_value_cache: dict[str, np.ndarray] = {}
-        # per (scope, dim, item): NEW as an atom of its own, where moves are in flight
-        self._arrivals: dict[tuple[str, str, int], int] = {}
+        # per (scope, dim, item): NEW as an atom of its own where moves are in flight
+        self._new_loads: dict[tuple[str, str, int], int] = {}
 
     def scale(self, dim: str) -> DimensionScale:
         if dim not in self._scales:
@@ -411,16 +411,16 @@ class Utilizations(IntegerForms):
         LP sees that what stayed is part of what is there; a movement rule that the moves
         in flight alone break is then broken for every assignment, as its step knows."""
         key = (scope.name, dim, item)
-        if key not in self._arrivals:
+        if key not in self._new_loads:
             after, stayed, _ = self._util_atoms(scope, dim)
             load, kept = self.atoms[after[item]], self.atoms[stayed[item]]
             lo = max(arriving, load.lo - kept.hi)
             hi = load.hi - kept.lo
             new = self.cp.new_int_var(lo, hi, f"new_{scope.name}{item}_{dim}")
             self.cp.add(new == load.expr - kept.expr)
-            self._arrivals[key] = self.new_atom(new, lo, hi, load.initial - kept.initial,
+            self._new_loads[key] = self.new_atom(new, lo, hi, load.initial - kept.initial,
                                                 drift=load.drift + kept.drift)
-        return self._arrivals[key]
+        return self._new_loads[key]
 
     def initial_util(self, scope: Scope, dim: str) -> list[Fraction]:
         """Exact utilization per item at the start (AFTER of the initial assignment)."""
