@@ -236,6 +236,16 @@ class Utilizations(IntegerForms):
             self._stays[scope.name] = stays
         return self._stays[scope.name]
 
+    def vars_by_item(self, scope: Scope) -> list[np.ndarray]:
+        """Per item of ``scope``: the count variables of its containers, in index order."""
+        if scope.name not in self._vars_by_item:
+            where = scope.container_item[self.var_cont]
+            order = np.argsort(where, kind="stable")
+            bounds = np.searchsorted(where[order], np.arange(len(scope.items) + 1))
+            self._vars_by_item[scope.name] = [order[bounds[i]:bounds[i + 1]]
+                                              for i in range(len(scope.items))]
+        return self._vars_by_item[scope.name]
+
     def occupancy(self, scope: Scope, item: int) -> object:
         """A literal false only where an item of ``scope`` holds no object (free to be true
         where it holds none), one per item whoever asks: a MinimizeContainers' used literal
@@ -244,13 +254,7 @@ class Utilizations(IntegerForms):
         ties to it, and so to the count of used items, for an LP."""
         key = (scope.name, item)
         if key not in self._occupancy:
-            if scope.name not in self._vars_by_item:
-                where = scope.container_item[self.var_cont]
-                order = np.argsort(where, kind="stable")
-                bounds = np.searchsorted(where[order], np.arange(len(scope.items) + 1))
-                self._vars_by_item[scope.name] = [order[bounds[i]:bounds[i + 1]]
-                                                  for i in range(len(scope.items))]
-            inside = self._vars_by_item[scope.name][item]
+            inside = self.vars_by_item(scope)[item]
             literal = self.cp.new_bool_var(f"occupied_{scope.name}{item}")
             if len(inside):
                 most = min(int(self.count_upper[inside].sum()), self.problem.num_objects)
@@ -284,10 +288,8 @@ class Utilizations(IntegerForms):
             ints = self.scale(dim).values
             n_items = len(scope.items)
             initial_util = self._item_totals(scope, ints, self.problem.initial)
-            item_of_var = scope.container_item[self.var_cont]
             coef = self.var_values(dim)
-            order = np.argsort(item_of_var, kind="stable")
-            bounds = np.searchsorted(item_of_var[order], np.arange(n_items + 1))
+            by_item = self.vars_by_item(scope)
             total = self.scale(dim).most
             # a variable per load (not just an expression): presolve then derives its
             # bounds from every rule built on it, which load_caps() reads back; unless the
@@ -297,7 +299,7 @@ class Utilizations(IntegerForms):
                 self.accelerate = False
             after = []
             for i in range(n_items):
-                chosen = order[bounds[i]:bounds[i + 1]]
+                chosen = by_item[i]
                 chosen = chosen[coef[chosen] != 0]
                 load = self._weighted(chosen, coef)
                 # what the objects that cannot leave (fixed, held) put there at least
@@ -386,16 +388,16 @@ class Utilizations(IntegerForms):
         after, stayed, initial = self._util_atoms(scope, dim, stayed=metric not in (
             "AFTER", "INITIAL"))
         unit = Fraction(1, self.scale(dim).factor)
-        forms = {  # only the metric asked for is built: one per item adds up on large scopes
-            "AFTER": lambda a, init, s: a, "INITIAL": lambda a, init, s: Lin(const=init),
-            "STAYED": lambda a, init, s: s, "DURING": lambda a, init, s: a + init - s,
-            "NEW": lambda a, init, s: a - s, "OLD": lambda a, init, s: (s * -1) + init,
-            "MOVED": lambda a, init, s: a + init - s * 2}[metric]
         ints = self.scale(dim).values
         if metric == "NEW" and self.problem.origin is not None and ints.min(initial=0) >= 0:
             arriving = self._in_flight_stays(scope, ints)
             return [Lin.atom(self._new_atom(scope, dim, i, int(arriving[i])), unit)
                     for i in range(len(scope.items))]
+        forms = {  # only the metric asked for is built: one per item adds up on large scopes
+            "AFTER": lambda a, init, s: a, "INITIAL": lambda a, init, s: Lin(const=init),
+            "STAYED": lambda a, init, s: s, "DURING": lambda a, init, s: a + init - s,
+            "NEW": lambda a, init, s: a - s, "OLD": lambda a, init, s: (s * -1) + init,
+            "MOVED": lambda a, init, s: a + init - s * 2}[metric]
         result = []
         for i in range(len(scope.items)):
             a, init = Lin.atom(after[i], unit), initial[i] * unit
