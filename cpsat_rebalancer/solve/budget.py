@@ -12,6 +12,12 @@ from dataclasses import dataclass
 class Budget:
     """The time shares of the solve stages."""
 
+    # the chain, under a time limit: a bucket's share of what is left counts it this many
+    # times and each later bucket once (time it does not use flows on). Above 1: time
+    # follows the tuple's order, since a gain at an earlier position outweighs any later
+    # one, and the later buckets' work under an earlier unproven value is lost when the
+    # floor after the chain lowers that value (pipeline.unsettle_after)
+    bucket_weight: float = 2.0
     # a bucket
     first_share: float = 0.1  # the first search, which finds the bound to probe
     probe_share: float = 0.5  # of what the first search left, for the probes at its bound

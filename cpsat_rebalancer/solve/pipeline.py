@@ -439,13 +439,15 @@ def solve_buckets(session: Session, buckets: dict[int, Bucket]
             reports.append(BucketReport(position, "NOT_SOLVED", stop, 0.0, None, None, None,
                                         None, bucket.error, 0.0))
             continue
-        # under a time limit, a bucket gets an equal share of what is left, so a hard first
-        # bucket cannot starve the later ones; time it does not use flows on. Until some
-        # assignment keeps the hard rules, all of it: the later buckets need one. Not in a
-        # deterministic run, whose steps depend on no clock (see Session.wall_limit)
+        # under a time limit, a bucket gets its weighted share of what is left
+        # (Budget.bucket_weight), so a hard first bucket cannot starve the later ones; time
+        # it does not use flows on. Until some assignment keeps the hard rules, all of it:
+        # the later buckets need one. Not in a deterministic run, whose steps depend on no
+        # clock (see Session.wall_limit)
+        weight = session.budget.bucket_weight
         share = (None if remaining is None or session.deterministic
                  else remaining if session.values is None
-                 else remaining / (len(buckets) - index))
+                 else remaining * weight / (weight + len(buckets) - index - 1))
         solve = solve_leximin if bucket.leximin else solve_bucket
         session.progress.start_bucket(position, "leximin" if bucket.leximin else "objective")
         try:
