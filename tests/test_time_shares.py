@@ -84,7 +84,7 @@ def test_a_search_that_finds_nothing_goes_on_for_the_whole_share(
     started = time.monotonic()
     assert session.values is None  # nothing held: no local search from it
     status, _, incumbent, _, _ = bucket_module.pure_then_blended(
-        session, form, share, started, None, [], lambda values: 0, 0)
+        session, form, share, started, None, [], lambda values: 0, 0, form.lo)
     assert status == cp_model.UNKNOWN and incumbent is None
     assert len(budgets) == 3  # the first search, then two rounds of the rest
     spent = time.monotonic() - started
@@ -113,7 +113,7 @@ def test_a_first_search_that_stalls_hands_time_to_a_local_search_whose_answer_is
     status, _, incumbent, _, _ = bucket_module.pure_then_blended(
         session, form, 4.0, time.monotonic(), None, [],
         lambda values: session.held_value(bucket.members, form.factor, bucket.error, values),
-        bucket.position)
+        bucket.position, form.lo)
     assert session.searched is not None
     _, evaluation = session.searched
     assert evaluation.positions[0] < initial
@@ -157,10 +157,24 @@ def test_the_walk_goes_on_in_slices_while_each_still_lowers_the_tuple(
     assert session.start_from()
     form = session.builder.integerize(lin_sum(buckets[0].terms), objective=True)
     deadlines = walk_of(session, values, monkeypatch)
-    bucket_module.stalled_search(session, form, 0.1, 5.0, 0)
+    bucket_module.stalled_search(session, form, 0.1, 5.0, 0, 0.0)
     assert len(deadlines) == slices
     assert (session.searched is None) == (kept is None)
     assert kept is None or session.searched[1].positions[0] == kept
+
+
+@pytest.mark.parametrize(("floor", "slices"), [(990.0, 4), (0.0, 2)])
+def test_a_value_far_above_zero_walks_on_while_slices_close_its_distance_to_the_floor(
+        floor: float, slices: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slices that lower a value near 1000 by 0.5% and 0.3% of itself close half its
+    distance to a floor of 990 each time: the walk goes on until a slice closes less than
+    1% of it (the fourth, 0.01 of 2); with no floor above zero, after the second."""
+    session, buckets = three_positions()
+    assert session.start_from()
+    form = session.builder.integerize(lin_sum(buckets[0].terms), objective=True)
+    deadlines = walk_of(session, [1000.0, 995.0, 992.0, 991.99, 990.0], monkeypatch)
+    bucket_module.stalled_search(session, form, 0.1, 5.0, 0, floor)
+    assert len(deadlines) == slices
 
 
 def test_gains_only_after_the_buckets_position_end_the_walk_after_one_slice(
@@ -171,7 +185,7 @@ def test_gains_only_after_the_buckets_position_end_the_walk_after_one_slice(
     assert session.start_from()
     form = session.builder.integerize(lin_sum(buckets[0].terms), objective=True)
     deadlines = walk_of(session, [100.0, 50.0, 25.0], monkeypatch, position=1)
-    bucket_module.stalled_search(session, form, 0.1, 5.0, 0)
+    bucket_module.stalled_search(session, form, 0.1, 5.0, 0, 0.0)
     assert len(deadlines) == 2  # the second slice gained nothing at position 0
     assert session.searched[1].positions[1] == 50.0
 
@@ -183,7 +197,7 @@ def test_a_walk_that_keeps_descending_stops_at_the_most_it_may_take(
     form = session.builder.integerize(lin_sum(buckets[0].terms), objective=True)
     deadlines = walk_of(session, [100.0 / 2 ** k for k in range(1000)], monkeypatch)
     started = time.monotonic()
-    bucket_module.stalled_search(session, form, 0.1, 1.0, 0)
+    bucket_module.stalled_search(session, form, 0.1, 1.0, 0, 0.0)
     assert 5 <= len(deadlines) <= 11
     assert max(deadlines) <= started + 1.0 + 0.01
     assert time.monotonic() - started < 1.5

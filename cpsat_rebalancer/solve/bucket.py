@@ -163,7 +163,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         status, solver, incumbent, objective, bound = pure_then_blended(
             session, form, budget, t0, weight if blend_fits else None, bucket.probes,
             lambda values: session.held_value(bucket.members, form.factor, error, values),
-            bucket.position)
+            bucket.position, floor)
     if status != cp_model.OPTIMAL and session.values is not None:
         # the assignment held (new, initial or an earlier bucket's) is this bucket's
         # incumbent, at its evaluated value, with the bound CP-SAT proved
@@ -266,15 +266,15 @@ def blended(session: Session, form: Integerized, incumbent: int | None,
 
 def pure_then_blended(session: Session, form: Integerized, budget: float | None, t0: float,
                        weight: int | None, probes: list[TargetProbe],
-                       held: Callable[[list[int]], int], position: int
+                       held: Callable[[list[int]], int], position: int, floor: int
                        ) -> tuple[int, cp_model.CpSolver, int | None, float | None,
                                   float | None]:
     """The objective alone: a first search (where it finds nothing better than the value
-    ``held`` gives the assignment held before it, a local search from there:
-    ``stalled_search``), the goals' target probes, a probe at its bound (coarse
-    objectives), the descent over containers from its incumbent (most of the share left),
-    the rest of the pure share; then, if still unproven, the rest of the share blended
-    with moves (``weight`` None when that does not fit in 64 bits)."""
+    ``held`` gives the assignment held before it, a local search from there, down towards
+    the bucket's ``floor``: ``stalled_search``), the goals' target probes, a probe at its
+    bound (coarse objectives), the descent over containers from its incumbent (most of the
+    share left), the rest of the pure share; then, if still unproven, the rest of the share
+    blended with moves (``weight`` None when that does not fit in 64 bits)."""
     shares = session.budget
     builder = session.builder
     before = session.values
@@ -285,8 +285,10 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
             and before is not None
             and (incumbent is None or incumbent >= held(before))):
         left = budget - (time.monotonic() - t0)
+        lowest = float(Fraction(floor) / form.factor)
         found = stalled_search(session, form, shares.stalled_search_share * left,
-                               shares.stalled_search_most * left, position)
+                               shares.stalled_search_most * left, position,
+                               lowest if bound is None else max(bound, lowest))
         if found is not None and (incumbent is None or found < incumbent):
             incumbent, objective = found, float(Fraction(found) / form.factor)
             status = cp_model.FEASIBLE
@@ -356,16 +358,17 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
 
 
 def stalled_search(session: Session, form: Integerized, seconds: float, most: float,
-                   position: int) -> int | None:
+                   position: int, floor: float) -> int | None:
     """Where CP-SAT's first search found nothing better than the assignment held (a large
     model it had no time to get into), a local search from that assignment, priced in
     batches, for ``seconds``, then slices as long again while each lowers the tuple, up to
-    the bucket's ``position``, by the budget's ``walk_gain`` (``most`` seconds in all, at
-    most; a gain only after that position leaves the time to the bucket's own search): on
-    such models it often walks far below in the time CP-SAT would take to start. Its
-    answer is kept for the end (``session.searched``) and, when the model takes it, held,
-    so that the searches after start from it. Returns its objective (integer units) when
-    held, else None."""
+    the bucket's ``position``, by the budget's ``walk_gain`` of its value or of its
+    distance above the ``floor`` known for it (``tuples.gained``; ``most`` seconds in
+    all, at most; a gain only after that position leaves the time to the bucket's own
+    search): on such models it often walks far below in the time CP-SAT would take to
+    start. Its answer is kept for the end (``session.searched``) and, when the model takes
+    it, held, so that the searches after start from it. Returns its objective (integer
+    units) when held, else None."""
     builder = session.builder
     problem, model = builder.problem, session.model
     if (session.values is None or not session.accelerators or seconds <= 0.05
@@ -386,7 +389,7 @@ def stalled_search(session: Session, form: Integerized, seconds: float, most: fl
         if more is None:
             break
         descending = found is None or tuples.gained(more[1], found[1],
-                                                    session.budget.walk_gain, position)
+                                                    session.budget.walk_gain, position, floor)
         found = more
         if not descending or time.monotonic() + seconds / 2 >= end:
             break

@@ -33,7 +33,9 @@ class Budget:
     # descending: the bucket's later stages would start from further up), slices more, up
     # to this much of what was left in all
     stalled_search_most: float = 0.75
-    walk_gain: float = 0.01  # of the value at the first position a slice lowers
+    # of the value at the first position a slice lowers, or of the bucket's distance above
+    # its floor
+    walk_gain: float = 0.01
     relax_share: float = 0.4  # of what is left of that, at most, for the load relaxation
     # at most, for GLOP's bound on the whole model, where no load relaxation gave one and
     # in a movement bucket

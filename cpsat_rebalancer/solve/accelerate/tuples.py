@@ -48,12 +48,22 @@ def ahead(a: Evaluation, b: Evaluation) -> bool:
     return better(tuple_key(a), tuple_key(b))
 
 
-def gained(a: Evaluation, b: Evaluation, fraction: float, through: int) -> bool:
-    """Whether ``a``'s tuple up to position ``through`` is below ``b``'s by
-    at least ``fraction`` of the larger magnitude at the first entry where they differ by
-    more than float noise."""
+def gained(a: Evaluation, b: Evaluation, fraction: float, through: int,
+           floor: float | None = None) -> bool:
+    """Whether ``a``'s tuple up to position ``through`` is below ``b``'s by at least
+    ``fraction`` of the larger magnitude at the first entry where they differ by more than
+    float noise; or, where that entry is ``through``'s value and ``floor`` a lower bound
+    on it, by at least ``fraction`` of ``b``'s distance above the floor (a value far above
+    zero, as a sum of squares is, may have little of itself left to lose)."""
     entries = differing(tuple_key(a, through), tuple_key(b, through))
-    return entries is not None and entries[1] - entries[0] >= fraction * max(map(abs, entries))
+    if entries is None:
+        return False
+    drop = entries[1] - entries[0]
+    if drop >= fraction * max(map(abs, entries)):
+        return True
+    return (floor is not None and through in b.positions
+            and differing(tuple_key(a, through)[:-1], tuple_key(b, through)[:-1]) is None
+            and drop >= fraction * (b.positions[through] - floor) > 0)
 
 
 def rows_below(keys: np.ndarray, current: np.ndarray) -> np.ndarray:
