@@ -166,9 +166,9 @@ def test_the_walk_goes_on_in_slices_while_each_still_lowers_the_tuple(
 @pytest.mark.parametrize(("floor", "slices"), [(990.0, 4), (0.0, 2)])
 def test_a_value_far_above_zero_walks_on_while_slices_close_its_distance_to_the_floor(
         floor: float, slices: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Slices that lower a value near 1000 by 0.5% and 0.3% of itself close half its
-    distance to a floor of 990 each time: the walk goes on until a slice closes less than
-    1% of it (the fourth, 0.01 of 2); with no floor above zero, after the second."""
+    """Slices that lower a value near 1000 by 0.5% and 0.3% of itself close half or more of
+    its distance to a floor of 990 each time: the walk goes on until a slice closes less
+    than 1% of it (the fourth, 0.01 of 2); with no floor above zero, after the second."""
     session, buckets = three_positions()
     assert session.start_from()
     form = session.builder.integerize(lin_sum(buckets[0].terms), objective=True)
