@@ -391,7 +391,8 @@ class Utilizations(IntegerForms):
         ints = self.scale(dim).values
         if metric == "NEW" and self.problem.origin is not None and ints.min(initial=0) >= 0:
             arriving = self._in_flight_stays(scope, ints)
-            return [Lin.atom(self._new_atom(scope, dim, i, int(arriving[i])), unit)
+            return [Lin.atom(self._new_atom(scope, dim, i, after[i], stayed[i],
+                                            int(arriving[i])), unit)
                     for i in range(len(scope.items))]
         forms = {  # only the metric asked for is built: one per item adds up on large scopes
             "AFTER": lambda a, init, s: a, "INITIAL": lambda a, init, s: Lin(const=init),
@@ -405,17 +406,18 @@ class Utilizations(IntegerForms):
             result.append(forms(a, init, s))
         return result
 
-    def _new_atom(self, scope: Scope, dim: str, item: int, arriving: int) -> int:
-        """NEW of an item (AFTER - STAYED, integer units, sizes never negative) as an atom of
-        its own, at least what moves in flight bring there: STAYED counts from their
-        origin, so they are always new where they arrive. Read as AFTER - STAYED, the bounds
-        allow far less (every object there may have stayed), and neither propagation nor an
-        LP sees that what stayed is part of what is there; a movement rule that the moves
-        in flight alone break is then broken for every assignment, as its step knows."""
+    def _new_atom(self, scope: Scope, dim: str, item: int, after: int, stayed: int,
+                  arriving: int) -> int:
+        """NEW of an item (its atoms ``after`` - ``stayed``, integer units, sizes never
+        negative) as an atom of its own, at least what moves in flight bring there:
+        STAYED counts from their origin, so they are always new where they arrive.
+        Read as AFTER - STAYED, the bounds allow far less (every object there may
+        have stayed), and neither propagation nor an LP sees that what stayed is part
+        of what is there; a movement rule that the moves in flight alone break is
+        then broken for every assignment, as its step knows."""
         key = (scope.name, dim, item)
         if key not in self._new_loads:
-            after, stayed, _ = self._util_atoms(scope, dim)
-            load, kept = self.atoms[after[item]], self.atoms[stayed[item]]
+            load, kept = self.atoms[after], self.atoms[stayed]
             lo = max(arriving, load.lo - kept.hi)
             hi = load.hi - kept.lo
             new = self.cp.new_int_var(lo, hi, f"new_{scope.name}{item}_{dim}")

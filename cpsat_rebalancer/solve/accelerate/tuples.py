@@ -55,14 +55,15 @@ def gained(a: Evaluation, b: Evaluation, fraction: float, through: int,
     float noise; or, where that entry is ``through``'s value and ``floor`` a lower bound
     on it, by at least ``fraction`` of ``b``'s distance above the floor (a value far above
     zero, as a sum of squares is, may have little of itself left to lose)."""
-    entries = differing(tuple_key(a, through), tuple_key(b, through))
+    ours, theirs = tuple_key(a, through), tuple_key(b, through)
+    entries = differing(ours, theirs)
     if entries is None:
         return False
     drop = entries[1] - entries[0]
     if drop >= fraction * max(map(abs, entries)):
         return True
     return (floor is not None and through in b.positions
-            and differing(tuple_key(a, through)[:-1], tuple_key(b, through)[:-1]) is None
+            and differing(ours[:-1], theirs[:-1]) is None
             and drop >= fraction * (b.positions[through] - floor) > 0)
 
 
