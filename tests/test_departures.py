@@ -178,3 +178,22 @@ def test_a_round_offers_the_sets_of_the_positions_asked() -> None:
     assert departures.offered(model, context, up_to=0) == []
     everything = departures.offered(model, context)
     assert [sorted(left.tolist()) for _, left in everything] == [[0], [1], [2]]
+
+
+def test_a_repair_takes_a_group_into_one_item(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``split_job`` with the colocation a HARD rule: the start breaks it, and no single
+    move lowers its excess (a task alone leaves the job on two hosts); the repair moves
+    both tasks of one host at once and keeps the rule; without departures it finds none."""
+    data = split_job()
+    coloc = data["goals"].pop(0)
+    data["constraints"].append({"spec": coloc["spec"], "policy": "HARD"})
+    scenario = parse_scenario(data)
+    problem, model = scenario.problem, scenario.model
+    assert not evaluate(problem, model, problem.initial).feasible
+    found = descend(problem, model, problem.initial, time.monotonic() + 10.0,
+                    until_feasible=True)
+    assert found is not None and found[1].feasible
+    assert len(set(found[0].tolist())) == 1
+    no_departures(monkeypatch)
+    assert descend(problem, model, problem.initial, time.monotonic() + 10.0,
+                   until_feasible=True) is None

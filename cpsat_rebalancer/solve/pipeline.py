@@ -362,23 +362,34 @@ def early_floor(session: Session, initial: Evaluation
     worse than it: a local search from the same start is the floor of what the solve
     returns. Skipped where the share cannot hold a useful part of a pass of single moves
     (priced by ``local_search.pass_seconds``): there it would only take time from the
-    search. A start that breaks hard rules is repaired where a batch prices moves."""
+    search. A start that breaks hard rules is first repaired where a batch prices moves,
+    however long a pass (``Budget.early_repair_share``)."""
     problem, shares = session.builder.problem, session.budget
     if not session.reserve or not (initial.feasible or batchable(problem, session.model)):
-        return None
-    remaining = session.remaining()  # (less than the limit after a coarse relaxation)
-    seconds = min(shares.early_search_share * min(session.options.time_limit,
-                                                  max(remaining or 0.0, 0.0)),
-                  shares.early_search_seconds)
-    if local_search.pass_seconds(problem, session.model) * shares.early_search_passes > seconds:
         return None
 
     def stop() -> None:
         session.interrupted = True
 
-    return local_search.descend(problem, session.model, problem.initial,
-                                time.monotonic() + seconds, session.options.seed, stop,
-                                carried=session.carried)
+    def share(fraction: float) -> float:
+        remaining = session.remaining()  # (less than the limit after a coarse relaxation)
+        return fraction * min(session.options.time_limit, max(remaining or 0.0, 0.0))
+
+    found, start = None, problem.initial
+    if not initial.feasible:
+        found = local_search.descend(problem, session.model, start,
+                                     time.monotonic() + share(shares.early_repair_share),
+                                     session.options.seed, stop, carried=session.carried,
+                                     until_feasible=True)
+        if found is None or session.interrupted:
+            return found
+        start = found[0]
+    seconds = min(share(shares.early_search_share), shares.early_search_seconds)
+    if local_search.pass_seconds(problem, session.model) * shares.early_search_passes > seconds:
+        return found
+    searched = local_search.descend(problem, session.model, start, time.monotonic() + seconds,
+                                    session.options.seed, stop, carried=session.carried)
+    return searched or found
 
 
 def start(session: Session, initial: Evaluation, hint: np.ndarray | None,

@@ -111,12 +111,15 @@ def destinations(problem: Problem, departure: Departure, allowed: Allowed
 
 def departed(problem: Problem, model: Model, splits: list[PolicySplit], x: np.ndarray,
              departure: Departure, targets: list[np.ndarray], sizes: np.ndarray,
-             ranked: Ranked, deadline: float) -> tuple[np.ndarray, np.ndarray] | None:
+             ranked: Ranked, deadline: float, excess: float = 0.0
+             ) -> tuple[np.ndarray, np.ndarray, float] | None:
     """``x`` with the departure's objects moved out, largest first (``sizes``, per
     object), each to its best ranked destination of ``targets`` (per object, aligned with
-    the departure's) among those that keep the hard rules, and its flattened tuple as the
-    evaluator finds it; None where an object has no such destination, where the whole
-    breaks a rule, or at the deadline."""
+    the departure's) among those that keep the hard rules, with its flattened tuple and
+    hard rules' excess as the evaluator finds them; None where an object has no such
+    destination, where the whole breaks a rule, or at the deadline. Where ``x`` breaks hard
+    rules by ``excess`` (a repair), each destination is the one that leaves the least
+    excess (then the best ranked), and the whole must leave less than ``excess``."""
     objects, _ = departure
     x = x.copy()
     for i in np.argsort(-sizes[objects], kind="stable"):
@@ -126,13 +129,16 @@ def departed(problem: Problem, model: Model, splits: list[PolicySplit], x: np.nd
         context = EvalContext(problem, problem.initial, x)
         batch = MoveBatch(context, np.full(len(candidates), obj)[:, None],
                           candidates[:, None])
-        keys, excess = evaluate_moves(problem, model, batch, splits)
-        kept = np.flatnonzero(excess <= TOLERANCE)
+        keys, left = evaluate_moves(problem, model, batch, splits)
+        least = max(float(left.min()), 0.0) if excess > 0 else 0.0
+        kept = np.flatnonzero(left <= least + TOLERANCE)
         if not len(kept):
             return None
         rank = ranked(keys, batch)
         x[obj] = candidates[kept[np.lexsort(rank[kept].T[::-1])[0]]]
     evaluation = evaluate(problem, model, x)
-    if not evaluation.feasible or evaluation.restriction_violations:
+    if evaluation.restriction_violations or not (
+            evaluation.feasible or evaluation.hard_excess < excess - TOLERANCE):
         return None
-    return x, flat_key(tuple_key(evaluation))
+    return x, flat_key(tuple_key(evaluation)), (0.0 if evaluation.feasible
+                                                 else evaluation.hard_excess)

@@ -69,6 +69,10 @@ TRADES = FIRST_CHUNK  # the best blocked moves a pass of trades prices
 # before the spread stops ranking steps, until a step lowers the tuple or a guide again: a
 # walk along a plateau makes room for a flat term, an endless one only spends the time
 SIDEWAYS_STEPS = 100
+# a repair alone (``run``'s ``until_feasible``) ends once this many seconds passed since the
+# hard rules' excess last fell: a repair that single moves and swaps cannot finish stalls
+# (a start no assignment repairs included), and CP-SAT may still repair or refute it
+REPAIR_PATIENCE = 2.0
 # a near-swap pass that kept one hands back to the moves after this many seconds: a swap
 # changes two containers, where moves may pay now; a pass over 10,000 objects takes minutes
 SWAP_SECONDS = 2.0
@@ -131,6 +135,8 @@ class BatchedDescent:
         self.exchanged: dict[tuple[str, int], int] = {}  # (dim, container) -> version none helped
         self.rank: np.ndarray | None = None  # the walk's place in its order (``ranked``)
         self.steps = 0  # steps kept
+        self.until_feasible = False  # whether the search ends once the hard rules hold
+        self.fell_at = time.monotonic()  # when the hard rules' excess last fell
         self.trusted = True  # whether a step may be kept on the batch's price alone
         # "don't look" marks: per container, the version of the assignment (one per step
         # kept) at which it last changed; per object, the version at which its moves were
@@ -168,6 +174,8 @@ class BatchedDescent:
         the hard rules (above 0: repairing them first); the best such assignment that keeps
         them, other than the start, is ``kept``."""
         moved = self.x != x
+        if first or excess < self.excess:
+            self.fell_at = time.monotonic()
         self.version += 1
         self.changed_at[self.x[moved]] = self.changed_at[x[moved]] = self.version
         self.x[:] = x
@@ -189,9 +197,13 @@ class BatchedDescent:
         self.place = np.argsort(self.coolest)  # each container's place in that order
 
     def over(self, deadline: float) -> bool:
-        """Whether the search ends: the deadline passed, or the tuple is at its lowest (as
-        the evaluator finds it: a step kept on the batch's price is judged first)."""
-        if time.monotonic() >= deadline:
+        """Whether the search ends: the deadline passed, the hard rules hold or their
+        excess stopped falling (REPAIR_PATIENCE) where only they were to be repaired
+        (``until_feasible``), or the tuple is at its lowest (as the evaluator finds it: a
+        step kept on the batch's price is judged first)."""
+        now = time.monotonic()
+        if now >= deadline or self.until_feasible and (
+                self.excess <= 0 or now - self.fell_at > REPAIR_PATIENCE):
             return True
         if (self.excess > 0 or self.judged_at == self.version
                 or not (self.key <= self.lowest + FLOAT_NOISE).all()):
@@ -548,11 +560,10 @@ class BatchedDescent:
 
     def departs(self, deadline: float, up_to: float = np.inf) -> bool:
         """The sets of objects the specs at a position up to ``up_to`` name, each moved
-        out where that lowers the tuple (``departures``), until TRIES were of no use and
-        SECONDS passed or only sets tried since they last changed are left (a set with no
-        destination at all costs no try); whether one was."""
-        if self.excess > 0:
-            return False
+        out where that lowers the tuple, or the hard rules' excess while they are repaired
+        (``departures``), until TRIES were of no use and SECONDS passed or only sets tried
+        since they last changed are left (a set with no destination at all costs no try);
+        whether one was."""
         improved, useless, until = False, 0, time.monotonic() + departures.SECONDS
         offered = departures.offered(self.model, self.context, up_to)
         for departure, stale in departures.ordered(offered, self.movable, self.departed,
@@ -567,10 +578,11 @@ class BatchedDescent:
             if targets is None:
                 continue
             found = departures.departed(self.problem, self.model, self.splits, self.x,
-                                        departure, targets, self.sizes, self.ranked, deadline)
-            if found is not None and below(found[1], self.key):
+                                        departure, targets, self.sizes, self.ranked, deadline,
+                                        self.excess)
+            if found is not None and (self.excess > 0 or below(found[1], self.key)):
                 self.departed[key] = (self.version, failures)
-                self._keep(found[0], found[1], 0.0)
+                self._keep(*found)
                 improved = True
             else:
                 useless += 1
@@ -595,12 +607,15 @@ class BatchedDescent:
         objects = self.rng.permutation(objects)
         return objects[np.argsort(-self.relative_loads()[self.x[objects]], kind="stable")]
 
-    def run(self, deadline: float, touch_up: bool = False) -> None:
+    def run(self, deadline: float, touch_up: bool = False, until_feasible: bool = False
+            ) -> None:
         """Steps until none helps or the deadline. A guided walk that ends past its best
         tuple goes on from the best by the tuple alone: where it stops, no step lowers it.
         ``touch_up``: only passes over the objects around what changed since the walk last
         stood still (moves, trades, returns home), until none helps: a few seconds where
-        another search moved a few containers' objects, not the minutes of a full pass."""
+        another search moved a few containers' objects, not the minutes of a full pass.
+        ``until_feasible``: only until the hard rules hold, or their excess stops falling."""
+        self.until_feasible, self.fell_at = until_feasible, time.monotonic()
         while touch_up and not self.over(deadline):
             if not (self.moves(deadline, lazy=True) | self.trades(deadline)
                     or self.returns(deadline)):
@@ -655,7 +670,8 @@ class Carried:
 def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
             seed: int = 0, on_interrupt: Callable[[], None] | None = None,
             hot_first: bool = False, carried: Carried | None = None,
-            touch_up: bool = False) -> tuple[np.ndarray, Evaluation] | None:
+            touch_up: bool = False, until_feasible: bool = False
+            ) -> tuple[np.ndarray, Evaluation] | None:
     """Moves and swaps (``BatchedDescent`` where a batch prices moves; else single moves in
     random order, each to the first container that improves the tuple, then random swaps)
     until none helps or the deadline. Returns the better assignment and its evaluation, or
@@ -663,13 +679,16 @@ def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
     breaks hard rules is repaired first, where a batch prices moves. ``hot_first``: a pass
     takes the objects of the most loaded containers first. ``carried``: the walk an earlier
     search of the same problem and model left, which this one goes on (and leaves on).
-    ``touch_up``: only the moves around what changed since (``BatchedDescent.run``)."""
+    ``touch_up``: only the moves around what changed since (``BatchedDescent.run``).
+    ``until_feasible``: a start that breaks hard rules is only repaired, its answer the
+    first assignment that keeps them (None for a start that keeps them)."""
     x = start.copy()
     current = evaluate(problem, model, x)
     repair = not current.feasible  # a start that breaks hard rules: repaired by a batch only
     if current.restriction_violations or (repair and not batchable(problem, model)):
         return None
-    if problem.num_objects == 0 or problem.num_containers < 2:  # nothing can move
+    if problem.num_objects == 0 or problem.num_containers < 2 or (
+            until_feasible and not repair):  # nothing can move, or nothing to repair
         return None
     if batchable(problem, model):
         search = None if carried is None else carried.search
@@ -680,7 +699,7 @@ def descend(problem: Problem, model: Model, start: np.ndarray, deadline: float,
         if carried is not None:
             carried.search = search
         try:
-            search.run(deadline, touch_up)
+            search.run(deadline, touch_up, until_feasible)
         except KeyboardInterrupt:
             if on_interrupt is not None:
                 on_interrupt()
