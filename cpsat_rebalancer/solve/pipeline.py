@@ -375,16 +375,17 @@ def early_floor(session: Session, initial: Evaluation
         remaining = session.remaining()  # (less than the limit after a coarse relaxation)
         return fraction * min(session.options.time_limit, max(remaining or 0.0, 0.0))
 
-    found, start = None, problem.initial
+    found, start, began = None, problem.initial, time.monotonic()
+    seconds = min(share(shares.early_search_share), shares.early_search_seconds)
     if not initial.feasible:
         found = local_search.descend(problem, session.model, start,
-                                     time.monotonic() + share(shares.early_repair_share),
+                                     began + share(shares.early_repair_share),
                                      session.options.seed, stop, carried=session.carried,
                                      until_feasible=True)
         if found is None or session.interrupted:
             return found
         start = found[0]
-    seconds = min(share(shares.early_search_share), shares.early_search_seconds)
+        seconds -= time.monotonic() - began  # the repair spent the search's time first
     if local_search.pass_seconds(problem, session.model) * shares.early_search_passes > seconds:
         return found
     searched = local_search.descend(problem, session.model, start, time.monotonic() + seconds,

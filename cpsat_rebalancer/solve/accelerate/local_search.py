@@ -56,9 +56,9 @@ BATCH = 512  # candidates priced in one batched evaluation at most
 # taken: a batch costs about its size times the scope's items, and an object that improves
 # mostly does so among its first (least loaded) destinations
 FIRST_CHUNK = 64
-# a step the batch prices is kept on that price, but the evaluator judges every step while
-# the hard rules are repaired and every this many steps otherwise (a disagreement ends the
-# trust for the rest of the search)
+# a step the batch prices is kept on that price (its tuple, and its hard rules' excess while
+# they are repaired), but the evaluator judges every this many steps (a disagreement ends
+# the trust for the rest of the search)
 JUDGED_EVERY = 16
 # a swap pass first pairs each object with this many partners on the least loaded
 # containers (where a hot container's swaps that help mostly are), and only when none
@@ -86,8 +86,8 @@ class BatchedDescent:
     objects whose leaving lowers a spec moved out whole (``departures``); once a pass
     lowers no more than the guides, swaps from the most loaded containers with partners
     on the least loaded first (a few hundred each, all when none of those helps). The
-    evaluator judges what the search returns, every step of a repair and every
-    JUDGED_EVERY-th step otherwise; the others are kept on the batch's price (the same).
+    evaluator judges what the search returns and every JUDGED_EVERY-th step, a repair's
+    included; the others are kept on the batch's price (the same).
 
     Steps are ranked by each position's value and then its specs' guides (``Spec.guide``:
     where a value is flat until a group's last object leaves, say), position by position,
@@ -268,11 +268,12 @@ class BatchedDescent:
                 if o >= 0:
                     candidate[o] = c
             self.steps += 1
-            if self.excess > 0 or not self.trusted or self.steps % JUDGED_EVERY == 0:
+            if not self.trusted or self.steps % JUDGED_EVERY == 0:
                 kept = self._judged(candidate, keys[row])
             else:  # priced exactly as the evaluator prices it (tests/test_move_batch.py)
                 kept = True
-                self._keep(candidate, keys[row], 0.0)
+                self._keep(candidate, keys[row],
+                           float(excess[row]) if excess[row] > TOLERANCE else 0.0)
             if kept:
                 return True
         return False
@@ -582,6 +583,7 @@ class BatchedDescent:
                                         self.excess)
             if found is not None and (self.excess > 0 or below(found[1], self.key)):
                 self.departed[key] = (self.version, failures)
+                useless = 0 if self.excess > 0 else useless  # a repair goes on while they do
                 self._keep(*found)
                 improved = True
             else:
@@ -622,8 +624,10 @@ class BatchedDescent:
                 return
         while not self.over(deadline):
             before, repairing, hottest = self.key, self.excess > 0, self.coolest[-1]
-            moved = self.departs(deadline, self.driving()) | self.moves(
-                deadline, lazy=True) | self.trades(deadline)
+            departed = self.departs(deadline, self.driving())
+            if departed and repairing:  # a set's departure repairs more than a pass's moves
+                continue
+            moved = departed | self.moves(deadline, lazy=True) | self.trades(deadline)
             if not repairing and self.coolest[-1] == hottest:  # the pass left it the hottest
                 moved |= self.exchanges(deadline)
             if moved and (repairing or below(self.key, before)):  # the tuple fell: more moves
