@@ -72,8 +72,8 @@ class Budget:
     early_search_passes: float = 0.25  # skipped unless this much of a pass of single moves
     # (every object to every container, one evaluation each) fits in its time
     # a start that breaks hard rules is first repaired by it, for at most this share of the
-    # time limit (it ends once they hold), however long a pass: CP-SAT searching a large
-    # model from no solution often finds none
+    # time left (it ends once they hold, or stall), however long a pass: CP-SAT searching a
+    # large model from no solution often finds none
     early_repair_share: float = 0.3
     # a model with specs that read partition groups (solve.coarse)
     # of the time limit, at most, for the coarse relaxation (what it leaves flows on to the
