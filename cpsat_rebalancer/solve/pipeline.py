@@ -19,7 +19,7 @@ from ..progress import Progress, ProgressEvent
 from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport, SolveResult
 from ..scenario import Model, SolverOptions
 from . import coarse, large
-from .accelerate import local_search, tuples
+from .accelerate import local_search, pass_cost, tuples
 from .bucket import solve_bucket
 from .budget import DEFAULT_BUDGET, Budget
 from .check import check_result, meets, settle
@@ -361,7 +361,7 @@ def early_floor(session: Session, initial: Evaluation
     The chain starts from its answer where that is better, and the answer returned is never
     worse than it: a local search from the same start is the floor of what the solve
     returns. Skipped where the share cannot hold a useful part of a pass of single moves
-    (priced by ``local_search.pass_seconds``): there it would only take time from the
+    (priced by ``pass_cost.pass_seconds``): there it would only take time from the
     search. A start that breaks hard rules is first repaired where a batch prices moves,
     however long a pass (``Budget.early_repair_share``)."""
     problem, shares = session.builder.problem, session.budget
@@ -386,7 +386,7 @@ def early_floor(session: Session, initial: Evaluation
             return found
         start = found[0]
         seconds -= time.monotonic() - began  # the repair spent the search's time first
-    if local_search.pass_seconds(problem, session.model) * shares.early_search_passes > seconds:
+    if pass_cost.pass_seconds(problem, session.model) * shares.early_search_passes > seconds:
         return found
     searched = local_search.descend(problem, session.model, start, time.monotonic() + seconds,
                                     session.options.seed, stop, carried=session.carried)

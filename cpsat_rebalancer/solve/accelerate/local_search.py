@@ -645,25 +645,6 @@ class BatchedDescent:
                 self._keep(self.kept.copy(), self.kept_key, 0.0)
 
 
-def pass_seconds(problem: Problem, model: Model) -> float:
-    """What one pass of single moves over every object costs: one batched evaluation per
-    object where the model prices moves in batches, else one evaluation per move (timed on
-    the initial assignment, after a first evaluation that pays for one-time set-up)."""
-    n, m = problem.num_objects, problem.num_containers
-    evaluate(problem, model, problem.initial)
-    if n == 0 or m < 2:
-        return 0.0
-    started = time.monotonic()
-    if batchable(problem, model):
-        base = EvalContext(problem, problem.initial, problem.initial)
-        targets = np.arange(m)[:min(m, BATCH)]
-        evaluate_moves(problem, model, MoveBatch(base, np.zeros(len(targets), np.int64), targets),
-                       policy_splits(problem, model))
-        return (time.monotonic() - started) * n * -(-(m - 1) // BATCH)
-    evaluate(problem, model, problem.initial)
-    return (time.monotonic() - started) * n * (m - 1)
-
-
 @dataclass
 class Carried:
     """A solve's descents' walk: each goes on where the last ended, not pricing anew."""
