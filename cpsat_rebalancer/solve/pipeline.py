@@ -175,8 +175,9 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     given, came_now = settled(lambda: hinted(problem, model, initial, hint, options))
     polish_stopped |= came_now
     for searched in (early, session.searched, given):  # the local searches', the hint
-        if (searched is not None and not infeasible
-                and tuples.ahead(searched[1], final_eval)):
+        # (each keeps the hard rules: where the chain held nothing, it is the answer)
+        if searched is not None and not infeasible and (
+                not final_eval.feasible or tuples.ahead(searched[1], final_eval)):
             unsettle_after(reports, final_eval, searched[1])
             final, final_eval = searched
     for report in reports:
@@ -184,11 +185,13 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
                                for p in buckets[report.position].members)
         if report.position in final_eval.leximin:
             report.leximin = list(final_eval.leximin[report.position])
-    held = session.values is not None or holding_initial
+    held = session.values is not None or holding_initial or final_eval.feasible
     if held and not infeasible:
         progress.after_buckets("check")
         check_result(final_eval, reports)
         for report in reports:
+            if report.status == NO_SOLUTION:  # a search's answer, where the chain held none
+                report.status = FEASIBLE
             settle(report, buckets[report.position])
         if fallback is not None:
             coarse.merge_bounds(reports, fallback.buckets)
