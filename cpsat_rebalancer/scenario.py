@@ -105,15 +105,17 @@ class Model:
                                                                    *self.constraints]))
 
     def floors(self) -> dict[int, float]:
-        """Per tuple position with a term, the lowest value any assignment can have there:
-        0 where every term is a penalty (a goal that is never negative, at a weight that is
-        not; a constraint's costs of a violation), else -inf."""
+        """Per tuple position with a term, a value no assignment goes below there: the sum
+        of its goals' lowest values (``Spec.lowest``) at their weights, and 0 for a
+        constraint's costs of a violation; -inf where a term has no lower value known (a
+        negative weight, a negative cost)."""
         floors: dict[int, float] = {}
-        for position, penalty in [
-                *((g.position, g.weight >= 0 and g.spec.nonnegative) for g in self.goals),
-                *((c.position, min(c.invalid_cost, c.invalid_state) >= 0)
-                  for c in self.constraints)]:
-            floors[position] = min(floors.get(position, 0.0), 0.0 if penalty else -math.inf)
+        for position, lowest in [
+                *((g.position, 0.0 if g.weight == 0 else g.weight * g.spec.lowest()
+                   if g.weight > 0 else -math.inf) for g in self.goals),
+                *((c.position, 0.0 if min(c.invalid_cost, c.invalid_state) >= 0
+                   else -math.inf) for c in self.constraints)]:
+            floors[position] = floors.get(position, 0.0) + lowest
         return floors
 
     def with_budget_stays(self, budgets: list[MoveBudget], kind: np.ndarray) -> Model | None:

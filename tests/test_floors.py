@@ -11,11 +11,16 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from randomized import all_assignments, random_scenario
+from test_exclusive_scope_items import scenario as exclusive_scenario
+from test_placement_specs import placement_scenario
 
-from cpsat_rebalancer import parse_scenario
+from cpsat_rebalancer import parse_scenario, solve_scenario
 from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.errors import InternalError
 from cpsat_rebalancer.evaluate import evaluate
+from cpsat_rebalancer.result import OPTIMAL
+from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.solve import bucket as bucket_module
 from cpsat_rebalancer.solve.compile import compile_model
 
 
@@ -32,6 +37,47 @@ def test_no_assignment_lies_below_a_positions_floor(seed: int, groups: bool) -> 
         for position, floor in finite.items():
             value = evaluation.positions.get(position, 0.0)
             assert value >= floor - 1e-12, (position, value, final.tolist())
+
+
+@pytest.mark.parametrize("shape", ["exclusive", "overlapping", "affinities"])
+@pytest.mark.parametrize("seed", range(40))
+def test_no_assignment_lies_below_a_rewarding_goals_floor(seed: int, shape: str) -> None:
+    """The goals that may be negative and state a finite lowest value (AGGRESSIVE_PACKING,
+    affinities): on their random tiny scenarios (weights and overlaps of either sign) no
+    assignment lies below a position's floor."""
+    data = (placement_scenario(seed) if shape == "affinities"
+            else exclusive_scenario(seed, overlap=shape == "overlapping"))
+    scenario = parse_scenario(data)
+    finite = {p: f for p, f in scenario.model.floors().items() if math.isfinite(f)}
+    for final in all_assignments(scenario):
+        evaluation = evaluate(scenario.problem, scenario.model, final)
+        for position, floor in finite.items():
+            value = evaluation.positions.get(position, 0.0)
+            assert value >= floor - 1e-9 * max(1.0, abs(floor)), (position, value, floor)
+
+
+def test_an_assignment_held_at_its_floor_is_proven_without_a_search(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two pairs of exclusive hosts, every host in use: AGGRESSIVE_PACKING's lowest value
+    (-16), and no moves. Each bucket is proven from the floor alone, before any repair or
+    search of the compiled model (stubbed to fail here), its bound the floor."""
+    def searched(*args: object) -> None:
+        raise AssertionError("a bucket at its floor was searched")
+
+    monkeypatch.setattr(bucket_module, "bucket_start", searched)
+    conflicts = [{"scopeItem": a, "conflictingScopeItemsWithOverlap": [
+        {"conflictingScopeItem": b}]} for a, b in (("h0", "h1"), ("h2", "h3"))]
+    data = {"objectName": "task", "containerName": "host",
+            "assignment": {f"h{j}": [f"t{j}"] for j in range(4)},
+            "goals": [{"spec": {"exclusiveScopeItemsSpec": {
+                "scope": "host", "dimension": "task_count", "formula": "AGGRESSIVE_PACKING",
+                "conflictInfoList": conflicts}}, "tuplePos": 0, "weight": 10},
+                {"spec": {"minimizeMovementSpec": {}}, "tuplePos": 1}]}
+    scenario = parse_scenario(data)
+    assert scenario.model.floors() == {0: -160.0, 1: 0.0}
+    result = solve_scenario(scenario, SolverOptions(time_limit=20, workers=1))
+    assert result.status == OPTIMAL
+    assert [(b.objective, b.bound) for b in result.buckets] == [(-160.0, -160.0), (0.0, 0.0)]
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -687,8 +687,9 @@ def test_a_value_at_its_floor_needs_no_floor_search() -> None:
 
 def test_a_walk_lowers_only_the_spread_a_limited_number_of_steps_in_a_row(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """300 unit objects on one of ten hosts, under a reward no move can change (its
-    floor unknown, so the walk never stops at it) and a capacity rule on cpu that no move
+    """300 unit objects on one of ten hosts, under a reward no move can change (for a
+    pinned object elsewhere: its floor is never reached, so the walk never stops at it)
+    and a capacity rule on cpu that no move
     breaks: every step lowers only the load's spread. The walk takes SIDEWAYS_STEPS of
     them and stops; allowed more, it takes more."""
     from cpsat_rebalancer.solve.accelerate import local_search
@@ -699,7 +700,7 @@ def test_a_walk_lowers_only_the_spread_a_limited_number_of_steps_in_a_row(
         "containerDimensions": {"cpu": dict.fromkeys(hosts, 400)},
         "assignment": {h: [f"t{k}" for k in range(300)] if h == "h0" else [] for h in hosts},
         "goals": [{"spec": {"assignmentAffinitiesSpec": {"affinities": [
-            {"objectName": "t0", "scopeItemName": "h0", "affinity": 5.0}]}}}],
+            {"objectName": "t0", "scopeItemName": "h1", "affinity": 5.0}]}}}],
         "constraints": [{"spec": {"avoidMovingSpec": {"objects": ["t0"]}}, "policy": "HARD"},
                         {"spec": {"capacitySpec": {"dimension": "cpu"}}, "policy": "HARD"}]})
     problem, model = scenario.problem, scenario.model

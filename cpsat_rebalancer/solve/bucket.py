@@ -50,6 +50,16 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     moves_here = builder.accelerate and session.moves_at(bucket.position)
     held = (session.held_value(bucket.members, form.factor, error)
             if session.values is not None else None)
+    value = session.held_sum(bucket.members) if held is not None else None
+    if (value is not None and value - bucket.floor <= EXACT * abs(value) + FLOAT_NOISE
+            and (not session.moves_later(bucket.position) or session.moves() == 0)):
+        # the evaluator's value of the assignment held is the lowest there is (Model.floors,
+        # to what OPTIMAL promises): optimal, whatever the compiled model's rounding (its
+        # compiled value lies at most ``error`` below). Not where later goals count the
+        # moves it made: the repair below may reach the floor with fewer (see ``lowest``)
+        return finish(session, bucket, form, cp_model.OPTIMAL, held,
+                      float(Fraction(held) / form.factor), bucket.floor - error, error,
+                      closure_seconds(session, budget, t0))
     if (moves_here and (held is None or held > floor) and not session.interrupted
             and (budget is not None or session.deterministic)):
         # not without a time limit, where the bucket's own search proves its optimum

@@ -332,15 +332,17 @@ def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
     if found is not None:
         unsettle_after(reports, final_eval, found[1])
         final, final_eval = found
-    at_floor = tuples.floors_reached(model, final_eval)
+    at_floor, floors = tuples.floors_reached(model, final_eval), model.floors()
     leading = True  # every position before this one proven
     for report in sorted(reports, key=lambda r: r.position):
         # a position no search improved stays as the start left it
         report.objective = final_eval.positions.get(report.position, report.objective)
-        if report.position in at_floor:  # no assignment is lower here (its floor is 0)
-            report.bound = max(report.bound or 0.0, 0.0)
+        if report.position in at_floor:  # no assignment is lower here
+            floor = floors[report.position]
+            report.bound = floor if report.bound is None else max(report.bound, floor)
             report.gap = max(0.0, report.objective - report.bound)
-            report.relative_gap = report.gap / report.objective if report.objective else 0.0
+            report.relative_gap = (report.gap / abs(report.objective) if report.objective
+                                   else 0.0)
             if leading:  # and the positions before it are proven: so is this one
                 report.status, report.termination = OPTIMAL, "optimal"
         if report.status != OPTIMAL:

@@ -105,6 +105,12 @@ class AssignmentAffinitiesSpec(Spec):
             containers.setdefault(obj, []).extend(np.flatnonzero(item == at).tolist())
         return {obj: np.asarray(c, dtype=np.int64) for obj, c in containers.items()}
 
+    def lowest(self) -> float:
+        """Each object on its item of highest (positive) affinity."""
+        best = np.zeros(int(self.objects.max()) + 1 if len(self.objects) else 0)
+        np.maximum.at(best, self.objects, self.affinities)
+        return -float(best.sum())
+
     def evaluate(self, ctx: EvalContext) -> np.ndarray:
         landed = self.scope.container_item[ctx.final_at(self.objects)] == self.items
         return -(self.affinities * landed).sum(axis=-1)

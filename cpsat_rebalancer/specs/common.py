@@ -60,6 +60,12 @@ class Spec:
     restricts_when_soft: ClassVar[bool] = False
     name: str
 
+    def lowest(self) -> float:
+        """The lowest value the goal can take, for any assignment: what a value that reaches
+        it is proven by (``Model.floors``). 0 for a goal that is never negative; -inf where
+        no lower value is known."""
+        return 0.0 if self.nonnegative else -math.inf
+
     @classmethod
     def enum(cls, fields: Fields, key: str, default: str) -> str:
         """The enum-valued field ``key``, by name (see ``enum_fields``)."""

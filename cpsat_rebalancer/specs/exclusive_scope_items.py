@@ -153,6 +153,19 @@ class ExclusiveScopeItemsSpec(Spec):
         """AGGRESSIVE_PACKING rewards packing: its value is at most 0."""
         return self.formula != "AGGRESSIVE_PACKING"
 
+    def lowest(self) -> float:
+        """AGGRESSIVE_PACKING: each item's ``-w_i·P_i²`` at the largest ``P_i²`` its terms
+        reach (every item in use, where weights and overlaps are positive)."""
+        if self.formula != "AGGRESSIVE_PACKING":
+            return 0.0
+        total = 0.0
+        for item, overlaps in self.overlaps.items():
+            own = float(self.weights[item])
+            terms = [own, *overlaps.values()]
+            reach = max(sum(max(t, 0.0) for t in terms), -sum(min(t, 0.0) for t in terms))
+            total -= max(own, 0.0) * reach**2
+        return total
+
     def reads_initial(self) -> bool:
         return False
 
