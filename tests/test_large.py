@@ -4,6 +4,7 @@ returns worse than its start, and claims nothing it did not prove."""
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 
@@ -84,7 +85,8 @@ def test_a_model_too_large_returns_its_start_improved_never_worse(
     """Priced as too large to build (any count variable a second), the solve searches
     sub-models: its answer keeps the hard rules, is never lexicographically worse than the
     start, is evaluated as the evaluator evaluates it, and states no bound it did not
-    prove (none without the coarse relaxation)."""
+    prove: without the coarse relaxation, each position's floor where it has one (the
+    gap then true, if wide)."""
     monkeypatch.setattr(large, "SECONDS_PER_COUNT", 1.0)
     scenario, start = shape(seed)
     problem, model = scenario.problem, scenario.model
@@ -97,9 +99,13 @@ def test_a_model_too_large_returns_its_start_improved_never_worse(
     assert same_tuple(tuple_key(evaluation), tuple_key(result.final_evaluation))
     assert result.status == FEASIBLE or result.status == OPTIMAL and all(
         b.status == OPTIMAL for b in result.buckets)
+    floors = model.floors()
     for report in result.buckets:
         value = evaluation.positions.get(report.position, 0.0)
         assert report.bound is None or report.bound <= value + REL * max(1.0, abs(value))
+        if report.position not in evaluation.leximin and math.isfinite(
+                floors[report.position]):
+            assert report.bound is not None and report.bound >= floors[report.position]
 
 
 def split_job() -> dict:

@@ -3,6 +3,7 @@ moves at the optima, evaluate, check, explain."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -283,7 +284,8 @@ def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
     """The whole model is too large to build in the time limit: the start (the coarse
     relaxation's lift where there is one) improved by single moves and swaps where a batch
     prices them, then by the large-neighbourhood search (``large``); FEASIBLE with the
-    bounds the lift proved before the first position the searches improved, none after."""
+    bounds the lift proved before the first position the searches improved, the floors
+    (``Model.floors``) elsewhere; OPTIMAL at the positions leading at their floors."""
     base = fallback if fallback is not None else stopped_at_start(
         problem, initial, started, "time_limit")
     if not base.final_evaluation.feasible and not batchable(problem, model):
@@ -332,19 +334,20 @@ def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
     if found is not None:
         unsettle_after(reports, final_eval, found[1])
         final, final_eval = found
-    at_floor, floors = tuples.floors_reached(model, final_eval), model.floors()
+    floors = model.floors()
     leading = True  # every position before this one proven
     for report in sorted(reports, key=lambda r: r.position):
         # a position no search improved stays as the start left it
         report.objective = final_eval.positions.get(report.position, report.objective)
-        if report.position in at_floor:  # no assignment is lower here
-            floor = floors[report.position]
-            report.bound = floor if report.bound is None else max(report.bound, floor)
-            report.gap = max(0.0, report.objective - report.bound)
+        floor = floors.get(report.position, -math.inf)  # no assignment is lower here
+        if report.position not in final_eval.leximin and math.isfinite(floor) and (
+                report.bound is None or report.bound < floor):
+            report.bound = floor
+            report.gap = max(0.0, report.objective - floor)
             report.relative_gap = (report.gap / abs(report.objective) if report.objective
-                                   else 0.0)
-            if leading:  # and the positions before it are proven: so is this one
-                report.status, report.termination = OPTIMAL, "optimal"
+                                   else 0.0 if report.gap == 0 else math.inf)
+            if leading and meets(report.objective, floor):  # and the positions before it
+                report.status, report.termination = OPTIMAL, "optimal"  # are proven
         if report.status != OPTIMAL:
             if final_eval is not base.final_evaluation:
                 report.status = FEASIBLE
