@@ -24,7 +24,7 @@ from .accelerate.repair import PRESOLVE_SECONDS, add_move_cuts
 from .moves import implied_floor, moved_objects, start_excluded
 from .positions import EXACT, FLOAT_NOISE, Bucket
 from .probes import probe, target_probes
-from .session import Session, bucket_report, bucket_values
+from .session import Session, bucket_report, bucket_values, compiled_level
 
 
 def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> BucketReport:
@@ -48,9 +48,8 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     # alone are costly); if not, a movement bucket first raises that floor over the loads
     floor = implied_floor(builder, form, session.moved_floor)
     moves_here = builder.accelerate and session.moves_at(bucket.position)
-    held = (session.held_value(bucket.members, form.factor, error)
-            if session.values is not None else None)
-    value = session.held_sum(bucket.members) if held is not None else None
+    value = session.held_sum(bucket.members) if session.values is not None else None
+    held = None if value is None else compiled_level(value, form.factor, error)
     if (value is not None and value - bucket.floor <= EXACT * abs(value) + FLOAT_NOISE
             and (not session.moves_later(bucket.position) or session.moves() == 0)):
         # the evaluator's value of the assignment held is the lowest there is (Model.floors,

@@ -580,10 +580,7 @@ class Session:
         evaluator: the compiled value of that assignment is within ``error`` of it (the
         agreement the tests check), whereas a FEASIBLE solution's own objective may carry
         loose auxiliaries and let later buckets worsen this one."""
-        value = self.held_sum(positions, values)
-        level = float(factor) * (value + error)
-        nearest = round(level)
-        return nearest if abs(level - nearest) <= 1e-9 * max(1.0, abs(level)) else math.ceil(level)
+        return compiled_level(self.held_sum(positions, values), factor, error)
 
     def held_sum(self, positions: tuple[int, ...], values: list[int] | None = None) -> float:
         """The evaluator's value of ``positions`` (summed) at the assignment held (or at
@@ -606,6 +603,14 @@ class Session:
 
 STATUS_NAMES = {cp_model.OPTIMAL: OPTIMAL, cp_model.FEASIBLE: FEASIBLE,
                 cp_model.INFEASIBLE: INFEASIBLE, cp_model.UNKNOWN: NO_SOLUTION}
+
+
+def compiled_level(value: float, factor: Fraction, error: float) -> int:
+    """The compiled level (in the form's units) at or above an exact ``value`` plus
+    ``error``: a value a hair off an integer level is taken as that level."""
+    level = float(factor) * (value + error)
+    nearest = round(level)
+    return nearest if abs(level - nearest) <= 1e-9 * max(1.0, abs(level)) else math.ceil(level)
 
 
 def bucket_values(status: int, solver: cp_model.CpSolver, objective_expr: object,
