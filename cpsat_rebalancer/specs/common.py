@@ -61,9 +61,9 @@ class Spec:
     name: str
 
     def lowest(self) -> float:
-        """The lowest value the goal can take, for any assignment: what a value that reaches
-        it is proven by (``Model.floors``). 0 for a goal that is never negative; -inf where
-        no lower value is known."""
+        """A value the goal never goes below, whatever the assignment (``Model.floors``:
+        an answer there is optimal). 0 for a goal that is never negative; -inf where no
+        lower value is known."""
         return 0.0 if self.nonnegative else -math.inf
 
     @classmethod
