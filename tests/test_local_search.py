@@ -123,7 +123,7 @@ def test_a_start_that_breaks_hard_rules_is_repaired_before_the_chain(
     (as on tens of thousands of objects): with the chain stubbed out, the answer keeps
     the hard rules wherever a repair alone reaches that, and is FEASIBLE. So too where the
     chain never holds the repaired start (``held`` False: completing it into CP-SAT's hint
-    ran out of time), even when the broken start's tuple is the lower one."""
+    ran out of time)."""
     scenario = parse_scenario(random_scenario(seed))
     problem, model = scenario.problem, scenario.model
     if evaluate(problem, model, problem.initial).feasible or not batchable(problem, model):
@@ -140,6 +140,28 @@ def test_a_start_that_breaks_hard_rules_is_repaired_before_the_chain(
                                   budget=Budget(early_search_passes=math.inf))
     assert result.final_evaluation.feasible
     assert result.status == FEASIBLE
+
+
+def test_a_repair_beats_a_broken_start_whose_tuple_is_lower(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two tasks of 8 on a host of 10 (a HARD capacity broken), the moves the only goal: the
+    start's tuple (0) is below any repair's (1). With the chain stubbed out and never
+    holding the repaired start, the answer is the repair, FEASIBLE, not the broken start."""
+    scenario = parse_scenario({
+        "objectDimensions": {"cpu": {"a": 8, "b": 8}},
+        "containerDimensions": {"cpu": {"h0": 10, "h1": 10}},
+        "assignment": {"h0": ["a", "b"], "h1": []},
+        "goals": [{"spec": {"minimizeMovementSpec": {}}}],
+        "constraints": [{"spec": {"capacitySpec": {"dimension": "cpu"}}, "policy": "HARD"}]})
+    problem, model = scenario.problem, scenario.model
+    assert batchable(problem, model)
+    stub_the_chain(monkeypatch)
+    monkeypatch.setattr(pipeline, "start", lambda *args: None)
+    result = pipeline.solve_model(problem, model, SolverOptions(time_limit=20, workers=1),
+                                  budget=Budget(early_search_passes=math.inf))
+    assert result.status == FEASIBLE
+    assert result.final_evaluation.feasible
+    assert (result.final != problem.initial).sum() == 1
 
 
 def improving_swap_exists(scenario, final: np.ndarray) -> bool:
