@@ -22,7 +22,7 @@ from .accelerate.neighbourhoods import descend
 from .accelerate.relaxation import moves_floor
 from .accelerate.repair import PRESOLVE_SECONDS, add_move_cuts
 from .moves import implied_floor, moved_objects, start_excluded
-from .positions import EXACT, FLOAT_NOISE, Bucket
+from .positions import EXACT, FLOAT_NOISE, Bucket, meets
 from .probes import probe, target_probes
 from .session import Session, bucket_report, bucket_values, compiled_level
 
@@ -50,7 +50,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     moves_here = builder.accelerate and session.moves_at(bucket.position)
     value = session.held_sum(bucket.members) if session.values is not None else None
     held = None if value is None else compiled_level(value, form.factor, error)
-    if (value is not None and value - bucket.floor <= EXACT * abs(value) + FLOAT_NOISE
+    if (value is not None and meets(value, bucket.floor)
             and (not session.moves_later(bucket.position) or session.moves() == 0)):
         # the evaluator's value of the assignment held is the lowest there is (Model.floors,
         # to what OPTIMAL promises): optimal, whatever the compiled model's rounding (its

@@ -16,7 +16,7 @@ from ..problem import Problem
 from ..result import FEASIBLE, OPTIMAL, BucketReport
 from ..scenario import Model, SolverOptions
 from .compile import compile_model
-from .positions import EXACT, FLOAT_NOISE, Bucket
+from .positions import EXACT, FLOAT_NOISE, Bucket, meets, relative_gap
 from .session import STATUS_NAMES, Session
 
 CHECK_TOLERANCE = 1e-7  # slack of the independent result check beyond the stated error
@@ -68,11 +68,6 @@ def compiled_values(problem: Problem, model: Model, final: np.ndarray,
     return values, builder.decode(counts)
 
 
-def meets(value: float, bound: float) -> bool:
-    """Whether an exact value meets a bound on it to what OPTIMAL promises."""
-    return value - bound <= EXACT * abs(value) + FLOAT_NOISE
-
-
 def settle(report: BucketReport, bucket: Bucket) -> None:
     """The bucket's bound and status for the evaluator's value, not the compiled model's.
     The compiled value of any assignment lies at most ``bucket.over`` above its exact value,
@@ -109,8 +104,7 @@ def settle(report: BucketReport, bucket: Bucket) -> None:
         return
     gap = max(0.0, report.objective - report.bound)
     report.gap = gap
-    report.relative_gap = gap / abs(report.objective) if report.objective else (
-        0.0 if gap == 0 else math.inf)
+    report.relative_gap = relative_gap(gap, report.objective)
     # a position later ones were allowed to worsen: proven when its value at its own solve
     # met its bound (its final value may lie anywhere up to the allowance)
     value = report.objective

@@ -23,12 +23,12 @@ from . import coarse, large
 from .accelerate import local_search, pass_cost, tuples
 from .bucket import solve_bucket
 from .budget import DEFAULT_BUDGET, Budget
-from .check import check_result, meets, settle
+from .check import check_result, settle
 from .compile import compile_model
 from .explain import explain_infeasibility
 from .leximin import solve_leximin
 from .moves import fewest_moves
-from .positions import FLOAT_NOISE, Bucket, planned
+from .positions import FLOAT_NOISE, Bucket, meets, planned, relative_gap
 from .session import Session
 
 T = TypeVar("T")
@@ -344,8 +344,7 @@ def neighbourhood_answer(problem: Problem, model: Model, options: SolverOptions,
                 report.bound is None or report.bound < floor):
             report.bound = floor
             report.gap = max(0.0, report.objective - floor)
-            report.relative_gap = (report.gap / abs(report.objective) if report.objective
-                                   else 0.0 if report.gap == 0 else math.inf)
+            report.relative_gap = relative_gap(report.gap, report.objective)
             if leading and meets(report.objective, floor):  # and the positions before it
                 report.status, report.termination = OPTIMAL, "optimal"  # are proven
         if report.status != OPTIMAL:

@@ -3,6 +3,7 @@ add up to, or a leximin vector, with the error their compiled forms state."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..cpsat.builder import TargetProbe
@@ -14,6 +15,16 @@ EXACT = 1e-9  # OPTIMAL promises the evaluator's optimum to this relative tolera
 # above the noise of the evaluator's double arithmetic on values of Rebalancer's scale
 # (utilizations near 1 carry about 1e-16 each; a difference of two of them keeps it)
 FLOAT_NOISE = 2.0**-46
+
+
+def meets(value: float, bound: float) -> bool:
+    """Whether an exact value meets a bound on it to what OPTIMAL promises."""
+    return value - bound <= EXACT * abs(value) + FLOAT_NOISE
+
+
+def relative_gap(gap: float, objective: float) -> float:
+    """A gap relative to the answer's value (infinite where a value of 0 has a gap)."""
+    return gap / abs(objective) if objective else (0.0 if gap == 0 else math.inf)
 
 
 @dataclass
