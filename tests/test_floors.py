@@ -10,6 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from ortools.sat.python import cp_model
 from randomized import all_assignments, random_scenario
 from test_exclusive_scope_items import scenario as exclusive_scenario
 from test_placement_specs import placement_scenario
@@ -21,7 +22,10 @@ from cpsat_rebalancer.evaluate import evaluate
 from cpsat_rebalancer.result import OPTIMAL
 from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.solve import bucket as bucket_module
+from cpsat_rebalancer.solve import pipeline
+from cpsat_rebalancer.solve.budget import Budget
 from cpsat_rebalancer.solve.compile import compile_model
+from cpsat_rebalancer.solve.session import Session
 
 
 @pytest.mark.parametrize("groups", [False, True])
@@ -78,6 +82,49 @@ def test_an_assignment_held_at_its_floor_is_proven_without_a_search(
     result = solve_scenario(scenario, SolverOptions(time_limit=20, workers=1))
     assert result.status == OPTIMAL
     assert [(b.objective, b.bound) for b in result.buckets] == [(-160.0, -160.0), (0.0, 0.0)]
+
+
+def test_a_search_that_meets_the_buckets_floor_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Six tasks of 5, one on each of six hosts of 10, the fewest occupied hosts the goal:
+    GLOP's floor is 3. With every CP-SAT search after that floor finding nothing (as on a
+    model too large to get into in time) and the chain holding the start, the local search
+    from the start reaches 3: the bucket ends there, OPTIMAL with the floor its bound, and
+    neither the descent over containers nor a search blended with moves runs."""
+    failing = []
+    solve, floor = Session.solve, bucket_module.model_floor
+
+    def fails_after_the_floor(session: Session, *args: object, **kwargs: object
+                              ) -> tuple[int, cp_model.CpSolver]:
+        if failing:
+            return cp_model.UNKNOWN, cp_model.CpSolver()
+        return solve(session, *args, **kwargs)
+
+    def floor_then_fail(*args: object) -> int:
+        failing.append(True)
+        return floor(*args)
+
+    def searched(*args: object, **kwargs: object) -> None:
+        raise AssertionError("searched below the floor")
+
+    monkeypatch.setattr(Session, "solve", fails_after_the_floor)
+    monkeypatch.setattr(bucket_module, "model_floor", floor_then_fail)
+    monkeypatch.setattr(bucket_module, "bucket_start", lambda session, bucket, form, budget:
+                        (None, form.lo))  # no load relaxation or repair: GLOP's floor only
+    monkeypatch.setattr(pipeline, "better_start", lambda *args: None)  # the start, not packed
+    monkeypatch.setattr(bucket_module, "descend", searched)
+    monkeypatch.setattr(bucket_module, "blended", searched)
+    scenario = parse_scenario({
+        "objectDimensions": {"cpu": {f"t{i}": 5 for i in range(6)}},
+        "containerDimensions": {"cpu": {f"h{i}": 10 for i in range(6)}},
+        "assignment": {f"h{i}": [f"t{i}"] for i in range(6)},
+        "goals": [{"spec": {"minimizeContainersSpec": {}}}],
+        "constraints": [{"spec": {"capacitySpec": {"dimension": "cpu"}}, "policy": "HARD"}]})
+    result = pipeline.solve_model(scenario.problem, scenario.model,
+                                  SolverOptions(time_limit=20, workers=1),
+                                  budget=Budget(early_search_share=0))
+    assert failing
+    assert result.status == OPTIMAL
+    assert [(b.objective, b.bound) for b in result.buckets] == [(3.0, 3.0)]
 
 
 @pytest.mark.parametrize("seed", range(40))

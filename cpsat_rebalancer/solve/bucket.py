@@ -283,26 +283,36 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
     the bucket's ``floor``: ``stalled_search``), the goals' target probes, a probe at its
     bound (coarse objectives), the descent over containers from its incumbent (most of the
     share left), the rest of the pure share; then, if still unproven, the rest of the share
-    blended with moves (``weight`` None when that does not fit in 64 bits)."""
+    blended with moves (``weight`` None when that does not fit in 64 bits). An incumbent
+    that meets the ``floor`` (to relative EXACT) ends it OPTIMAL, whichever step found it."""
     shares = session.budget
     builder = session.builder
     before = session.values
+    floor = max(floor, form.lo)
+    lowest = float(Fraction(floor) / form.factor)
+
+    def at_floor(value: int) -> bool:
+        # at the bucket's floor to what OPTIMAL promises: nothing below worth a search
+        # (``check.settle`` judges the evaluator's value against the bound the same way)
+        return value <= floor or meets(float(Fraction(value) / form.factor), lowest)
+
     status, solver = session.solve(form.expr,
                                    None if budget is None else shares.first_share * budget)
     incumbent, objective, bound = bucket_values(status, solver, form.expr, form.factor)
+    if status == cp_model.FEASIBLE and at_floor(incumbent):
+        status, bound = cp_model.OPTIMAL, lowest
     if (budget is not None and status in (cp_model.FEASIBLE, cp_model.UNKNOWN)
             and before is not None
             and (incumbent is None or incumbent >= held(before))):
         left = budget - (time.monotonic() - t0)
-        lowest = float(Fraction(floor) / form.factor)
         found = stalled_search(session, form, shares.stalled_search_share * left,
                                shares.stalled_search_most * left, position,
                                lowest if bound is None else max(bound, lowest))
         if found is not None and (incumbent is None or found < incumbent):
             incumbent, objective = found, float(Fraction(found) / form.factor)
             status = cp_model.FEASIBLE
-            if found <= form.lo:  # at the form's lowest value: nothing below to search for
-                status, bound = cp_model.OPTIMAL, objective
+            if at_floor(incumbent):
+                status, bound = cp_model.OPTIMAL, lowest
     if probes and budget is not None and status in (cp_model.FEASIBLE, cp_model.UNKNOWN):
         session.progress.phase("target probes")
         found = target_probes(session, form, probes,
@@ -310,6 +320,8 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
         if found is not None and (incumbent is None or found < incumbent):
             incumbent, objective = found, float(Fraction(found) / form.factor)
             status = cp_model.FEASIBLE
+            if at_floor(incumbent):
+                status, bound = cp_model.OPTIMAL, lowest
     probed = descended = False
     for _ in range(2 if budget is not None else 0):
         if status == cp_model.FEASIBLE and bound is not None and not probed:
@@ -333,8 +345,8 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
                                            time.monotonic() + left, session, form.lo)
             if better < incumbent:
                 incumbent, objective = better, float(Fraction(better) / form.factor)
-            if incumbent <= form.lo:  # at the form's lowest value: nothing below to search for
-                status, bound = cp_model.OPTIMAL, objective
+            if at_floor(incumbent):
+                status, bound = cp_model.OPTIMAL, lowest
                 break
         # the rest of the pure share (the first search may not even finish presolving); all
         # of the bucket's while nothing is found, as the blended search needs an incumbent
@@ -352,6 +364,8 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
         if better is not None:
             incumbent, objective = better, float(Fraction(better) / form.factor)
             bound = max((b for b in (bound, bound_b) if b is not None), default=None)
+            if status == cp_model.FEASIBLE and at_floor(incumbent):
+                status, bound = cp_model.OPTIMAL, lowest if bound is None else max(bound, lowest)
     if status == cp_model.FEASIBLE and budget is not None and weight is not None:
         # Stopped by time: spend the rest of the share on weight·objective + moves. An
         # incumbent found by large neighbourhoods tends to move far more than needed; this
@@ -372,12 +386,12 @@ def stalled_search(session: Session, form: Integerized, seconds: float, most: fl
     model it had no time to get into), a local search from that assignment, priced in
     batches, for ``seconds``, then slices as long again while each lowers the tuple, up to
     the bucket's ``position``, by the budget's ``walk_gain`` of its value or of its
-    distance above the ``floor`` known for it (``tuples.gained``; ``most`` seconds in
-    all, at most; a gain only after that position leaves the time to the bucket's own
-    search): on such models it often walks far below in the time CP-SAT would take to
-    start. Its answer is kept for the end (``session.searched``) and, when the model takes
-    it, held, so that the searches after start from it. Returns its objective (integer
-    units) when held, else None."""
+    distance above the ``floor`` known for it, and until it meets that floor
+    (``tuples.gained``; ``most`` seconds in all, at most; a gain only after that position
+    leaves the time to the bucket's own search): on such models it often walks far below
+    in the time CP-SAT would take to start. Its answer is kept for the end
+    (``session.searched``) and, when the model takes it, held, so that the searches after
+    start from it. Returns its objective (integer units) when held, else None."""
     builder = session.builder
     problem, model = builder.problem, session.model
     if (session.values is None or not session.accelerators or seconds <= 0.05
@@ -400,7 +414,8 @@ def stalled_search(session: Session, form: Integerized, seconds: float, most: fl
         descending = found is None or tuples.gained(more[1], found[1],
                                                     session.budget.walk_gain, position, floor)
         found = more
-        if not descending or time.monotonic() + seconds / 2 >= end:
+        if (not descending or time.monotonic() + seconds / 2 >= end
+                or meets(found[1].positions.get(position, math.inf), floor)):
             break
     if found is None:
         return None
