@@ -143,7 +143,10 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
             None if budget is None else shares.blend_share * (budget - (time.monotonic() - t0)))
         if incumbent is not None:
             objective = float(Fraction(incumbent) / form.factor)
-        if status == cp_model.FEASIBLE and budget is not None:
+        lowest = float(Fraction(max(floor, form.lo)) / form.factor)
+        if status == cp_model.FEASIBLE and at_form_floor(form, max(floor, form.lo), incumbent):
+            status, bound = cp_model.OPTIMAL, lowest if bound is None else max(bound, lowest)
+        elif status == cp_model.FEASIBLE and budget is not None:
             # then the objective alone, for its bound (and maybe a better value)
             left = shares.pure_share * (budget - (time.monotonic() - t0))
             builder.cp.add(form.expr <= incumbent)
@@ -193,6 +196,14 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         bound = implied if bound is None else max(bound, implied)
     return finish(session, bucket, form, status, incumbent, objective, bound, error,
                   closure_seconds(session, budget, t0))
+
+
+def at_form_floor(form: Integerized, floor: int, value: int) -> bool:
+    """Whether the form's ``value`` meets its ``floor`` (integer units) to what OPTIMAL
+    promises: nothing below is worth a search (``check.settle`` judges the evaluator's
+    value against the bound the same way)."""
+    return value <= floor or meets(float(Fraction(value) / form.factor),
+                                   float(Fraction(floor) / form.factor))
 
 
 def model_floor(session: Session, form: Integerized, budget: float | None) -> int:
@@ -292,9 +303,7 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
     lowest = float(Fraction(floor) / form.factor)
 
     def at_floor(value: int) -> bool:
-        # at the bucket's floor to what OPTIMAL promises: nothing below worth a search
-        # (``check.settle`` judges the evaluator's value against the bound the same way)
-        return value <= floor or meets(float(Fraction(value) / form.factor), lowest)
+        return at_form_floor(form, floor, value)
 
     status, solver = session.solve(form.expr,
                                    None if budget is None else shares.first_share * budget)
