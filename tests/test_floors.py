@@ -16,6 +16,7 @@ from test_exclusive_scope_items import scenario as exclusive_scenario
 from test_placement_specs import placement_scenario
 
 from cpsat_rebalancer import parse_scenario, solve_scenario
+from cpsat_rebalancer.cpsat.forms import Integerized
 from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.errors import InternalError
 from cpsat_rebalancer.evaluate import evaluate
@@ -125,6 +126,50 @@ def test_a_search_that_meets_the_buckets_floor_ends_it(monkeypatch: pytest.Monke
     assert failing
     assert result.status == OPTIMAL
     assert [(b.objective, b.bound) for b in result.buckets] == [(3.0, 3.0)]
+
+
+def test_a_blended_search_at_the_floor_ends_the_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The six tasks, the fewest occupied hosts first and the moves after: where the
+    blended search's incumbent (stubbed: three hosts, five moves, found but not proven)
+    meets GLOP's floor, the bucket ends there OPTIMAL without a search on the objective
+    alone; the moves bucket after it then proves three moves."""
+    in_bucket_0 = []
+    solve, finish = Session.solve, bucket_module.finish
+
+    def found_at_the_floor(session: Session, form: Integerized, incumbent: int | None,
+                           budget: float | None) -> tuple:
+        packed = session.builder.counts_of(np.array([0, 0, 1, 1, 2, 2]))
+        assert session.start_from(packed)
+        in_bucket_0.append(True)
+        return cp_model.FEASIBLE, None, int(3 * form.factor), None
+
+    def searched(session: Session, *args: object, **kwargs: object) -> tuple:
+        assert not in_bucket_0, "searched the objective alone at its floor"
+        return solve(session, *args, **kwargs)
+
+    def finished(*args: object) -> object:
+        in_bucket_0.clear()
+        return finish(*args)
+
+    monkeypatch.setattr(bucket_module, "blended", found_at_the_floor)
+    monkeypatch.setattr(Session, "solve", searched)
+    monkeypatch.setattr(bucket_module, "finish", finished)
+    monkeypatch.setattr(bucket_module, "bucket_start", lambda session, bucket, form, budget:
+                        (None, form.lo))
+    monkeypatch.setattr(pipeline, "better_start", lambda *args: None)
+    scenario = parse_scenario({
+        "objectDimensions": {"cpu": {f"t{i}": 5 for i in range(6)}},
+        "containerDimensions": {"cpu": {f"h{i}": 10 for i in range(6)}},
+        "assignment": {f"h{i}": [f"t{i}"] for i in range(6)},
+        "goals": [{"spec": {"minimizeContainersSpec": {}}, "tuplePos": 0},
+                  {"spec": {"minimizeMovementSpec": {}}, "tuplePos": 1}],
+        "constraints": [{"spec": {"capacitySpec": {"dimension": "cpu"}}, "policy": "HARD"}]})
+    result = pipeline.solve_model(scenario.problem, scenario.model,
+                                  SolverOptions(time_limit=20, workers=1),
+                                  budget=Budget(early_search_share=0))
+    assert result.status == OPTIMAL
+    assert (result.buckets[0].objective, result.buckets[0].bound) == (3.0, 3.0)
+    assert (result.final != scenario.problem.initial).sum() == 3
 
 
 @pytest.mark.parametrize("seed", range(40))
