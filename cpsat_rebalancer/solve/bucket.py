@@ -305,11 +305,14 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
     def at_floor(value: int) -> bool:
         return at_form_floor(form, floor, value)
 
+    def floor_or(known: float | None) -> float:  # the bound of an incumbent at the floor
+        return lowest if known is None else max(known, lowest)
+
     status, solver = session.solve(form.expr,
                                    None if budget is None else shares.first_share * budget)
     incumbent, objective, bound = bucket_values(status, solver, form.expr, form.factor)
     if status == cp_model.FEASIBLE and at_floor(incumbent):
-        status, bound = cp_model.OPTIMAL, lowest
+        status, bound = cp_model.OPTIMAL, floor_or(bound)
     if (budget is not None and status in (cp_model.FEASIBLE, cp_model.UNKNOWN)
             and before is not None
             and (incumbent is None or incumbent >= held(before))):
@@ -321,7 +324,7 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
             incumbent, objective = found, float(Fraction(found) / form.factor)
             status = cp_model.FEASIBLE
             if at_floor(incumbent):
-                status, bound = cp_model.OPTIMAL, lowest
+                status, bound = cp_model.OPTIMAL, floor_or(bound)
     if probes and budget is not None and status in (cp_model.FEASIBLE, cp_model.UNKNOWN):
         session.progress.phase("target probes")
         found = target_probes(session, form, probes,
@@ -330,7 +333,7 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
             incumbent, objective = found, float(Fraction(found) / form.factor)
             status = cp_model.FEASIBLE
             if at_floor(incumbent):
-                status, bound = cp_model.OPTIMAL, lowest
+                status, bound = cp_model.OPTIMAL, floor_or(bound)
     probed = descended = False
     for _ in range(2 if budget is not None else 0):
         if status == cp_model.FEASIBLE and bound is not None and not probed:
@@ -355,7 +358,7 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
             if better < incumbent:
                 incumbent, objective = better, float(Fraction(better) / form.factor)
             if at_floor(incumbent):
-                status, bound = cp_model.OPTIMAL, lowest
+                status, bound = cp_model.OPTIMAL, floor_or(bound)
                 break
         # the rest of the pure share (the first search may not even finish presolving); all
         # of the bucket's while nothing is found, as the blended search needs an incumbent
@@ -374,7 +377,7 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
             incumbent, objective = better, float(Fraction(better) / form.factor)
             bound = max((b for b in (bound, bound_b) if b is not None), default=None)
             if status == cp_model.FEASIBLE and at_floor(incumbent):
-                status, bound = cp_model.OPTIMAL, lowest if bound is None else max(bound, lowest)
+                status, bound = cp_model.OPTIMAL, floor_or(bound)
     if status == cp_model.FEASIBLE and budget is not None and weight is not None:
         # Stopped by time: spend the rest of the share on weight·objective + moves. An
         # incumbent found by large neighbourhoods tends to move far more than needed; this
