@@ -133,6 +133,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
     weight = most + 1
     blend_fits = (form.hi - form.lo + 1) * weight < INT_LIMIT
     incumbent = objective = bound = None
+    floor = max(floor, form.lo)
     session.progress.phase("search")
     if builder.accelerate and blend_fits and session.moves_later(bucket.position):
         # A later goal counts moves: search on weight·objective + moves from the start, so
@@ -143,9 +144,8 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
             None if budget is None else shares.blend_share * (budget - (time.monotonic() - t0)))
         if incumbent is not None:
             objective = float(Fraction(incumbent) / form.factor)
-        lowest = float(Fraction(max(floor, form.lo)) / form.factor)
-        if status == cp_model.FEASIBLE and at_form_floor(form, max(floor, form.lo), incumbent):
-            status, bound = cp_model.OPTIMAL, lowest if bound is None else max(bound, lowest)
+        if status == cp_model.FEASIBLE and at_form_floor(form, floor, incumbent):
+            status, bound = cp_model.OPTIMAL, floor_bound(form, floor, bound)
         elif status == cp_model.FEASIBLE and budget is not None:
             # then the objective alone, for its bound (and maybe a better value)
             left = shares.pure_share * (budget - (time.monotonic() - t0))
@@ -192,8 +192,7 @@ def solve_bucket(session: Session, bucket: Bucket, budget: float | None) -> Buck
         if bound is None and math.isfinite(proven):
             bound = float(Fraction(min(incumbent, math.ceil(proven))) / form.factor)
     if incumbent is not None and floor > form.lo:
-        implied = float(Fraction(floor) / form.factor)
-        bound = implied if bound is None else max(bound, implied)
+        bound = floor_bound(form, floor, bound)
     return finish(session, bucket, form, status, incumbent, objective, bound, error,
                   closure_seconds(session, budget, t0))
 
@@ -204,6 +203,13 @@ def at_form_floor(form: Integerized, floor: int, value: int) -> bool:
     value against the bound the same way)."""
     return value <= floor or meets(float(Fraction(value) / form.factor),
                                    float(Fraction(floor) / form.factor))
+
+
+def floor_bound(form: Integerized, floor: int, known: float | None) -> float:
+    """The higher of the form's ``floor`` (integer units; on the user's scale) and the
+    bound ``known`` from a search, where there is one."""
+    lowest = float(Fraction(floor) / form.factor)
+    return lowest if known is None else max(known, lowest)
 
 
 def model_floor(session: Session, form: Integerized, budget: float | None) -> int:
@@ -300,31 +306,27 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
     builder = session.builder
     before = session.values
     floor = max(floor, form.lo)
-    lowest = float(Fraction(floor) / form.factor)
 
     def at_floor(value: int) -> bool:
         return at_form_floor(form, floor, value)
-
-    def floor_or(known: float | None) -> float:  # the bound of an incumbent at the floor
-        return lowest if known is None else max(known, lowest)
 
     status, solver = session.solve(form.expr,
                                    None if budget is None else shares.first_share * budget)
     incumbent, objective, bound = bucket_values(status, solver, form.expr, form.factor)
     if status == cp_model.FEASIBLE and at_floor(incumbent):
-        status, bound = cp_model.OPTIMAL, floor_or(bound)
+        status, bound = cp_model.OPTIMAL, floor_bound(form, floor, bound)
     if (budget is not None and status in (cp_model.FEASIBLE, cp_model.UNKNOWN)
             and before is not None
             and (incumbent is None or incumbent >= held(before))):
         left = budget - (time.monotonic() - t0)
         found = stalled_search(session, form, shares.stalled_search_share * left,
                                shares.stalled_search_most * left, position,
-                               lowest if bound is None else max(bound, lowest))
+                               floor_bound(form, floor, bound))
         if found is not None and (incumbent is None or found < incumbent):
             incumbent, objective = found, float(Fraction(found) / form.factor)
             status = cp_model.FEASIBLE
             if at_floor(incumbent):
-                status, bound = cp_model.OPTIMAL, floor_or(bound)
+                status, bound = cp_model.OPTIMAL, floor_bound(form, floor, bound)
     if probes and budget is not None and status in (cp_model.FEASIBLE, cp_model.UNKNOWN):
         session.progress.phase("target probes")
         found = target_probes(session, form, probes,
@@ -333,7 +335,7 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
             incumbent, objective = found, float(Fraction(found) / form.factor)
             status = cp_model.FEASIBLE
             if at_floor(incumbent):
-                status, bound = cp_model.OPTIMAL, floor_or(bound)
+                status, bound = cp_model.OPTIMAL, floor_bound(form, floor, bound)
     probed = descended = False
     for _ in range(2 if budget is not None else 0):
         if status == cp_model.FEASIBLE and bound is not None and not probed:
@@ -358,7 +360,7 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
             if better < incumbent:
                 incumbent, objective = better, float(Fraction(better) / form.factor)
             if at_floor(incumbent):
-                status, bound = cp_model.OPTIMAL, floor_or(bound)
+                status, bound = cp_model.OPTIMAL, floor_bound(form, floor, bound)
                 break
         # the rest of the pure share (the first search may not even finish presolving); all
         # of the bucket's while nothing is found, as the blended search needs an incumbent
@@ -377,7 +379,7 @@ def pure_then_blended(session: Session, form: Integerized, budget: float | None,
             incumbent, objective = better, float(Fraction(better) / form.factor)
             bound = max((b for b in (bound, bound_b) if b is not None), default=None)
             if status == cp_model.FEASIBLE and at_floor(incumbent):
-                status, bound = cp_model.OPTIMAL, floor_or(bound)
+                status, bound = cp_model.OPTIMAL, floor_bound(form, floor, bound)
     if status == cp_model.FEASIBLE and budget is not None and weight is not None:
         # Stopped by time: spend the rest of the share on weight·objective + moves. An
         # incumbent found by large neighbourhoods tends to move far more than needed; this
@@ -501,9 +503,8 @@ def freeze(session: Session, bucket: Bucket, form: Integerized, status: int,
     weight = builder.problem.num_objects + 1
     # the form's lowest value bounds it too (a blended search's bound can fall below it, or
     # a stopped search can give none at all while its incumbent sits there)
-    lowest = float(Fraction(form.lo) / form.factor)
     if bound is not None or incumbent is not None and incumbent <= form.lo:
-        bound = lowest if bound is None else max(bound, lowest)
+        bound = floor_bound(form, form.lo, bound)
     if incumbent is not None and bound is not None and bound >= objective:
         status = cp_model.OPTIMAL  # the bound met the incumbent: proven, though late
     lowest_caps, session.lowest_caps = session.lowest_caps, None
