@@ -5,11 +5,14 @@ each optimizing search after the engine's own settings."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import InputError
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 # CP-SAT parameters the engine sets itself, and the option that sets each one instead
 ENGINE_PARAMETERS = {
@@ -127,6 +130,19 @@ def apply_cpsat_parameters(target: Any, parameters: Mapping[str, Any]) -> bool:
 
     text_format.Merge(text, target)  # a SatParameters protobuf message (earlier versions)
     return True
+
+
+def new_solver() -> cp_model.CpSolver:
+    """A CP-SAT solver with the engine's standing setting: CP-SAT's new linear propagation
+    off. On a model of a few variables with domains near 1e15 it loops without looking at
+    its time limit or at ``stop_search`` (benchmarks/cpsat_hang.py), so no limit of a run
+    would hold; the classic propagation answers within the limit. A user's cpsatParameters,
+    merged after it into each optimizing search, may turn it back on."""
+    from ortools.sat.python import cp_model
+
+    solver = cp_model.CpSolver()
+    solver.parameters.new_linear_propagation = False
+    return solver
 
 
 def _validate_with_cpsat(parameters: dict[str, Any], path: str, workers: int) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .cpsat_parameters import new_solver
 from .errors import InputError, InternalError
 from .gpu_sharing import MILLI, NODE_COLUMNS, POD_COLUMNS, read_rows, slot, trace_scenario
 from .heuristics import Instance
@@ -451,7 +452,7 @@ def _node_content(node: Node, keys: list[tuple], supply: list[int], solve_time: 
     used = sum((MILLI * keys[j][0] // node.cpu + MILLI * keys[j][1] // node.memory) * v
                for j, v in counts.items())
     model.maximize(allocated * (2 * MILLI * (most_pods + 1)) - used)
-    solver = cp_model.CpSolver()
+    solver = new_solver()
     solver.parameters.max_deterministic_time = solve_time
     solver.parameters.num_workers = 1
     if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -534,7 +535,7 @@ def allocation_bound(nodes: list[Node], pods: list[TracePod], time_limit: float 
                       <= q * copies * gpus)
     total = sum(p[1][2] * p[1][3] * v for p, v in x.items())
     model.maximize(total)
-    solver = cp_model.CpSolver()
+    solver = new_solver()
     solver.parameters.max_deterministic_time = time_limit
     solver.parameters.num_workers = workers
     status = solver.solve(model)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import time
 
 import pytest
@@ -46,6 +48,50 @@ def test_the_time_limit_holds_on_that_shape() -> None:
     result = solve_scenario(scenario, SolverOptions(time_limit=3, workers=2, seed=0))
     assert time.monotonic() - started < 3 + 2.0
     assert result.final_evaluation.feasible or result.status == "INFEASIBLE"
+
+
+# a LINEAR balance over heavy-tailed sizes near 1e9 beside a ToFree rule, at 10 x 3 hosts:
+# its load relaxation is a model CP-SAT's new linear propagation does not return from
+HANG_SEED = 125
+HANG_RUN = """
+import sys, time
+from ortools.sat.python import cp_model
+from cpsat_rebalancer import parse_scenario
+from cpsat_rebalancer.api import solve_scenario
+from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.shapes import random_shape_scenario
+if %r:  # CP-SAT's default back, in every solve
+    solve = cp_model.CpSolver.solve
+    def with_default(solver, *args, **kwargs):
+        solver.parameters.new_linear_propagation = True
+        return solve(solver, *args, **kwargs)
+    cp_model.CpSolver.solve = with_default
+scenario = parse_scenario(random_shape_scenario(10, 3, %d))
+started = time.monotonic()
+solve_scenario(scenario, SolverOptions(time_limit=2, workers=1, seed=0))
+print(time.monotonic() - started)
+"""
+
+
+def hang_run(cp_sat_default: bool) -> float | None:
+    """Seconds the 2 s solve of that shape took in a child process; None when it had not
+    returned after 12 s (the child is killed: a solve that looks at no limit ignores
+    ``stop_search`` too, so the process could not end it)."""
+    try:
+        done = subprocess.run([sys.executable, "-c", HANG_RUN % (cp_sat_default, HANG_SEED)],
+                              capture_output=True, text=True, timeout=12)
+    except subprocess.TimeoutExpired:
+        return None
+    assert done.returncode == 0, done.stderr
+    return float(done.stdout.split()[-1])
+
+
+def test_the_limit_holds_where_cp_sats_new_propagation_does_not_return() -> None:
+    """benchmarks/cpsat_hang.py: every solver of the engine has CP-SAT's new linear
+    propagation off; with CP-SAT's default in every solve, the run does not return."""
+    seconds = hang_run(False)
+    assert seconds is not None and seconds < 2 + 2.0
+    assert hang_run(True) is None
 
 
 def drain_shape(objects: int, hosts: int, seed: int = 0) -> dict:

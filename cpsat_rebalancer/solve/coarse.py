@@ -26,6 +26,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..cpsat.classes import ObjectClasses, integral_scale, item_groups, object_classes
+from ..cpsat_parameters import new_solver
 from ..evaluate import Evaluation, evaluate
 from ..primitives import TOLERANCE, MoveBudget, Restrictions
 from ..problem import Problem
@@ -424,7 +425,7 @@ def _budgeted_moves(cells: list[tuple[list[int], int]], budgets: list[MoveBudget
     cp.minimize(sum(v if moving[obj] else 1 - v for obj, v in stays.items()))
     for obj, literal in stays.items():
         cp.add_hint(literal, not moving[obj])
-    solver = cp_model.CpSolver()
+    solver = new_solver()
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = LIFT_SECONDS
     solver.parameters.max_deterministic_time = LIFT_WORK

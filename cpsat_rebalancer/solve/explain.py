@@ -6,6 +6,7 @@ import time
 
 from ortools.sat.python import cp_model
 
+from ..cpsat_parameters import new_solver
 from ..problem import Problem
 from ..scenario import Model, SolverOptions
 from .compile import compile_model
@@ -27,7 +28,7 @@ def explain_infeasibility(problem: Problem, model: Model, options: SolverOptions
     def infeasible(chosen: list[int]) -> bool | None:
         cp.clear_assumptions()
         cp.add_assumptions([guards[i][0] for i in chosen])
-        solver = cp_model.CpSolver()
+        solver = new_solver()
         solver.parameters.num_workers = 1
         solver.parameters.random_seed = options.seed
         solver.parameters.max_time_in_seconds = max(0.01, deadline - time.monotonic())

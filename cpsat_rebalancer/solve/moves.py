@@ -11,6 +11,7 @@ from ortools.sat.python import cp_model, cp_model_helper
 
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Integerized
+from ..cpsat_parameters import new_solver
 from ..evaluate import evaluate
 from .positions import EXACT, FLOAT_NOISE
 from .session import Session
@@ -121,7 +122,7 @@ def start_excluded(session: Session, position: int, seconds: float) -> bool:
     hint = cp.proto.solution_hint
     hint.vars.extend([var.Index() for var in builder.count_vars])
     hint.values.extend([int(count) for count in builder.initial_counts()])
-    solver = cp_model.CpSolver()
+    solver = new_solver()
     session.presolve(solver.parameters)
     solver.parameters.fix_variables_to_their_hinted_value = True
     solver.parameters.num_workers = session.options.workers

@@ -17,7 +17,7 @@ from ortools.sat.python import cp_model
 from ..cpsat.builder import CpBuilder, hint_first
 from ..cpsat.domains import INT64_MAX
 from ..cpsat.pwl import refine
-from ..cpsat_parameters import apply_cpsat_parameters
+from ..cpsat_parameters import apply_cpsat_parameters, new_solver
 from ..errors import InputError, InternalError
 from ..evaluate import Evaluation, evaluate
 from ..interrupts import holding_signals
@@ -396,7 +396,7 @@ class Session:
         check.clear_objective()
         check.add(objective <= solver.value(objective) - 1)
         until = started + solver.parameters.max_time_in_seconds
-        checker = cp_model.CpSolver()
+        checker = new_solver()
         params = checker.parameters
         params.num_workers, params.random_seed = self.options.workers, self.options.seed
         params.cp_model_presolve = False
@@ -441,7 +441,7 @@ class Session:
                 engine: dict[str, object] | None = None) -> cp_model.CpSolver:
         """A CP-SAT solver with the session's settings, limits and ``engine`` parameters, and
         the user's CP-SAT parameters last (they were checked not to touch the settings)."""
-        solver = cp_model.CpSolver()
+        solver = new_solver()
         params = solver.parameters
         params.num_workers = self.options.workers
         params.random_seed = self.options.seed
@@ -477,7 +477,7 @@ class Session:
             model = self.builder.cp.clone()
             model.clear_hints()
             model.add_decision_strategy(order, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
-            solver = cp_model.CpSolver()
+            solver = new_solver()
             params = solver.parameters
             params.num_workers = 1
             params.search_branching = cp_model.FIXED_SEARCH
@@ -543,7 +543,7 @@ class Session:
         else:
             cp.minimize(objective)
         self.hint(counts)
-        solver = cp_model.CpSolver()
+        solver = new_solver()
         self.presolve(solver.parameters)
         solver.parameters.fix_variables_to_their_hinted_value = True
         solver.parameters.num_workers = self.options.workers

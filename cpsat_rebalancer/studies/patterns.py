@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cpsat_parameters import new_solver
 from .search import capacity_arrays, freed_containers
 
 TOLERANCE = 1e-9
@@ -331,7 +332,7 @@ def _repack(stuck: list[int], final: np.ndarray, load: np.ndarray, limit: np.nda
             if terms:
                 model.add(sum(w * v for w, v in terms)
                           <= int(math.floor(limit[c, d] * unit[d] + 1e-9)))
-    solver = cp_model.CpSolver()
+    solver = new_solver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = seed
     solver.parameters.max_deterministic_time = REPACK_WORK
@@ -422,7 +423,7 @@ class _Pricer:
                     cap = int(math.ceil(inst.limits[g, d] * self.unit[d]))
                     model.add(sum(int(c) * t for c, t in zip(coef, take) if c) <= cap)
             model.maximize(sum(int(value[k]) * t for k, t in zip(useful, take)))
-            solver = cp_model.CpSolver()
+            solver = new_solver()
             solver.parameters.num_workers = 1
             solver.parameters.random_seed = self.seed
             solver.parameters.max_deterministic_time = PRICING_WORK  # repeatable

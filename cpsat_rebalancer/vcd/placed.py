@@ -39,6 +39,7 @@ import numpy as np
 from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
+from ..cpsat_parameters import new_solver
 from .count_model import Bin, CountModel, VmType, count_model
 from .inputs import VcdScenario
 
@@ -469,7 +470,7 @@ def _search(model: CountModel, start_bins: dict[tuple[int, int], int],
         m.AddHint(v, start_bins.get(key, 0))
     for key, v in w.items():
         m.AddHint(v, start_stores.get(key, 0))
-    solver = cp_model.CpSolver()
+    solver = new_solver()
     if math.isfinite(seconds):
         solver.parameters.max_time_in_seconds = seconds
     solver.parameters.num_workers = workers
@@ -560,7 +561,7 @@ def _columns_search(model: CountModel, columns: list[tuple[int, dict[int, int]]]
     total = sum(sum(content.values()) * y for y, (_, content) in zip(chosen, columns))
     m.Add(total <= bound)
     m.Maximize(total)
-    solver = cp_model.CpSolver()
+    solver = new_solver()
     solver.parameters.max_time_in_seconds = max(0.1, seconds)  # finite: see its caller
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed

@@ -19,6 +19,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ...cpsat.builder import CpBuilder, hint_first
+from ...cpsat_parameters import new_solver
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -56,7 +57,7 @@ def descend(builder: CpBuilder, objective: object, values: list[int], incumbent:
         for lane in lanes:
             freed = _neighbourhood(builder, counts - initial, containers, size, rng)
             lane.restrict(counts, np.isin(builder.var_cont, list(freed)), values)
-            solver = cp_model.CpSolver()
+            solver = new_solver()
             params = solver.parameters
             params.num_workers = 1
             params.random_seed = chain.options.seed

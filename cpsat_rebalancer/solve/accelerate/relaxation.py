@@ -35,6 +35,7 @@ from ortools.sat.python import cp_model, cp_model_helper
 from ...cpsat.builder import CpBuilder, hint_first
 from ...cpsat.classes import item_groups
 from ...cpsat.forms import Integerized
+from ...cpsat_parameters import new_solver
 from .lp_bound import LinearRelaxation, objective_at, snapshot, solve_lp
 
 POLISH_SECONDS = 0.5  # the search for target loads near the start: at least this long
@@ -284,7 +285,7 @@ def moves_floor(builder: CpBuilder, seconds: float, workers: int, seed: int,
     if work is None and time.monotonic() >= until:
         return None if lp is None else floor
     cp.add(moved >= floor)
-    solver = cp_model.CpSolver()
+    solver = new_solver()
     params = solver.parameters
     params.num_workers = workers
     params.random_seed = seed
@@ -348,7 +349,7 @@ def _search(cp: cp_model.CpModel, hint: list[int] | None, seconds: float, work: 
     (rounded up only past the float's last bits), its objective, its solution and the
     deterministic time it took; None without a solution."""
     hint_first(cp, hint)
-    solver = cp_model.CpSolver()
+    solver = new_solver()
     params = solver.parameters
     params.num_workers = workers
     params.random_seed = seed

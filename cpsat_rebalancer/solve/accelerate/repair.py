@@ -24,6 +24,7 @@ from ortools.sat.python import cp_model
 
 from ...cpsat.builder import CpBuilder
 from ...cpsat.classes import item_groups
+from ...cpsat_parameters import new_solver
 
 PRESOLVE_SECONDS = 20.0  # at most this long to read back the limits
 
@@ -68,7 +69,7 @@ def presolved_bounds(builder: CpBuilder, variables: Sequence[int],
     cp.clear_hints()
     for expr, level in targets:
         cp.add(expr <= level)
-    solver = cp_model.CpSolver()
+    solver = new_solver()
     params = solver.parameters
     params.stop_after_presolve = True
     params.fill_tightened_domains_in_response = True
