@@ -316,3 +316,17 @@ def test_the_fewest_moves_never_trade_a_closures_best_for_a_worse_compiled_tie(
     the evaluator ranks it no worse. (Few candidates listed, to reach that state fast.)"""
     monkeypatch.setattr(closure, "CANDIDATE_LIMIT", 10)
     check_against_enumeration(random_shape_scenario(8, 3, 926), 926)
+
+
+def test_values_within_what_optimal_promises_tie_and_the_next_position_decides() -> None:
+    """Drawn shape 165 at 8x3: position 0 (penalties near 8.3e13 beside a count of used
+    hosts) has assignments within relative 1e-9 of its optimum that reach -36 at position 1
+    (affinities), where those at its exact optimum reach -15. OPTIMAL promises values to
+    that tolerance, so they tie and position 1 decides: the freeze keeps them, and the
+    answers of the local searches beside the chain replace its own only where they beat it
+    beyond the tolerance. It was OPTIMAL at -15, and under a time limit FEASIBLE."""
+    data = random_shape_scenario(8, 3, 165)
+    check_against_enumeration(data, 165)
+    result = solve_scenario(parse_scenario(data), SolverOptions(time_limit=20, workers=1))
+    assert result.status == "OPTIMAL"
+    assert result.final_evaluation.positions[1] == -36

@@ -518,6 +518,10 @@ def freeze(session: Session, bucket: Bucket, form: Integerized, status: int,
         slack = math.floor((error + bucket.over) * form.factor)
         if builder.outer and session.values is not None:
             incumbent, slack = outer_level(session, bucket, form, incumbent, slack)
+        # and every assignment within what OPTIMAL promises of it (relative EXACT, kept
+        # within it however the sign): they tie it, so the later positions decide between
+        # them, as the exact closure and the brute-force tests judge
+        slack += math.floor(EXACT * abs(incumbent) / (1 + EXACT))
         if bucket.allowance is not None:  # later buckets may worsen this one that far
             value = Fraction(incumbent) / form.factor
             allowed_up_to = bucket.allowance.limit(value)

@@ -145,7 +145,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
             polish_stopped = session.interrupted = True
         # the frozen values are compiled ones: a closure that listed assignments may hold
         # one the evaluator ranks above others at the same compiled value
-        if session.values != held and tuples.ahead(
+        if session.values != held and tuples.outranks(
                 evaluate(problem, model, session.decode(held)),
                 evaluate(problem, model, session.decode())):
             session.values = held
@@ -170,7 +170,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
             except KeyboardInterrupt:
                 session.interrupted = True
             polish_stopped |= session.interrupted
-        if floor is not None:
+        if floor is not None and tuples.outranks(floor[1], final_eval):
             unsettle_after(reports, final_eval, floor[1])
             final, final_eval = floor
     given, came_now = settled(lambda: hinted(problem, model, initial, hint, options))
@@ -178,7 +178,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
     for searched in (early, session.searched, given):  # the local searches', the hint
         # (each keeps the hard rules: where the chain held nothing, it is the answer)
         if searched is not None and not infeasible and (
-                not final_eval.feasible or tuples.ahead(searched[1], final_eval)):
+                not final_eval.feasible or tuples.outranks(searched[1], final_eval)):
             unsettle_after(reports, final_eval, searched[1])
             final, final_eval = searched
     for report in reports:
@@ -209,7 +209,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
                                 if r.termination in ("approximated", "work_limit")),
                                "time_limit"))
     if (fallback is not None and held and not infeasible
-            and tuples.ahead(fallback.final_evaluation, final_eval)):
+            and tuples.outranks(fallback.final_evaluation, final_eval)):
         fallback.seconds = time.monotonic() - started
         return fallback  # the whole model's search ended behind the relaxation's lift
     return SolveResult(problem, status, termination, final, initial, final_eval, reports,

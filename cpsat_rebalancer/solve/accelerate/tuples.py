@@ -11,7 +11,7 @@ import numpy as np
 
 from ...evaluate import Evaluation
 from ...scenario import Model
-from ..positions import FLOAT_NOISE
+from ..positions import EXACT, FLOAT_NOISE
 
 NOISE = 1e-12  # relative differences below this are float noise, not improvements
 
@@ -46,6 +46,19 @@ def better(a: list[tuple[float, ...]], b: list[tuple[float, ...]]) -> bool:
 def ahead(a: Evaluation, b: Evaluation) -> bool:
     """Whether evaluation ``a``'s tuple is lexicographically below ``b``'s (``better``)."""
     return better(tuple_key(a), tuple_key(b))
+
+
+def outranks(a: Evaluation, b: Evaluation) -> bool:
+    """Whether answer ``a`` beats ``b`` as OPTIMAL promises values: at the first entry where
+    the two tuples differ by more than relative EXACT, ``a``'s is lower. Entries within it
+    tie, so the later positions decide between them (the order the exact closure, the
+    brute-force tests and ``compare`` judge by); ``ahead`` calls any difference beyond float
+    noise a gain, as a search that climbs by small steps needs."""
+    for x, y in zip(tuple_key(a), tuple_key(b)):
+        for u, v in zip(x, y):
+            if abs(u - v) > EXACT * max(abs(u), abs(v)):
+                return u < v
+    return False
 
 
 def gained(a: Evaluation, b: Evaluation, fraction: float, through: int,
