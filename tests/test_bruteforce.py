@@ -34,6 +34,15 @@ def leximin_order(a: tuple[float, ...], b: tuple[float, ...]) -> int:
     return 0
 
 
+def leximin_best(candidates: list, position: int) -> tuple[float, ...]:
+    """The leximin-least vector at ``position`` among enumerated (assignment, evaluation)s."""
+    best = candidates[0][1].leximin[position]
+    for _, evaluation in candidates[1:]:
+        if leximin_order(evaluation.leximin[position], best) < 0:
+            best = evaluation.leximin[position]
+    return best
+
+
 def check_against_enumeration(data: dict, seed: int | str) -> None:
     """OPTIMAL, the enumerated lexicographic optimum at every position to relative 1e-9 (no
     allowance for any stated error), and every bound at or below that optimum."""
@@ -50,10 +59,7 @@ def check_against_enumeration(data: dict, seed: int | str) -> None:
     for report in result.buckets:
         p = report.position
         if p in evaluation.leximin:
-            best = candidates[0][1].leximin[p]
-            for _, ev in candidates[1:]:
-                if leximin_order(ev.leximin[p], best) < 0:
-                    best = ev.leximin[p]
+            best = leximin_best(candidates, p)
             ours = evaluation.leximin[p]
             assert leximin_order(ours, best) == 0, (
                 f"seed {seed} position {p}: leximin {ours} vs enumeration {best}\n{data}")
@@ -88,10 +94,7 @@ def check_sound_against_enumeration(data: dict, seed: int | str,
     for report in result.buckets:
         p = report.position
         if p in evaluation.leximin:
-            best = candidates[0][1].leximin[p]
-            for _, ev in candidates[1:]:
-                if leximin_order(ev.leximin[p], best) < 0:
-                    best = ev.leximin[p]
+            best = leximin_best(candidates, p)
             order = leximin_order(evaluation.leximin[p], best)
             assert order >= 0, f"seed {seed} position {p}: below the enumerated optimum"
             assert order == 0 or report.status != OPTIMAL, (
