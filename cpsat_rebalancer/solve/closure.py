@@ -23,7 +23,7 @@ from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Integerized
 from ..evaluate import Evaluation, evaluate
 from .accelerate import expr_value
-from .accelerate.tuples import tuple_key
+from .accelerate.tuples import beyond_ties, tuple_key
 from .positions import EXACT, FLOAT_NOISE, Bucket
 from .session import Session
 
@@ -74,17 +74,6 @@ def chain_key(evaluation: Evaluation, bucket: Bucket) -> list[tuple[float, ...]]
     if bucket.leximin is not None:
         return [*earlier, tuple(evaluation.leximin[bucket.position])]
     return [*earlier, (sum(evaluation.positions.get(p, 0.0) for p in bucket.members),)]
-
-
-def ahead(a: list[tuple[float, ...]], b: list[tuple[float, ...]]) -> bool:
-    """Whether key ``a`` is lexicographically below ``b``, entries within relative EXACT
-    of each other tying: what OPTIMAL promises, so that among assignments tied at a
-    position the later positions decide."""
-    for x, y in zip(a, b):
-        for u, v in zip(x, y):
-            if abs(u - v) > EXACT * max(abs(u), abs(v)):
-                return u < v
-    return False
 
 
 def tolerance(value: float) -> float:
@@ -177,14 +166,14 @@ def listed(session: Session, bucket: Bucket, objective: Callable[[], object],
                 key = chain_key(found, bucket)
                 if found.feasible:
                     seen.append((values[:counted], key))
-                    if ahead(key, best_key):
+                    if beyond_ties(key, best_key):
                         best_values, best_key = values, key
                         band(best_key)
                 exclude(builder, values[:counted])
     finally:  # (Ctrl-C included) the best assignment found is the one held
         session.values = best_values
     ties = [counts for counts, key in seen
-            if not ahead(key, best_key) and not ahead(best_key, key)]
+            if not beyond_ties(key, best_key) and not beyond_ties(best_key, key)]
     value = best_key[-1][0] if bucket.leximin is None else max(best_key[-1], default=0.0)
     return Closed(0 if compiled is None else expr_value(compiled, best_values), value,
                   complete, ties)

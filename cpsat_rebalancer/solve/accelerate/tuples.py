@@ -49,12 +49,17 @@ def ahead(a: Evaluation, b: Evaluation) -> bool:
 
 
 def outranks(a: Evaluation, b: Evaluation) -> bool:
-    """Whether answer ``a`` beats ``b`` as OPTIMAL promises values: at the first entry where
-    the two tuples differ by more than relative EXACT, ``a``'s is lower. Entries within it
-    tie, so the later positions decide between them (the order the exact closure, the
-    brute-force tests and ``compare`` judge by); ``ahead`` calls any difference beyond float
-    noise a gain, as a search that climbs by small steps needs."""
-    for x, y in zip(tuple_key(a), tuple_key(b)):
+    """Whether answer ``a`` beats ``b`` as OPTIMAL promises values (``beyond_ties``);
+    ``ahead`` calls any difference beyond float noise a gain, as a search that climbs by
+    small steps needs."""
+    return beyond_ties(tuple_key(a), tuple_key(b))
+
+
+def beyond_ties(a: list[tuple[float, ...]], b: list[tuple[float, ...]]) -> bool:
+    """Whether tuple ``a`` is lexicographically below ``b`` where entries within relative
+    EXACT of each other tie, so that the later positions decide between them: the order the
+    exact closure, the final choice of an answer and the brute-force tests judge by."""
+    for x, y in zip(a, b):
         for u, v in zip(x, y):
             if abs(u - v) > EXACT * max(abs(u), abs(v)):
                 return u < v
