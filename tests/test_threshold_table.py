@@ -44,6 +44,16 @@ def test_a_moving_threshold_on_eight_objects_is_proven() -> None:
     check_against_enumeration(data, "323 (8, 3)")
 
 
+def test_a_small_excess_of_terms_near_one_is_proven() -> None:
+    """A rack balance whose optimum (0.0027) is the difference of u^1.1 and T^1.1 near 1:
+    kept to 12 digits each, the terms left a stated error of 5e-9 of that value, and the
+    bucket FEASIBLE ("approximated") with no time limit; a sum of at most
+    ``pwl.TINY_SUM`` terms keeps 13."""
+    data = random_shape_scenario(8, 3, 440)
+    assert tabulates_a_threshold(data)
+    check_against_enumeration(data, "440 (8, 3)")
+
+
 def f(u: int) -> float:
     return (u / 1000) ** 1.1
 

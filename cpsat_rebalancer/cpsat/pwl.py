@@ -26,8 +26,11 @@ ALL_INTEGERS_UP_TO = 1024  # ranges this short get a breakpoint at every integer
 SEGMENTS = 64  # otherwise this many uniform segments, plus the kinks
 # function values are kept to this many significant digits: 12 where sums are short, so
 # that a proof holds to far below a relative 1e-9; 9 where a sum has more terms than
-# SHORT_SUM, whose finer values cost CP-SAT's searches and relaxations their footing
+# SHORT_SUM, whose finer values cost CP-SAT's searches and relaxations their footing; 13
+# where a sum has at most TINY_SUM terms (a goal's value can be the small difference of
+# terms near 1, u^1.1 - T^1.1, which 12 digits of each can leave short of a relative 1e-9)
 VALUE_DIGITS, COARSE_DIGITS, SHORT_SUM = 12, 9, 128
+FINE_DIGITS, TINY_SUM = 13, 16
 # scaled values stay below this, so that a chord over up to MAX_SPAN + 1 integers (width times
 # value) still fits CP-SAT's 64 bits
 VALUE_LIMIT = 2**45
@@ -36,7 +39,10 @@ VALUE_LIMIT = 2**45
 def digits_for(builder: CpBuilder) -> int:
     """The value digits of this model's pieces (see VALUE_DIGITS): a sum over containers or
     scope items is as long as the container count."""
-    return VALUE_DIGITS if builder.problem.num_containers <= SHORT_SUM else COARSE_DIGITS
+    containers = builder.problem.num_containers
+    if containers <= TINY_SUM:
+        return FINE_DIGITS
+    return VALUE_DIGITS if containers <= SHORT_SUM else COARSE_DIGITS
 
 
 def _resolution(values: Iterable[float], digits: int) -> int:
