@@ -13,6 +13,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from ortools.sat.python import cp_model
+from randomized import brute_force
 from test_bruteforce import check_against_enumeration
 
 from cpsat_rebalancer import evaluate, parse_scenario, solve_scenario
@@ -330,3 +331,41 @@ def test_values_within_what_optimal_promises_tie_and_the_next_position_decides()
     result = solve_scenario(parse_scenario(data), SolverOptions(time_limit=20, workers=1))
     assert result.status == "OPTIMAL"
     assert result.final_evaluation.positions[1] == -36
+
+
+def test_the_buckets_after_a_rounded_one_give_up_none_of_its_exact_value(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drawn shape 1327 at 8x3: ToFree at position 0 beside a SOFT capacity on sizes near
+    1e11, frozen within a stated error of several objects left. The exact closure cannot
+    list the hundreds of assignments that tie it, so the buckets after it were held only
+    within that error, and traded 1 object left for 4 for gains at positions 2 and 3 (with
+    no time limit, no local search after the chain won it back). The assignment a rounded
+    bucket ends with now goes to the final choice, which compares exact tuples. (Few
+    candidates listed, to reach that state fast.)"""
+    monkeypatch.setattr(closure, "CANDIDATE_LIMIT", 10)
+    scenario = parse_scenario(random_shape_scenario(8, 3, 1327))
+    best = min(evaluation.positions[0] for _, evaluation in brute_force(scenario))
+    result = solve_scenario(scenario, SolverOptions(workers=1, seed=0))
+    assert result.final_evaluation.feasible
+    assert result.final_evaluation.positions[0] == best
+
+
+def test_a_last_bucket_at_the_lowest_value_there_is_lists_no_ties(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drawn shape 264 at 7x4: its last bucket, a rack balance, reaches 0, the lowest value
+    an excess has. Nothing beats that and no bucket after it needs the assignments that
+    tie it, yet the exact closure listed them, for longer than the rest of the solve."""
+    closed = []
+    close_bucket = closure.close_bucket
+
+    def recording(session, bucket, *args):  # noqa: ANN001, ANN202 (a pass-through)
+        closed.append(bucket.position)
+        return close_bucket(session, bucket, *args)
+
+    monkeypatch.setattr(closure, "close_bucket", recording)
+    monkeypatch.setattr(closure, "CANDIDATE_LIMIT", 10)
+    result = solve_scenario(parse_scenario(random_shape_scenario(7, 4, 264)),
+                            SolverOptions(workers=1, seed=0))
+    assert result.final_evaluation.positions[1] == 0
+    assert result.buckets[1].status == "OPTIMAL"
+    assert 1 not in closed

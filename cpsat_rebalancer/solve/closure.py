@@ -51,19 +51,21 @@ class Closed:
 def wanted(session: Session, bucket: Bucket, error: float, proven_to: float | None) -> bool:
     """Whether a bucket proven on rounded forms (``error`` > 0) gains from the closure:
     its exact value is not yet proven (``proven_to``, the compiled bound less the
-    over-estimate, is short of it), or buckets after it would be held within the error of
-    it. Only in the plain lexicographic order (an allowed worsening or a blended sum
-    judges positions otherwise) and on models of few objects."""
+    over-estimate, and the lowest value there is, ``bucket.floor``, are short of it), or
+    buckets after it would be held within the error of it. Only in the plain
+    lexicographic order (an allowed worsening or a blended sum judges positions otherwise)
+    and on models of few objects."""
     if (error <= 0 or session.values is None or session.interrupted
             or not session.options.plan.lexicographic
             or session.builder.problem.num_objects > OBJECT_LIMIT):
         return False
     later = any(entry.position > bucket.position
                 for entry in (*session.model.goals, *session.model.constraints))
-    if later or proven_to is None:
+    if later or bucket.leximin is not None:
         return True
     value = session.held_sum(bucket.members)
-    return proven_to < value - tolerance(value)
+    proven = bucket.floor if proven_to is None else max(proven_to, bucket.floor)
+    return proven < value - tolerance(value)
 
 
 def chain_key(evaluation: Evaluation, bucket: Bucket) -> list[tuple[float, ...]]:

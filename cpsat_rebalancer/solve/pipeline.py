@@ -471,6 +471,7 @@ def solve_buckets(session: Session, buckets: dict[int, Bucket]
         session.progress.start_bucket(position, "leximin" if bucket.leximin else "objective")
         try:
             report = solve(session, bucket, share)
+            keep_held(session, bucket)
         except KeyboardInterrupt:  # in any phase: the solution held stands
             session.interrupted = True
             report = BucketReport(position, "NOT_SOLVED", "interrupted", 0.0, None, None,
@@ -492,6 +493,23 @@ def solve_buckets(session: Session, buckets: dict[int, Bucket]
             stop = "interrupted"
             report.termination = "interrupted"
     return reports, stop
+
+
+def keep_held(session: Session, bucket: Bucket) -> None:
+    """Offer the assignment a bucket on rounded forms ends with to the final choice (as
+    ``session.searched``): the buckets after it hold it only within its stated error, so
+    they may trade some of its exact value for a later position's, where the final choice
+    compares exact tuples. In the plain lexicographic order (an allowed worsening or a
+    blended sum judges positions otherwise)."""
+    if (bucket.error <= 0 or session.values is None
+            or not session.options.plan.lexicographic):
+        return
+    problem, model = session.builder.problem, session.model
+    assignment = session.decode()
+    evaluation = evaluate(problem, model, assignment)
+    if evaluation.feasible and (session.searched is None
+                                or tuples.ahead(evaluation, session.searched[1])):
+        session.searched = (assignment, evaluation)
 
 
 def overall_status(reports: list[BucketReport], stop: str | None, infeasible: bool,
