@@ -14,6 +14,8 @@ from ortools.sat import sat_parameters_pb2
 from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.generators import balance_instance, scale_instance
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.shapes import random_shape_scenario
+from cpsat_rebalancer.solve import closure
 from cpsat_rebalancer.solve.compile import compile_model
 from cpsat_rebalancer.solve.pipeline import solve_model
 from cpsat_rebalancer.solve.session import Session
@@ -43,11 +45,41 @@ def test_a_deterministic_run_takes_no_wall_clock_share() -> None:
     repeatable = Session(builder, model, SolverOptions(workers=1, seed=0, deterministic_time=2.0))
     assert repeatable.wall_limit(3.0) is None
     assert 49.0 < limited.wall_limit(3.0) <= 50.0
-    params = sat_parameters_pb2.SatParameters()
+    params = sat_parameters_pb2.SatParameters(num_workers=2)
     repeatable.limit(params, None, work=0.5)
     assert params.max_deterministic_time == 0.5 and params.interleave_search
     repeatable.limit(params, None, work=9.0)  # the user's budget per solve is the most
     assert params.max_deterministic_time == 2.0
+    params.num_workers = 1  # one worker repeats without interleaving (see below)
+    repeatable.limit(params, None)
+    assert not params.interleave_search
+
+
+def test_one_worker_keeps_each_search_to_its_deterministic_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drawn shape 264 at 7x4 (loads near 3e10 units, an objective near 1e15): interleaved,
+    one worker's single turn of CP-SAT's subsolver without LP propagated for 8.9
+    deterministic seconds against a budget of 1.5 (CP-SAT reads the budget between turns).
+    One worker repeats without interleaving, and its search reads the budget throughout.
+    (Solves without presolve, the reruns that check an INFEASIBLE, can still pass theirs
+    while loading such a model: not counted here.)"""
+    spent = []
+    run_all = Session.run_all
+
+    def recording(self, solves, reporters=None):  # noqa: ANN001, ANN202 (a pass-through)
+        statuses = run_all(self, solves, reporters)
+        spent.extend((solver.parameters, solver.response_proto.deterministic_time)
+                     for solver, _ in solves)
+        return statuses
+
+    monkeypatch.setattr(Session, "run_all", recording)
+    monkeypatch.setattr(closure, "CANDIDATE_LIMIT", 10)  # the closure's listing is not timed
+    scenario = parse_scenario(random_shape_scenario(7, 4, 264))
+    solve_model(scenario.problem, scenario.model,
+                SolverOptions(workers=1, seed=0, deterministic_time=1.5))
+    presolved = [(p.max_deterministic_time, work) for p, work in spent if p.cp_model_presolve]
+    assert presolved
+    assert all(work <= 1.01 * budget + 0.01 for budget, work in presolved), presolved
 
 
 def test_a_repeatable_ideal_run_repeats_and_names_its_limit() -> None:

@@ -254,13 +254,17 @@ class Session:
 
     def limit(self, params: object, seconds: float | None, work: float | None = None) -> None:
         """Set a solve's limits: ``seconds`` of wall clock (None: none), and under a
-        deterministic run its budget, or ``work`` when smaller."""
+        deterministic run its budget, or ``work`` when smaller. Several workers then
+        interleave their searches (each run takes the same turns); one worker is repeatable
+        as it is, and interleaved, a single turn of one subsolver can run far past the
+        budget (CP-SAT reads it between turns), where one search reads it throughout.
+        (``params.num_workers`` is set before.)"""
         if seconds is not None:
             params.max_time_in_seconds = seconds
         if self.deterministic:
             params.max_deterministic_time = min(self.options.deterministic_time,
                                                 math.inf if work is None else work)
-            params.interleave_search = True
+            params.interleave_search = params.num_workers != 1
 
     def presolve(self, params: object) -> None:
         """CP-SAT's dual presolve reductions off where the model orders interchangeable
@@ -485,7 +489,6 @@ class Session:
             params.catch_sigint_signal = False
             self.presolve(params)
             self.limit(params, self.wall_limit(budget))
-            params.interleave_search = False  # one worker, a fixed order: nothing to interleave
             searches.append((solver, model))
         outcomes: list[tuple[int, cp_model.CpSolver]] = []
         decided = threading.Event()
