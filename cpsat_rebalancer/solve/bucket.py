@@ -7,12 +7,13 @@ import time
 from collections.abc import Callable
 from fractions import Fraction
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from ..cpsat.builder import TargetProbe
 from ..cpsat.forms import INT_LIMIT, Integerized
 from ..cpsat.linear import Lin, lin_sum
-from ..evaluate import batchable
+from ..evaluate import Evaluation, batchable
 from ..progress import LOGGER
 from ..result import BucketReport
 from . import closure
@@ -433,12 +434,18 @@ def stalled_search(session: Session, form: Integerized, seconds: float, most: fl
             break
     if found is None:
         return None
-    if session.searched is None or tuples.ahead(found[1], session.searched[1]):
-        session.searched = found
+    keep_answer(session, found)
     counts = builder.counts_of(found[0])
     if counts is None or not session.start_from(counts, form.expr):
         return None
     return session.start_value
+
+
+def keep_answer(session: Session, found: tuple[np.ndarray, Evaluation]) -> None:
+    """Keep an assignment and its evaluation for the final choice (``session.searched``)
+    where it is ahead of the one kept."""
+    if session.searched is None or tuples.ahead(found[1], session.searched[1]):
+        session.searched = found
 
 
 def closure_seconds(session: Session, budget: float | None, t0: float) -> float | None:

@@ -21,7 +21,7 @@ from ..result import FEASIBLE, INFEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport, S
 from ..scenario import Model, SolverOptions
 from . import coarse, large
 from .accelerate import local_search, pass_cost, tuples
-from .bucket import solve_bucket
+from .bucket import keep_answer, solve_bucket
 from .budget import DEFAULT_BUDGET, Budget
 from .check import check_result, settle
 from .compile import compile_model
@@ -504,12 +504,10 @@ def keep_held(session: Session, bucket: Bucket) -> None:
     if (bucket.error <= 0 or session.values is None
             or not session.options.plan.lexicographic):
         return
-    problem, model = session.builder.problem, session.model
     assignment = session.decode()
-    evaluation = evaluate(problem, model, assignment)
-    if evaluation.feasible and (session.searched is None
-                                or tuples.ahead(evaluation, session.searched[1])):
-        session.searched = (assignment, evaluation)
+    evaluation = evaluate(session.builder.problem, session.model, assignment)
+    if evaluation.feasible:
+        keep_answer(session, (assignment, evaluation))
 
 
 def overall_status(reports: list[BucketReport], stop: str | None, infeasible: bool,
