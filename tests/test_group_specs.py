@@ -186,6 +186,23 @@ def test_colocate_constraint_with_negative_group_weight() -> None:
 # Solving: enumeration, compiled objective, the VMware shape, aggregation
 # ---------------------------------------------------------------------------------------------
 
+def test_a_group_weight_scales_the_error_its_squares_state() -> None:
+    """ColocateGroups squares a group's weighted spread; with decimal item weights near 1e5
+    the power's chords state an error, in the spread's units. The goal is the group's
+    weight times it, so the error it states is too (it was stated at weight 1 whatever the
+    weight, below what a chord can be off)."""
+    def error(weight: float) -> float:
+        spec = cg(bound="MAX", limits={"globalLimit": 1}, squares=True,
+                  groupToWeight={"g": weight, "k": 0},
+                  scopeItemWeights={"h0": 123456.789, "h1": 98765.4321, "h2": 55555.5})
+        parsed = parse_scenario(scenario([spec]))
+        _, buckets = compile_model(parsed.problem, parsed.model)
+        return buckets[0].error
+
+    assert error(1) > 0
+    assert error(1000) == pytest.approx(1000 * error(1))
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_random_group_scenarios_match_enumeration(seed: int) -> None:
     check_against_enumeration(random_scenario(seed, groups=True), seed)

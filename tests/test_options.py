@@ -20,6 +20,8 @@ from test_parity import compare
 from cpsat_rebalancer import InputError, evaluate, parse_scenario
 from cpsat_rebalancer.peer import PeerError, evaluate_with_wheel, find_peer_python
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.shapes import random_shape_scenario
+from cpsat_rebalancer.solve.compile import compile_model
 from cpsat_rebalancer.solve.pipeline import solve_model
 
 PEER = find_peer_python()
@@ -119,6 +121,21 @@ def test_utilization_bound_aggregation_must_nest() -> None:
     data = {**BASE, "scopes": {"rack": {"h0": "r0", "h1": "r0", "h2": "r1"}}}
     with pytest.raises(InputError, match="aggregationScope"):
         parse_scenario({**data, "goals": [{"spec": capacity({"aggregationScope": "rack"})}]})
+
+
+def test_a_soft_utilization_bound_states_its_error_on_the_constraints_scale() -> None:
+    """A SOFT Capacity whose group shares are bounded, on sizes near 1e10 with six decimals:
+    the bounds round the group utilizations (absolute units), and the error they state was
+    kept in those units where the expression divides them by the mean capacity (8e-2 in
+    all, a bucket FEASIBLE ("approximated") with no time limit, the closure listing
+    hundreds of assignments in a band that wide); on the constraint's scale it is 1e-12."""
+    data = random_shape_scenario(6, 4, 1634)
+    assert any("utilizationBound" in entry["spec"].get("capacitySpec", {})
+               and entry["policy"] == "SOFT" for entry in data["constraints"])
+    parsed = parse_scenario(data)
+    _, buckets = compile_model(parsed.problem, parsed.model)
+    assert 0 < buckets[0].error < 1e-10
+    check_against_enumeration(data, "1634 (6, 4)")
 
 
 # --------------------------------------------------------------------------- Balance LEGACY

@@ -257,8 +257,9 @@ class CapacitySpec(Spec):
         forms = []
         for metric, p in self._pairs(initial):
             if metric not in utils and self.utilization_bound is not None:
-                utils[metric] = self.utilization_bound.forms(b, self.scope, self.dimension,
-                                                             metric, self.items)
+                utils[metric] = self.utilization_bound.forms(
+                    b, self.scope, self.dimension, metric, self.items,
+                    [float(abs(norm)) for _, norm in exact])
             elif metric not in utils:  # every item's form, built once
                 every = b.util(self.scope, self.dimension, metric)
                 utils[metric] = [every[i] for i in self.items]

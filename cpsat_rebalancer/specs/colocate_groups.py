@@ -243,11 +243,12 @@ class ColocateGroupsSpec(Spec):
         return [y for _, y in self._excess_pairs(b)]
 
     def _excess_pairs(self, b: CpBuilder) -> list[tuple[Lin, Lin]]:
-        """(X_g, Y_g) per group: the spread over the limit, and Y_g (X_g or its power)."""
+        """(X_g, Y_g) per group: the spread over the limit, and Y_g (X_g or its power). The
+        error a power's chords state is kept at the group's weight, which Y_g is used with."""
         tolerance = math.floor(TOLERANCE * b.scale(self.dimension).factor)  # in units
         weights = [to_fraction(float(w)) for w in self.item_weights]
         forms = []
-        for members, limit in zip(self.members, self.limits):
+        for members, limit, group_weight in zip(self.members, self.limits, self.group_weights):
             b.check_time()  # groups x items presence literals: minutes on a large model
             utils = b.group_util(self.scope, self.dimension, "AFTER", members)
             present = []
@@ -258,7 +259,8 @@ class ColocateGroupsSpec(Spec):
                 present.append(Lin.atom(self._presence(b, u, tolerance), w))
             x = lin_sum(present) - to_fraction(float(limit))
             x = -x if self.minimum else x
-            forms.append((x, self._power_form(b, x) if self.squares else x))
+            with b.errors_scaled(abs(float(group_weight))):
+                forms.append((x, self._power_form(b, x) if self.squares else x))
         return forms
 
     @staticmethod
@@ -291,12 +293,13 @@ class ColocateGroupsSpec(Spec):
         terms = []
         for g, ((x, y), w) in enumerate(zip(self._excess_pairs(b), self.group_weights)):
             weight = to_fraction(float(w))
-            if w >= 0:
-                terms.append(b.positive_part(y, what=self.name) * weight)
-            else:  # a reward: max(0, X) must be exact from both sides (not only bounded)
-                terms.append(b.exact_max([y, Lin()], what=self.name) * weight)
-            if self.masses is not None and self.masses[g] > 0:
-                terms.append(self._spread_form(b, g, x) * weight)
+            with b.errors_scaled(abs(float(w))):  # (the terms are the weight's multiples)
+                if w >= 0:
+                    terms.append(b.positive_part(y, what=self.name) * weight)
+                else:  # a reward: max(0, X) must be exact from both sides (not only bounded)
+                    terms.append(b.exact_max([y, Lin()], what=self.name) * weight)
+                if self.masses is not None and self.masses[g] > 0:
+                    terms.append(self._spread_form(b, g, x) * weight)
         return GoalForm(lin_sum(terms))
 
     def _spread_form(self, b: CpBuilder, g: int, switch: Lin) -> Lin:

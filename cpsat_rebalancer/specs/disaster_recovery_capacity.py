@@ -229,8 +229,12 @@ class DisasterRecoveryCapacitySpec(Spec):
                 excess[i].append(per_item[i])
         caps = scope.capacity(self.dimension)
         norm = self._norm
-        return [Info((primary[i] + self._exact_max(b, excess[i])
-                      - to_fraction(float(caps[i]))) * norm) for i in range(n)]
+        infos = []
+        for i in range(n):
+            with b.errors_scaled(float(norm)):  # (stated in the units the norm divides)
+                worst = self._exact_max(b, excess[i])
+            infos.append(Info((primary[i] + worst - to_fraction(float(caps[i]))) * norm))
+        return infos
 
     def compile_infos(self, b: CpBuilder) -> list[Info]:
         return self._info_forms(b)

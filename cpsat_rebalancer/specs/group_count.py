@@ -323,7 +323,9 @@ class GroupCountSpec(Spec):
         # a wide range: z = d·d with d >= K·x, d >= 0 (exact under minimization, and at the
         # initial assignment, so a DEFAULT rule "no worse than initially" stays exact)
         form = b.integerize(atom)
-        b.note_error(self.name, form.error)
+        # x off by at most e puts its square off by at most 2·|x|·e + e²
+        top = float(max(abs(bound) for bound in b.bounds(atom)))
+        b.note_error(self.name, 2 * top * form.error + form.error**2)
         d = b.cp.new_int_var(0, form.hi, "excess")
         b.cp.add(d >= form.expr)
         z = b.cp.new_int_var(0, form.hi * form.hi, "square")

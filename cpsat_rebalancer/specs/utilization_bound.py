@@ -171,8 +171,10 @@ class UtilizationBound:
 
     # ---------- compilation ----------
     def forms(self, b: CpBuilder, scope: Scope, dim: str, metric: str,
-              items: np.ndarray) -> list[Lin]:
-        """The bounded utilization of every filtered item as an exact form."""
+              items: np.ndarray, scales: list[float]) -> list[Lin]:
+        """The bounded utilization of every filtered item as an exact form. ``scales``: per
+        filtered item, the factor the caller multiplies its form by (a normalization), which
+        the errors its bounds state are kept at."""
         where = self.aggregation or scope
         needed = NEEDS[metric]
         by_group = []
@@ -188,7 +190,8 @@ class UtilizationBound:
                 limit = self.limits[p, g]
                 if math.isnan(limit):
                     continue
-                terms.append(self._bounded(b, u, to_fraction(float(limit))))
+                with b.errors_scaled(scales[p]):
+                    terms.append(self._bounded(b, u, to_fraction(float(limit))))
                 if not self.bound_all[p]:
                     terms.append(u * -1)
             result.append(lin_sum(terms))
