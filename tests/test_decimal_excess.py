@@ -204,3 +204,16 @@ def test_a_soft_drain_over_rounded_sizes_is_proven_without_the_closure(
     builder, _ = compile_model(scenario.problem, scenario.model)
     assert builder.scale("cpu").drift > 0
     check_against_enumeration(data, seed)
+
+
+def test_a_common_measure_takes_an_objective_to_integers_exactly() -> None:
+    """Coefficients 3·M and 5·M with M = 10^30 / (10^40 + 7): far beyond 64 bits at any
+    power of ten that keeps them integers, but in units of M the form is 3·x + 5·y, exact
+    (where the coarse scale rounded both)."""
+    forms = Forms()
+    x = forms.new_atom(forms.cp.new_int_var(0, 10**6, "x"), 0, 10**6)
+    y = forms.new_atom(forms.cp.new_int_var(0, 10**6, "y"), 0, 10**6)
+    measure = Fraction(10**30, 10**40 + 7)
+    form = forms.integerize(Lin.atom(x, 3 * measure) + Lin.atom(y, 5 * measure), objective=True)
+    assert form.error == 0 and form.factor == 1 / measure
+    assert (form.lo, form.hi) == (0, 8 * 10**6)

@@ -186,6 +186,13 @@ class IntegerForms:
                               *(c.denominator for c in lin.terms.values()))
             magnitude = max(magnitude, self.magnitude(lin))
         if magnitude * factor > limit or factor > MAX_FACTOR:
+            common = self._common_divisor(lins, factor) if objective else 1
+            if common > 1 and magnitude * factor <= limit * common:
+                # (an objective only compares values: counted in units of the coefficients'
+                # common measure, a term such as moved units over a total with every digit
+                # is exact, where the power of ten below rounded its coefficient by percents)
+                return [self._scaled(lin, Fraction(0), Fraction(factor, common), objective)
+                        for lin in lins]
             if magnitude >= INT_LIMIT:
                 if not objective or magnitude >= OBJECTIVE_LIMIT:
                     raise InputError("", "numbers too large to model in CP-SAT's 64-bit "
@@ -200,6 +207,12 @@ class IntegerForms:
                 return [self._scaled(*self._divided(lin, factor), factor, objective)
                         for lin in lins]
         return [self._scaled(lin, Fraction(0), factor, objective) for lin in lins]
+
+    @staticmethod
+    def _common_divisor(lins: list[Lin], factor: int) -> int:
+        """The greatest common divisor of the coefficients of ``lins`` times ``factor``
+        (integers: ``factor`` is their common denominator)."""
+        return math.gcd(*(int(c * factor) for lin in lins for c in lin.terms.values() if c))
 
     def _divided(self, lin: Lin, factor: int) -> tuple[Lin, Fraction]:
         """``lin`` with each wide exact atom whose coefficient ``factor`` rounds by more than
@@ -246,7 +259,7 @@ class IntegerForms:
                                                  drift=atom.drift and atom.drift / divisor + 1)
         return self._quotients[key]
 
-    def _scaled(self, lin: Lin, divided: Fraction, factor: int,
+    def _scaled(self, lin: Lin, divided: Fraction, factor: int | Fraction,
                 objective: bool = False) -> Integerized:
         """``factor``·``lin`` rounded to integers, its error stated: ``divided``, what
         ``lin`` already lies from the form it stands for (``_divided``), plus the rounding.
