@@ -217,3 +217,22 @@ def test_a_common_measure_takes_an_objective_to_integers_exactly() -> None:
     form = forms.integerize(Lin.atom(x, 3 * measure) + Lin.atom(y, 5 * measure), objective=True)
     assert form.error == 0 and form.factor == 1 / measure
     assert (form.lo, form.hi) == (0, 8 * 10**6)
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_a_maximum_states_the_largest_error_of_its_terms_not_their_sum(exact: bool) -> None:
+    """Terms each within e_i of theirs have a maximum within the largest e_i of theirs.
+    Stated as the sum, the error of a maximum over a hundred items (a MAX balance's
+    utilizations over capacities with every digit) was a hundred times one term's, above
+    the value of a bucket it could otherwise prove."""
+    forms = Forms()
+    primes = [10**12 + 39, 10**12 + 61, 10**12 + 63, 10**12 + 91, 10**12 + 121]
+    lins = []
+    for k, p in enumerate(primes):
+        atom = forms.new_atom(forms.cp.new_int_var(0, 10**6, f"x{k}"), 0, 10**6)
+        lins.append(Lin.atom(atom, Fraction(10**9, p)))
+    terms = forms._max_forms(lins)
+    assert all(f.error > 0 for f in terms)
+    before = dict(forms.errors)
+    (forms.exact_max if exact else forms.maximum)(lins, what="m")
+    assert forms.errors["m"] - before.get("m", 0.0) == pytest.approx(max(f.error for f in terms))

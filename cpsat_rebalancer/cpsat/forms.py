@@ -675,8 +675,8 @@ class IntegerForms:
         t = self.cp.new_int_var(lo, hi, "exact_max")
         self.cp.add_max_equality(t, [self.variable(f.expr, f.lo, f.hi, "max_term")
                                      for f in forms])
-        for f in forms:
-            self.note_error(what, f.error)
+        # terms each within e_i of theirs: their maximum is within the largest e_i of its
+        self.note_error(what, max(f.error for f in forms))
         return Lin.atom(self.new_atom(t, lo, hi), 1 / forms[0].factor)
 
     def maximum(self, lins: list[Lin], what: str = "rounding") -> Lin:
@@ -688,7 +688,7 @@ class IntegerForms:
         t = self.cp.new_int_var(lo, hi, "max")
         for f in forms:
             self.cp.add(t >= f.expr)
-            self.note_error(what, f.error)
+        self.note_error(what, max(f.error for f in forms))  # (as in exact_max)
         return Lin.atom(self.new_atom(t, lo, hi, bounding=True), 1 / forms[0].factor)
 
     def _max_forms(self, lins: list[Lin]) -> list[Integerized]:
