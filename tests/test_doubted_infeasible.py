@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 from ortools.sat.python import cp_model
+from test_bruteforce import check_against_enumeration
 
 from cpsat_rebalancer.generators import balance_instance
 from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
+from cpsat_rebalancer.shapes import random_shape_scenario
 from cpsat_rebalancer.solve import session as session_module
 from cpsat_rebalancer.solve.compile import compile_model
 from cpsat_rebalancer.solve.moves import moved_objects
@@ -75,3 +77,26 @@ def test_an_infeasible_model_without_a_held_solution_is_reported_infeasible() ->
     session = Session(builder, scenario.model, SolverOptions(workers=1, seed=3))
     status, _ = session.solve(moved_objects(builder))
     assert status == cp_model.INFEASIBLE
+
+
+def test_a_false_infeasible_without_a_held_solution_is_checked_without_the_objective(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing held to doubt the claim by (an initial assignment that breaks a hard rule):
+    the model is searched without its objective, its solution held, and the solve doubted
+    as any other."""
+    scenario = parse_scenario(balance_instance(24, 8, seed=4))
+    builder, _ = compile_model(scenario.problem, scenario.model)
+    session = Session(builder, scenario.model, SolverOptions(workers=1, seed=3))
+    calls = faulty_runs(monkeypatch, 1)
+    status, solver = session.solve(moved_objects(builder))
+    assert status == cp_model.OPTIMAL
+    assert calls == [(3, True), (3, True), (4, True)]
+    assert session.values == list(solver.response_proto.solution)
+
+
+def test_a_drawn_shape_cpsat_calls_infeasible_is_solved() -> None:
+    """Drawn shape 1821 at 5x4: the initial assignment breaks a hard AvoidAssignments, and
+    the first bucket's objective (a soft GroupMoveLimit's 10^4 beside a movement term in
+    units of 1e-17) has coefficients near 1e18, on which CP-SAT 9.15's presolve says
+    INFEASIBLE under every seed; it was reported INFEASIBLE."""
+    check_against_enumeration(random_shape_scenario(5, 4, 1821), "1821 (5, 4)")

@@ -349,6 +349,9 @@ class Session:
         reporter = self._reporter(solver, objective, probing)
         started = time.monotonic()
         status = self.run_all([(solver, cp)], [reporter])[0]
+        if (status == cp_model.INFEASIBLE and self.values is None and objective is not None
+                and not probing):
+            status = self._feasible_without(solver, cp, started)
         if status == cp_model.INFEASIBLE and self.values is not None and not probing:
             status = self._doubted(solver, cp, reporter, started)
         elif (status == cp_model.OPTIMAL and objective is not None and not probing
@@ -386,6 +389,29 @@ class Session:
             if status != cp_model.INFEASIBLE:
                 return status
         return cp_model.UNKNOWN
+
+    def _feasible_without(self, solver: cp_model.CpSolver, cp: cp_model.CpModel,
+                          started: float) -> int:
+        """An optimizing solve's INFEASIBLE with no solution held to doubt it by: CP-SAT's
+        presolve has said so of feasible models whose objective has large coefficients
+        (a soft term's 10^4 at a fine movement term's scale). The model is searched without
+        its objective (at most CHECK_WORK deterministic seconds, in what is left of the
+        solve's time): a solution there is held, and the claim is then doubted as any other
+        (``_doubted``); INFEASIBLE there too stands; else UNKNOWN, never a proof."""
+        check = cp.clone()
+        check.clear_objective()
+        checker = new_solver()
+        params = checker.parameters
+        params.num_workers, params.random_seed = self.options.workers, self.options.seed
+        params.max_deterministic_time = CHECK_WORK
+        params.max_time_in_seconds = max(0.01, started + solver.parameters.max_time_in_seconds
+                                         - time.monotonic())
+        status = self.run(checker, check)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return cp_model.INFEASIBLE if status == cp_model.INFEASIBLE else cp_model.UNKNOWN
+        self.values = list(checker.response_proto.solution)
+        self.hint()
+        return cp_model.INFEASIBLE
 
     def _checked_optimum(self, solver: cp_model.CpSolver, cp: cp_model.CpModel,
                          objective: object, reporter: SolutionReporter | None,
