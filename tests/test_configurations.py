@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 from ortools.sat.python import cp_model
 from randomized import brute_force, random_scenario
+from test_bruteforce import check_sound_against_enumeration
 
 from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.cpsat.builder import CpBuilder
 from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.generators import balance_instance, scale_instance
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.shapes import random_shape_scenario
 from cpsat_rebalancer.solve.accelerate.configurations import (
     _best_content,
     _Container,
@@ -168,3 +170,11 @@ def test_the_2000x100_movement_positions_are_proven() -> None:
         assert all(b.status == "OPTIMAL" for b in result.buckets), family
         assert result.buckets[-1].objective == moves == result.buckets[-1].bound, family
         assert int((result.final != scenario.problem.initial).sum()) == moves
+
+
+def test_a_pricing_with_a_container_it_cannot_fill_gives_no_bound() -> None:
+    """Drawn shape 1968 at 6x4 under a budget: a pricing in which some container has no
+    content its window allows has a Lagrangian bound of minus infinity, which was rounded
+    up to an integer (OverflowError out of the solve); it bounds nothing, and pricing
+    stops there."""
+    check_sound_against_enumeration(random_shape_scenario(6, 4, 1968), "1968 (6, 4)")

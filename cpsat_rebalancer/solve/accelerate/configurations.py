@@ -122,6 +122,8 @@ def configuration_bound(builder: CpBuilder, held: list[int], seconds: float,
             break
         budget -= cost
         priced, columns = master.lagrangian(duals)
+        if not math.isfinite(priced):  # a container with no content to price: no bound
+            break
         priced_floor = math.ceil(priced - ROUNDING) + unassigned
         bound = priced_floor if bound is None else max(bound, priced_floor)
         least = math.ceil(master.value + unassigned - ROUNDING)  # the master's, at most
