@@ -60,6 +60,31 @@ def test_a_walk_empties_a_container_no_single_move_frees() -> None:
     assert better(tuple_key(evaluation), tuple_key(start))
 
 
+def split_to_free() -> dict:
+    """``split_to_empty`` with ToFree's occupied containers (h0 listed) in place of
+    MinimizeContainers: h0 is freed only with both tasks, and one alone splits the job."""
+    data = split_to_empty()
+    data["goals"][0] = {"spec": {"toFreeSpec": {
+        "name": "free", "containers": ["h0"], "dimension": "cpu",
+        "formula": "MINIMIZE_OCCUPIED_CONTAINERS"}}, "tuplePos": 0}
+    return data
+
+
+def test_a_walk_frees_a_listed_container_no_single_move_frees(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``split_to_free``: the walk reaches the enumerated optimum (h0 free, the job on
+    h1); without departures it stays at the start."""
+    scenario = parse_scenario(split_to_free())
+    problem, model = scenario.problem, scenario.model
+    best = min(e.positions[0] for _, e in brute_force(scenario))
+    start = evaluate(problem, model, problem.initial).positions[0]
+    found = descend(problem, model, problem.initial, time.monotonic() + 10.0)
+    assert found is not None and start > best
+    assert found[1].positions[0] == pytest.approx(best, rel=1e-9)
+    no_departures(monkeypatch)
+    assert descend(problem, model, problem.initial, time.monotonic() + 10.0) is None
+
+
 def no_departures(monkeypatch: pytest.MonkeyPatch) -> None:
     """A round tries no departure."""
     monkeypatch.setattr(departures, "TRIES", 0)

@@ -16,9 +16,17 @@ from ..cpsat.linear import lin_sum
 from ..enums import enum_value
 from ..errors import InputError
 from ..fields import Fields
-from ..primitives import Restrictions
+from ..primitives import TOLERANCE, Restrictions
 from ..problem import Problem
-from .common import GoalForm, Spec, register, resolve_dimension, resolve_items, spec_name
+from .common import (
+    GoalForm,
+    Spec,
+    leaving,
+    register,
+    resolve_dimension,
+    resolve_items,
+    spec_name,
+)
 
 
 @register
@@ -89,6 +97,20 @@ class ToFreeSpec(Spec):
         after = ctx.util(self._scope(ctx.problem), self.dimension, "AFTER")[..., self.containers]
         return (1.1 / float(positive_values.min()) * after.sum(axis=-1)
                 - (after**2).sum(axis=-1) / total**2)
+
+    def departures(self, ctx: EvalContext) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Occupied containers: each listed container's objects of positive size out of it,
+        together (the count falls only with the last of them; on the way, each move may
+        cost a goal beside it at the same position)."""
+        if self.formula != "MINIMIZE_OCCUPIED_CONTAINERS":
+            return []
+        scope = self._scope(ctx.problem)
+        listed = np.zeros(ctx.problem.num_containers, dtype=bool)
+        listed[self.containers] = True
+        sizes = ctx.problem.values_at(self.dimension, ctx.final)
+        objects = np.flatnonzero(listed[ctx.final] & (sizes > TOLERANCE))
+        where = ctx.final[objects]
+        return leaving(scope, objects, where, scope.container_item[where])
 
     def infos(self, ctx: EvalContext) -> np.ndarray:
         scope = self._scope(ctx.problem)
