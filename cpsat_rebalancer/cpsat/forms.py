@@ -75,6 +75,15 @@ def shown_magnitude(magnitude: Fraction) -> float | str:
         return f"about 10^{len(str(int(magnitude))) - 1}"
 
 
+FINE_UNIT = Fraction(1, 10**12)  # a soft term's unit need be no finer, of its magnitude
+
+
+def finer_multiple(limit: int, span: int) -> int:
+    """The largest power of ten that keeps ``span`` times it within ``limit`` (at least 1)."""
+    room = limit // span
+    return 10 ** (len(str(room)) - 1) if room >= 10 else 1
+
+
 class IntegerForms:
     """The atoms (integer CP-SAT expressions with known bounds) that forms are written over,
     and the forms built on them. Needs ``cp``, ``accelerate`` and ``guard`` from its owner."""
@@ -417,6 +426,15 @@ class IntegerForms:
         # ``error`` of max(0, lin); with a rule, z is the least integer it allows
         multiplier, rhs, top, factor, error = ((1, form.expr, form.hi, form.factor, form.error)
                                                if ratio is None else ratio)
+        if below and error and ratio is None:
+            # lowered by whole units of a coarse exact scale (1/1903 of a capacity's excess
+            # normalized by its capacity, for sizes' float noise near 1e-13), the term would
+            # give up far more than its error: counted in units no coarser than the error,
+            # or than FINE_UNIT of its magnitude, as far as its share of the room allows
+            unit = max(Fraction(error), FINE_UNIT * self.magnitude(lin))
+            finer = min(finer_multiple(self.variable_limit(), max(abs(form.lo), abs(form.hi), 1)),
+                        10 ** max(0, math.ceil(math.log10(1 / (unit * form.factor)))))
+            rhs, top, factor = form.expr * finer, form.hi * finer, form.factor * finer
         # z within ``error`` of max(0, lin) either way; lowered by that many of its units,
         # it is within twice that below and never above
         lowered = math.ceil(Fraction(error) * factor) if below else 0
