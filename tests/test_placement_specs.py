@@ -12,6 +12,7 @@ import pytest
 from ortools.linear_solver import pywraplp
 from ortools.sat import sat_parameters_pb2
 from ortools.sat.python import cp_model
+from test_bruteforce import check_against_enumeration, check_sound_against_enumeration
 
 from cpsat_rebalancer import ProblemSolver
 from cpsat_rebalancer.cpsat import packing_bounds
@@ -32,6 +33,7 @@ from cpsat_rebalancer.importers import (
 )
 from cpsat_rebalancer.peer import evaluate_with_wheel, find_peer_python
 from cpsat_rebalancer.scenario import SolverOptions, parse_scenario
+from cpsat_rebalancer.shapes import random_shape_scenario
 from cpsat_rebalancer.solve.accelerate.lp_bound import solve_lp
 from cpsat_rebalancer.solve.accelerate.symmetry import interchangeable_containers
 from cpsat_rebalancer.solve.compile import compile_model
@@ -713,3 +715,13 @@ def test_values_agree_with_the_wheel(seed: int) -> None:
             assert goal.value == pytest.approx(theirs["value"], abs=1e-9), goal.name
     for ours_c, theirs in zip(ours.constraints, wheel["final"]["constraints"]):
         assert ours_c.violation == pytest.approx(theirs["value"], abs=1e-9)
+
+
+def test_affinities_over_capacities_nothing_fits_are_compiled_and_infeasible() -> None:
+    """Drawn shape 2606 at 6x4: affinities beside a HARD Capacity that no assignment keeps.
+    The knapsack relaxation's target probes climbed level by level from its bound, each
+    level empty, until a solution's cost, of which there is none: compiling never ended.
+    They stop past the most any assignment can cost; the scenario is INFEASIBLE."""
+    data = random_shape_scenario(6, 4, 2606)
+    check_against_enumeration(data, "2606 (6, 4)")
+    check_sound_against_enumeration(data, "2606 (6, 4)")

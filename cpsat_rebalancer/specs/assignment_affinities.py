@@ -183,7 +183,10 @@ def add_knapsack_relaxation(b: CpBuilder, spec: AssignmentAffinitiesSpec,
     pairs = forced_bounds(cost, weight, capacity, relaxation.prices)
     finite = cost[np.isfinite(cost)]
     integral = bool(np.all(finite == np.round(finite)))  # levels are whole costs
-    start = (math.inf if relaxation.final is None
+    # the levels worth probing end at a solution's cost, or else past the most any
+    # assignment costs (no assignment within the capacities at all: every level is empty)
+    start = (float(np.where(np.isfinite(cost), cost, -np.inf).max(axis=0).sum()) + 1
+             if relaxation.final is None
              else float(cost[relaxation.final, np.arange(objects)].sum()))
     spare = work - relaxation.work
     level = math.ceil(bound - 1e-6 * max(1.0, abs(bound)))  # the least cost at the bound
