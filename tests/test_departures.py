@@ -70,21 +70,6 @@ def split_to_free() -> dict:
     return data
 
 
-def test_a_walk_frees_a_listed_container_no_single_move_frees(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """``split_to_free``: the walk reaches the enumerated optimum (h0 free, the job on
-    h1); without departures it stays at the start."""
-    scenario = parse_scenario(split_to_free())
-    problem, model = scenario.problem, scenario.model
-    best = min(e.positions[0] for _, e in brute_force(scenario))
-    start = evaluate(problem, model, problem.initial).positions[0]
-    found = descend(problem, model, problem.initial, time.monotonic() + 10.0)
-    assert found is not None and start > best
-    assert found[1].positions[0] == pytest.approx(best, rel=1e-9)
-    no_departures(monkeypatch)
-    assert descend(problem, model, problem.initial, time.monotonic() + 10.0) is None
-
-
 def no_departures(monkeypatch: pytest.MonkeyPatch) -> None:
     """A round tries no departure."""
     monkeypatch.setattr(departures, "TRIES", 0)
@@ -154,9 +139,10 @@ def split_job() -> dict:
     }
 
 
-@pytest.mark.parametrize("build", [crowded_rack, split_job])
-def test_a_walk_takes_a_group_out_of_an_item(monkeypatch: pytest.MonkeyPatch, build) -> None:
-    """``crowded_rack`` (GroupDiversity) and ``split_job`` (ColocateGroups): the walk
+@pytest.mark.parametrize("build", [crowded_rack, split_job, split_to_free])
+def test_a_walk_takes_a_set_out_together(monkeypatch: pytest.MonkeyPatch, build) -> None:
+    """``crowded_rack`` (a group out of a GroupDiversity item), ``split_job`` (out of a
+    ColocateGroups item) and ``split_to_free`` (a container ToFree lists freed): the walk
     reaches the enumerated optimum; without departures it stays at the start."""
     scenario = parse_scenario(build())
     problem, model = scenario.problem, scenario.model
