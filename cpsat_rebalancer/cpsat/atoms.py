@@ -1,5 +1,6 @@
-"""Atoms, the integer CP-SAT expressions with known bounds that forms are written over, and
-how an objective's term on one is rounded to integers (see IntegerForms._scaled)."""
+"""Atoms, the integer CP-SAT expressions with known bounds that forms are written over, how
+an objective's term on one is rounded to integers (see IntegerForms._scaled), and the units
+forms count in."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from fractions import Fraction
 from ortools.sat.python import cp_model
 
 from .domains import DOMAIN_ROOM
+from .linear import Lin
 
 
 @dataclass
@@ -77,3 +79,26 @@ def term_below(cp: cp_model.CpModel, atom: Atom, exact: Fraction
     cp.add(divisor * w >= atom.expr - (divisor - 1))
     initial = None if atom.initial is None else atom.initial // divisor
     return w, math.floor(scaled), atom.lo // divisor, top, initial, below, Fraction(0)
+
+
+FINE_UNIT = Fraction(1, 10**12)  # a soft term's unit need be no finer, of its magnitude
+
+
+def finer_multiple(limit: int, span: int) -> int:
+    """The largest power of ten that keeps ``span`` times it within ``limit`` (at least 1)."""
+    room = limit // span
+    return 10 ** (len(str(room)) - 1) if room >= 10 else 1
+
+
+def common_divisor(lins: list[Lin], factor: int) -> int:
+    """The greatest common divisor of the coefficients of ``lins`` times ``factor``
+    (integers: ``factor`` is their common denominator)."""
+    return math.gcd(*(int(c * factor) for lin in lins for c in lin.terms.values() if c))
+
+
+def shown_magnitude(magnitude: Fraction) -> float | str:
+    """A magnitude for an error message (as text when a float cannot hold it)."""
+    try:
+        return float(magnitude)
+    except OverflowError:
+        return f"about 10^{len(str(int(magnitude))) - 1}"

@@ -14,7 +14,7 @@ from ortools.sat.python import cp_model
 
 from ..errors import InputError
 from ..primitives import TOLERANCE
-from .atoms import Atom, term_below
+from .atoms import FINE_UNIT, Atom, common_divisor, finer_multiple, shown_magnitude, term_below
 from .domains import DOMAIN_ROOM, DomainCountingModel
 from .linear import Lin, lin_sum
 from .outer import ChordPiece, OuterPiece
@@ -65,23 +65,6 @@ class Info:
     expr: Lin
     gate: Lin | None = None
 
-
-
-def shown_magnitude(magnitude: Fraction) -> float | str:
-    """A magnitude for an error message (as text when a float cannot hold it)."""
-    try:
-        return float(magnitude)
-    except OverflowError:
-        return f"about 10^{len(str(int(magnitude))) - 1}"
-
-
-FINE_UNIT = Fraction(1, 10**12)  # a soft term's unit need be no finer, of its magnitude
-
-
-def finer_multiple(limit: int, span: int) -> int:
-    """The largest power of ten that keeps ``span`` times it within ``limit`` (at least 1)."""
-    room = limit // span
-    return 10 ** (len(str(room)) - 1) if room >= 10 else 1
 
 
 class IntegerForms:
@@ -195,7 +178,7 @@ class IntegerForms:
                               *(c.denominator for c in lin.terms.values()))
             magnitude = max(magnitude, self.magnitude(lin))
         if magnitude * factor > limit or factor > MAX_FACTOR:
-            common = self._common_divisor(lins, factor) if objective else 1
+            common = common_divisor(lins, factor) if objective else 1
             if common > 1 and magnitude * factor <= limit * common:
                 # (an objective only compares values: counted in units of the coefficients'
                 # common measure, a term such as moved units over a total with every digit
@@ -216,12 +199,6 @@ class IntegerForms:
                 return [self._scaled(*self._divided(lin, factor), factor, objective)
                         for lin in lins]
         return [self._scaled(lin, Fraction(0), factor, objective) for lin in lins]
-
-    @staticmethod
-    def _common_divisor(lins: list[Lin], factor: int) -> int:
-        """The greatest common divisor of the coefficients of ``lins`` times ``factor``
-        (integers: ``factor`` is their common denominator)."""
-        return math.gcd(*(int(c * factor) for lin in lins for c in lin.terms.values() if c))
 
     def _divided(self, lin: Lin, factor: int) -> tuple[Lin, Fraction]:
         """``lin`` with each wide exact atom whose coefficient ``factor`` rounds by more than

@@ -9,8 +9,9 @@ from fractions import Fraction
 import numpy as np
 
 from ..context import EvalContext
+from ..cpsat.atoms import shown_magnitude
 from ..cpsat.builder import CpBuilder
-from ..cpsat.forms import OBJECTIVE_LIMIT, shown_magnitude
+from ..cpsat.forms import OBJECTIVE_LIMIT
 from ..cpsat.linear import Lin, lin_sum
 from ..errors import InputError, InternalError
 from ..evaluate import split_policy

@@ -398,14 +398,7 @@ class Session:
         its objective (at most CHECK_WORK deterministic seconds, in what is left of the
         solve's time): a solution there is held, and the claim is then doubted as any other
         (``_doubted``); INFEASIBLE there too stands; else UNKNOWN, never a proof."""
-        check = cp.clone()
-        check.clear_objective()
-        checker = new_solver()
-        params = checker.parameters
-        params.num_workers, params.random_seed = self.options.workers, self.options.seed
-        params.max_deterministic_time = CHECK_WORK
-        params.max_time_in_seconds = max(0.01, started + solver.parameters.max_time_in_seconds
-                                         - time.monotonic())
+        check, checker = self._check(cp, started + solver.parameters.max_time_in_seconds)
         status = self.run(checker, check)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return cp_model.INFEASIBLE if status == cp_model.INFEASIBLE else cp_model.UNKNOWN
@@ -422,16 +415,10 @@ class Session:
         finds one the claim is wrong, and the solve runs again without presolve in what is
         left of its time (its answer stands); else the claim stands (proven when that search
         says INFEASIBLE, as the search alone proves)."""
-        check = cp.clone()
-        check.clear_objective()
-        check.add(objective <= solver.value(objective) - 1)
         until = started + solver.parameters.max_time_in_seconds
-        checker = new_solver()
-        params = checker.parameters
-        params.num_workers, params.random_seed = self.options.workers, self.options.seed
-        params.cp_model_presolve = False
-        params.max_deterministic_time = CHECK_WORK
-        params.max_time_in_seconds = max(0.01, until - time.monotonic())
+        check, checker = self._check(cp, until)
+        check.add(objective <= solver.value(objective) - 1)
+        checker.parameters.cp_model_presolve = False
         if self.run(checker, check) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return cp_model.OPTIMAL
         cp.clear_hints()  # (the clone's variables are the model's, index for index)
@@ -441,6 +428,19 @@ class Session:
         until = max(until, time.monotonic() + RECHECK_SECONDS)
         status = self._again(solver, cp, reporter, until, solver.parameters.random_seed, False)
         return cp_model.UNKNOWN if status is None else status
+
+    def _check(self, cp: cp_model.CpModel, until: float
+               ) -> tuple[cp_model.CpModel, cp_model.CpSolver]:
+        """A copy of ``cp`` without its objective, and a solver for a check of it: the
+        session's workers and seed, CHECK_WORK deterministic seconds, until ``until``."""
+        check = cp.clone()
+        check.clear_objective()
+        checker = new_solver()
+        params = checker.parameters
+        params.num_workers, params.random_seed = self.options.workers, self.options.seed
+        params.max_deterministic_time = CHECK_WORK
+        params.max_time_in_seconds = max(0.01, until - time.monotonic())
+        return check, checker
 
     def _again(self, solver: cp_model.CpSolver, cp: cp_model.CpModel,
                reporter: SolutionReporter | None, until: float, seed: int,
