@@ -30,13 +30,17 @@ def quotient_divisor(exact: Fraction, hi: int) -> int:
     """The power of two D whose quotient term (see term_below) lies least below exact·atom
     over [0, hi], where that beats the coefficient rounded down on the atom itself by at
     least half; else 1."""
-    if exact <= 0 or hi < 4:
+    if exact == 0 or hi < 4:
         return 1
-    e = float(exact)
-    best, best_below = 1, (e - math.floor(e)) * hi / 2
+    e = abs(float(exact))
+
+    def short(v: float) -> float:  # what rounding |exact|·D toward below loses per unit
+        return v - math.floor(v) if exact > 0 else math.ceil(v) - v
+
+    best, best_below = 1, short(e) * hi / 2
     for k in range(1, hi.bit_length()):
         d = 1 << k
-        below = e * (d - 1) + (e * d - math.floor(e * d)) * (hi // d)
+        below = e * (d - 1) + short(e * d) * (hi // d if exact > 0 else -(-hi // d))
         if below < best_below:
             best, best_below = d, below
     return best
@@ -47,12 +51,14 @@ def term_below(cp: cp_model.CpModel, atom: Atom, exact: Fraction
     """An objective's term exact·atom as coef·expr over [lo, hi] (expr's initial value),
     with its rounding and the part of it above the exact term. An atom of one sign takes
     the coefficient rounded toward below the term (nothing above); a fine coefficient on a
-    nonnegative atom is put on the atom's quotient by a power of two D instead,
-    w >= (atom - D + 1)/D, which the minimization holds at floor(atom / D) (below by
-    exact·(D - 1) plus the coefficient's rounding on hi // D, where rounding it on the atom
-    loses up to a unit on each). A bounding atom under a coarse coefficient p/q may keep
-    its unit instead where that loses less: w >= atom/q with coefficient p, above it by
-    less than p (a piece's fine steps in an objective whose scale a large penalty sets)."""
+    nonnegative atom is put on the atom's quotient by a power of two D instead: for a
+    positive one, w >= (atom - D + 1)/D, which the minimization holds at floor(atom / D);
+    for a negative one, w <= (atom + D - 1)/D, held at ceil(atom / D) (either below by
+    |exact|·(D - 1) plus the coefficient's rounding on the quotient's top, where rounding
+    it on the atom loses up to a unit on each). A bounding atom under a coarse coefficient
+    p/q may keep its unit instead where that loses less: w >= atom/q with coefficient p,
+    above it by less than p (a piece's fine steps in an objective whose scale a large
+    penalty sets)."""
     if atom.lo < 0 < atom.hi:  # either sign: the nearest coefficient, either way
         coef = round(exact)
         plain = abs(exact - coef) * max(-atom.lo, atom.hi)
@@ -64,9 +70,11 @@ def term_below(cp: cp_model.CpModel, atom: Atom, exact: Fraction
     # (its domain takes at most a 64th of the room left, as IntegerForms.variable_limit's)
     if divisor > 1 and atom.hi // divisor > (DOMAIN_ROOM - getattr(cp, "domain_sum", 0)) // 64:
         divisor = 1
+    rising = exact > 0  # (a falling term's quotient is taken rounded up)
     if divisor > 1:
-        top, scaled = atom.hi // divisor, exact * divisor
-        below = exact * (divisor - 1) + (scaled - math.floor(scaled)) * top
+        top = atom.hi // divisor if rising else -(-atom.hi // divisor)
+        scaled = exact * divisor
+        below = abs(exact) * (divisor - 1) + (scaled - math.floor(scaled)) * top
     if exact > 0 and atom.bounding and atom.lo >= 0 and q > 1 and p < below:
         lo, hi = -(-atom.lo // q), -(-atom.hi // q)
         w = cp.new_int_var(lo, hi, "coarse_term")
@@ -75,10 +83,15 @@ def term_below(cp: cp_model.CpModel, atom: Atom, exact: Fraction
         return w, p, lo, hi, initial, Fraction(p), Fraction(p)
     if divisor == 1:
         return atom.expr, coef, atom.lo, atom.hi, atom.initial, below, Fraction(0)
-    w = cp.new_int_var(atom.lo // divisor, top, "quotient_term")
-    cp.add(divisor * w >= atom.expr - (divisor - 1))
-    initial = None if atom.initial is None else atom.initial // divisor
-    return w, math.floor(scaled), atom.lo // divisor, top, initial, below, Fraction(0)
+    lo = atom.lo // divisor if rising else -(-atom.lo // divisor)
+    w = cp.new_int_var(lo, top, "quotient_term")
+    if rising:
+        cp.add(divisor * w >= atom.expr - (divisor - 1))
+    else:
+        cp.add(divisor * w <= atom.expr + (divisor - 1))
+    initial = None if atom.initial is None else (
+        atom.initial // divisor if rising else -(-atom.initial // divisor))
+    return w, math.floor(scaled), lo, top, initial, below, Fraction(0)
 
 
 FINE_UNIT = Fraction(1, 10**12)  # a soft term's unit need be no finer, of its magnitude
