@@ -16,7 +16,7 @@ from randomized import brute_force
 from test_bruteforce import check_against_enumeration, close
 
 from cpsat_rebalancer import parse_scenario
-from cpsat_rebalancer.cpsat.linear import lin_sum
+from cpsat_rebalancer.cpsat.linear import Lin, lin_sum
 from cpsat_rebalancer.cpsat.outer import OuterPiece
 from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.shapes import random_shape_scenario
@@ -110,16 +110,29 @@ def test_every_cut_lies_below_the_function_and_meets_it_at_its_point(
 def test_a_freeze_on_values_older_than_the_objective_keeps_the_general_slack() -> None:
     """A bucket whose search found nothing freezes at the assignment held, whose values may
     predate the variables of the bucket's objective (found at 2000x100, where it raised
-    IndexError): the freeze then keeps twice the stated error instead of reading them."""
+    IndexError): the freeze then keeps twice the stated error instead of reading them.
+    Variables built since for other ends (the exact closure's) leave the tight slack."""
     scenario = parse_scenario(wide_scenario(0))
     builder, buckets = compile_model(scenario.problem, scenario.model, leximin=False)
     session = Session(builder, scenario.model, SolverOptions(workers=1, seed=0))
     assert builder.outer and session.start_from()
     bucket = buckets[0]
     form = builder.integerize(lin_sum(bucket.terms), objective=True)
-    builder.cp.new_int_var(0, 1, "built later")  # as a bucket's objective's pieces can be
+    builder.cp.new_int_var(0, 1, "built later")  # as the exact closure's can be
     assert len(session.values) < len(builder.cp.Proto().variables)
+    assert outer_level(session, bucket, form, 12345, 678)[1] < 678
+    late = builder.new_atom(builder.cp.new_int_var(0, 1, "a piece built later"), 0, 1)
+    form = builder.integerize(lin_sum(bucket.terms) + Lin.atom(late, 1), objective=True)
     assert outer_level(session, bucket, form, 12345, 678) == (12345, 678)
+
+
+def test_a_freeze_after_the_exact_closure_keeps_no_more_than_ties() -> None:
+    """Drawn shape 2830 at 10x2: a SQUARES balance's outer pieces state 0.008 at position
+    2, whose optimum 0 the exact closure proves, building variables of its own. The freeze
+    kept that error as its slack (the held values predate the closure's variables), so the
+    movement bucket after it took the initial assignment (0.0027 at position 2, no moves)
+    for a tie, and the answer ended FEASIBLE without a time limit."""
+    check_against_enumeration(random_shape_scenario(10, 2, 2830), 2830)
 
 
 def test_refining_makes_the_held_compiled_value_exact() -> None:

@@ -17,7 +17,14 @@ from ..evaluate import Evaluation, batchable
 from ..progress import LOGGER
 from ..result import BucketReport
 from . import closure
-from .accelerate import bucket_start, configurations_floor, expr_value, local_search, tuples
+from .accelerate import (
+    bucket_start,
+    configurations_floor,
+    expr_known,
+    expr_value,
+    local_search,
+    tuples,
+)
 from .accelerate.lp_bound import solve_lp
 from .accelerate.neighbourhoods import descend
 from .accelerate.relaxation import moves_floor
@@ -492,9 +499,10 @@ def outer_level(session: Session, bucket: Bucket, form: Integerized, incumbent: 
     the cuts made at it, must stay feasible; and an assignment whose exact value ties the
     held one's lies at most ``bucket.over`` above it, plus what the held one's compiled
     value still lies below its exact value. Tighter than twice the stated error, which
-    counts the pieces' gaps between cuts. Held values older than some of the model's
-    variables (no solve since this bucket's objective was built) keep the general rule."""
-    if len(session.values) < len(session.builder.cp.Proto().variables):
+    counts the pieces' gaps between cuts. Held values older than some of the objective's
+    variables (no solve since this bucket's objective was built) keep the general rule;
+    variables built since for other ends (the exact closure's) do not matter."""
+    if not expr_known(form.expr, session.values):
         return incumbent, slack
     held = expr_value(form.expr, session.values)
     exact = session.held_sum(bucket.members) * form.factor

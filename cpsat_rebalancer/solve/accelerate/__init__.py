@@ -375,6 +375,14 @@ def expr_value(expr: object, values: list[int]) -> int:
                                   for v, c in zip(flat.vars, flat.coeffs))
 
 
+def expr_known(expr: object, values: list[int]) -> bool:
+    """Whether ``values`` (a solution of the model as it was) holds every variable of a
+    linear expression (variables built since have none)."""
+    if isinstance(expr, int):
+        return True
+    return all(v.index < len(values) for v in cp_model_helper.FlatIntExpr(expr).vars)
+
+
 def leximin_smaller(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
     for x, y in zip(a, b):
         if abs(x - y) > 1e-12 * max(1.0, abs(y)):
