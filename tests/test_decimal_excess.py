@@ -283,10 +283,13 @@ def test_a_falling_fine_term_is_counted_on_its_quotient() -> None:
         assert -c * value - Fraction(form.error) <= compiled <= -c * value
 
 
-@pytest.mark.parametrize("seed", [2757, pytest.param(2774, marks=pytest.mark.slow)])
-def test_a_movement_goal_beside_a_coarse_penalty_is_proven(seed: int) -> None:
-    """Drawn shapes at 6x4 (sizes with every digit near 1e10): a movement goal's falling
-    terms shared an objective with a penalty that set a coarse scale, and were rounded
-    away with stated errors 25 and 900000 times the value; without a time limit the
-    solves ended FEASIBLE ("approximated") at the enumerated optimum."""
-    check_against_enumeration(random_shape_scenario(6, 4, seed), seed)
+@pytest.mark.parametrize("seed,objects,containers", [
+    (2757, 6, 4), pytest.param(2774, 6, 4, marks=pytest.mark.slow),
+    pytest.param(1204, 8, 3, marks=pytest.mark.slow)])
+def test_a_movement_goal_beside_a_coarse_penalty_is_proven(seed: int, objects: int,
+                                                          containers: int) -> None:
+    """Drawn shapes with sizes of every digit (near 1e10 at 6x4): a movement goal's
+    falling terms, rounded down to a whole unit where a penalty or the capacities' digits
+    set a coarse scale, stated errors 25 and 900000 times the value; without a time limit
+    the solves ended FEASIBLE ("approximated") at the enumerated optimum."""
+    check_against_enumeration(random_shape_scenario(objects, containers, seed), seed)
