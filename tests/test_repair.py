@@ -10,12 +10,14 @@ import importlib
 import numpy as np
 import pytest
 from randomized import all_assignments, random_scenario
+from test_bruteforce import check_against_enumeration
 
 from cpsat_rebalancer import evaluate, parse_scenario
 from cpsat_rebalancer.cpsat.linear import lin_sum
 from cpsat_rebalancer.generators import balance_instance
 from cpsat_rebalancer.primitives import Restrictions
 from cpsat_rebalancer.scenario import SolverOptions
+from cpsat_rebalancer.shapes import random_shape_scenario
 from cpsat_rebalancer.solve.accelerate.relaxation import load_relaxation
 from cpsat_rebalancer.solve.accelerate.repair import load_caps, repair, shed_counts
 from cpsat_rebalancer.solve.compile import compile_model
@@ -254,3 +256,22 @@ def test_repair_sheds_around_the_objects_held_home(monkeypatch) -> None:
     relaxed = load_relaxation(builder, form, 10.0, 1, 0)
     assert relaxed is not None
     assert best > 0 and float(relaxed.bound / form.factor) == pytest.approx(best)
+
+
+def test_limits_that_rule_out_a_known_solution_are_not_taken() -> None:
+    """Drawn shape 2912 at 7x3 (ToFree's occupied containers, a soft group presence, two
+    closed hosts): CP-SAT 9.15's presolve, every feasible solution kept, bounds host1's
+    load to 0, where the initial assignment (feasible, the optimum) leaves two objects;
+    the move cuts read from that bound excluded it, and the solve claimed OPTIMAL at
+    17719.6 against an optimum of 1. Bounds are taken only where a known solution keeps
+    them."""
+    scenario = parse_scenario(random_shape_scenario(7, 3, 2912))
+    problem = scenario.problem
+    builder, _ = compile_model(problem, scenario.model)
+    session = Session(builder, scenario.model, SolverOptions(workers=1, seed=0))
+    assert session.start_from(builder.counts_of(problem.initial))
+    caps = load_caps(builder, known=session.values)
+    for dim, cap in (caps or {}).items():
+        assert (loads_of(builder, problem.initial, dim) <= cap).all(), dim
+    check_against_enumeration(random_shape_scenario(7, 3, 2912), 2912)
+    check_against_enumeration(random_shape_scenario(6, 4, 2912), 2912)

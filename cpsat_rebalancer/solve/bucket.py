@@ -28,7 +28,7 @@ from .accelerate import (
 from .accelerate.lp_bound import solve_lp
 from .accelerate.neighbourhoods import descend
 from .accelerate.relaxation import moves_floor
-from .accelerate.repair import PRESOLVE_SECONDS, add_move_cuts
+from .accelerate.repair import PRESOLVE_SECONDS, add_move_cuts, caps_hold
 from .moves import implied_floor, moved_objects, start_excluded
 from .positions import EXACT, FLOAT_NOISE, Bucket, meets
 from .probes import probe, target_probes
@@ -543,7 +543,8 @@ def freeze(session: Session, bucket: Bucket, form: Integerized, status: int,
             slack += math.floor((allowed_up_to - value) * form.factor)
         slack = min(slack, max(form.hi - incumbent, 0))
         builder.cp.add(form.expr <= incumbent + slack)
-        if incumbent + slack <= form.lo and lowest_caps:
+        if (incumbent + slack <= form.lo and lowest_caps and session.values is not None
+                and caps_hold(builder, lowest_caps, session.values)):
             # frozen at its lowest value: the limits read for that value hold from now on,
             # and the moves they force bound a later bucket without another presolve
             session.moved_floor = max(session.moved_floor, add_move_cuts(builder, lowest_caps))

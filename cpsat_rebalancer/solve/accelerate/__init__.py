@@ -60,7 +60,7 @@ def bucket_start(session: Session, bucket: Bucket, form: Integerized,
     if left() <= 0.01:
         return None, floor
     session.progress.phase("load limits")
-    caps = load_caps(builder, seconds=left(), run=session.run, work=work)
+    caps = load_caps(builder, seconds=left(), run=session.run, work=work, known=session.values)
     if not caps:
         return None, floor
     session.moved_floor = max(session.moved_floor, add_move_cuts(builder, caps))
@@ -266,8 +266,8 @@ def step_start(session: Session, form: Integerized, share: float | None,
     # gives the dimensions it leaves free)
     limits = dict(relaxed.targets)
     if set(builder.container_loads()) - set(limits):
-        limits = {**(load_caps(builder, seconds=left(), run=session.run, work=work) or {}),
-                  **limits}
+        limits = {**(load_caps(builder, seconds=left(), run=session.run, work=work,
+                               known=session.values) or {}), **limits}
     counts = repair(builder, limits, False,
                     None if deadline is None else deadline, exact=True)
     before = session.values
@@ -317,7 +317,8 @@ def descend_leximin(session: Session, bucket: Bucket, deadline: float) -> None:
     builder = session.builder
     stop = time.monotonic() + session.budget.descent_share * (deadline - time.monotonic())
     session.progress.phase("leximin descent")
-    caps = load_caps(builder, seconds=max(0.01, stop - time.monotonic()), run=session.run)
+    caps = load_caps(builder, seconds=max(0.01, stop - time.monotonic()), run=session.run,
+                     known=session.values)
     if not caps:
         return
     counts = builder.counts_of(session.decode())

@@ -160,7 +160,7 @@ def configuration_master(builder: CpBuilder, held: list[int], seconds: float,
     rows = linear_rows(proto)
     used = sorted(set(rows.cols) | {v.Index() for vs in loads.values() for v in vs})
     counted = [v.Index() for v in builder.count_vars]
-    bounds = presolved_bounds(builder, counted + used, (), seconds, run, work)
+    bounds = presolved_bounds(builder, counted + used, (), seconds, run, work, held)
     if bounds is None or until is not None and time.monotonic() >= until:
         return None
     lows = np.asarray([v.domain[0] for v in proto.variables], dtype=np.int64)

@@ -25,6 +25,7 @@ from ortools.sat.python import cp_model
 from ...cpsat.builder import CpBuilder
 from ...cpsat.classes import item_groups
 from ...cpsat_parameters import new_solver
+from ...progress import LOGGER
 
 PRESOLVE_SECONDS = 20.0  # at most this long to read back the limits
 
@@ -32,17 +33,19 @@ PRESOLVE_SECONDS = 20.0  # at most this long to read back the limits
 def load_caps(builder: CpBuilder, targets: Sequence[tuple[object, int]] = (),
               seconds: float = PRESOLVE_SECONDS,
               run: Callable[[cp_model.CpSolver, cp_model.CpModel], int] | None = None,
-              work: float | None = None) -> dict[str, np.ndarray] | None:
+              work: float | None = None, known: Sequence[int] | None = None
+              ) -> dict[str, np.ndarray] | None:
     """Upper bound per container on each built container load (integer units, by
     dimension), as CP-SAT's presolve derives them from the model (plus ``expr <= level`` for
     each of ``targets``). None when presolve proves the model (with the targets) infeasible
     or gives up. ``run`` solves (the session's, which Ctrl-C can stop); ``work``, when given,
-    bounds the presolve in deterministic seconds as well (a repeatable run)."""
+    bounds the presolve in deterministic seconds as well (a repeatable run). ``known``: a
+    solution of the model with the targets (see ``presolved_bounds``)."""
     loads = builder.container_loads()
     if not loads:
         return {}
     variables = [v.Index() for vs in loads.values() for v in vs]
-    bounds = presolved_bounds(builder, variables, targets, seconds, run, work)
+    bounds = presolved_bounds(builder, variables, targets, seconds, run, work, known)
     if bounds is None:
         return None
     uppers = iter(bounds[1].tolist())
@@ -60,10 +63,14 @@ def presolved_bounds(builder: CpBuilder, variables: Sequence[int],
                      targets: Sequence[tuple[object, int]] = (),
                      seconds: float = PRESOLVE_SECONDS,
                      run: Callable[[cp_model.CpSolver, cp_model.CpModel], int] | None = None,
-                     work: float | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+                     work: float | None = None, known: Sequence[int] | None = None
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
     """The lowest and highest value of each of ``variables`` (indices) after CP-SAT's
     presolve of the model with ``expr <= level`` for each of ``targets``, valid for every
-    solution; None when presolve proves it infeasible or gives up. See ``load_caps``."""
+    solution; None when presolve proves it infeasible or gives up. See ``load_caps``.
+    ``known``: the values of a solution (those of the variables built since missing), which
+    every bound must hold; else none is taken: CP-SAT 9.15's presolve has fixed a load at 0
+    that solutions leave above it, with every feasible solution kept."""
     cp = builder.cp.clone()
     cp.clear_objective()
     cp.clear_hints()
@@ -93,6 +100,10 @@ def presolved_bounds(builder: CpBuilder, variables: Sequence[int],
         domain = domains[index].domain  # protobuf: no negative indexing here
         lows.append(domain[0])
         highs.append(domain[len(domain) - 1])
+        if known is not None and index < len(known) and not lows[-1] <= known[index] <= highs[-1]:
+            LOGGER.warning("CP-SAT's presolve bounds a variable away from a known solution: "
+                           "its bounds are not used")
+            return None
     return np.asarray(lows, dtype=np.int64), np.asarray(highs, dtype=np.int64)
 
 
@@ -143,6 +154,16 @@ def relaxed_caps(builder: CpBuilder, target: dict[str, np.ndarray],
         extra = np.ceil(deficit * over / over.sum()).astype(np.int64)
         raised[dim] = np.minimum(cap + extra, hard.get(dim, cap + extra))
     return raised if short else None
+
+
+def caps_hold(builder: CpBuilder, caps: dict[str, np.ndarray], values: Sequence[int]) -> bool:
+    """Whether the solution ``values`` keeps every load within ``caps``: presolve's bounds
+    at a level are taken only where an assignment at that level keeps them (see
+    ``presolved_bounds``)."""
+    loads = builder.container_loads()
+    return all(values[v.Index()] <= cap for dim, cap_row in caps.items()
+               for v, cap in zip(loads.get(dim, ()), cap_row.tolist())
+               if v.Index() < len(values))
 
 
 def add_move_cuts(builder: CpBuilder, caps: dict[str, np.ndarray]) -> int:
