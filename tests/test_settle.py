@@ -9,7 +9,7 @@ import pytest
 from cpsat_rebalancer.evaluate import Evaluation
 from cpsat_rebalancer.result import FEASIBLE, OPTIMAL, BucketReport
 from cpsat_rebalancer.solve.check import settle
-from cpsat_rebalancer.solve.pipeline import unsettle_after
+from cpsat_rebalancer.solve.pipeline import unsettle_after, unsettle_below
 from cpsat_rebalancer.solve.positions import Bucket
 
 
@@ -83,6 +83,25 @@ def test_a_proof_voided_by_a_better_earlier_position_says_so_in_its_termination(
     assert (reports[0].status, reports[0].bound) == (OPTIMAL, 4.0)
     assert (reports[1].status, reports[1].termination, reports[1].bound) == (
         FEASIBLE, "time_limit", None)
+
+
+@pytest.mark.parametrize(("first", "unsettled"), [
+    (1.12e-5, True), (2.406e-5 - 5e-9, False), (2.406e-5, False)])
+def test_an_answer_below_a_reported_value_unsettles_the_buckets_after_it(
+        first: float, unsettled: bool) -> None:
+    """Drawn shape 289 at 200x20 under 10 s: a local search inside the movement bucket
+    walked position 0 below the chain's value there (1.12e-5 against 2.406e-5) at the cost
+    of more moves (99 against CP-SAT's 91); the answer held it, and the result check raised
+    on the movement bucket's compiled value. Below the reported value by more than the
+    stated error (1e-8 here), the buckets after it are unsettled; within it, not."""
+    reports = [report(FEASIBLE, "time_limit", 2.406e-5, 0.0), report(OPTIMAL, "optimal", 91, 91)]
+    reports[0].position, reports[1].position = 0, 1
+    reports[0].approximation_error = 1e-8
+    final = Evaluation(goals=[], constraints=[], positions={0: first, 1: 99.0})
+    unsettle_below(reports, {0: Bucket(0), 1: Bucket(1)}, final)
+    assert reports[0].compiled_objective == 2.406e-5
+    assert (reports[1].compiled_objective is None) == unsettled
+    assert reports[1].status == (FEASIBLE if unsettled else OPTIMAL)
 
 
 ERROR = 7e-15  # each item's rounding

@@ -28,7 +28,7 @@ from .compile import compile_model
 from .explain import explain_infeasibility
 from .leximin import solve_leximin
 from .moves import fewest_moves
-from .positions import FLOAT_NOISE, Bucket, meets, planned, relative_gap
+from .positions import EXACT, FLOAT_NOISE, Bucket, meets, planned, relative_gap
 from .session import Session
 
 T = TypeVar("T")
@@ -181,6 +181,7 @@ def _solve(problem: Problem, model: Model, options: SolverOptions, aggregate: bo
                 not final_eval.feasible or tuples.outranks(searched[1], final_eval)):
             unsettle_after(reports, final_eval, searched[1])
             final, final_eval = searched
+    unsettle_below(reports, buckets, final_eval)
     for report in reports:
         report.objective = sum(final_eval.positions.get(p, 0.0)
                                for p in buckets[report.position].members)
@@ -622,9 +623,31 @@ def unsettle_after(reports: list[BucketReport], before: Evaluation, after: Evalu
     positions = sorted(set(before.positions) | set(before.leximin))
     if first is None:
         return
+    unsettle(reports, positions[first])
+
+
+def unsettle(reports: list[BucketReport], after: int) -> None:
+    """Drop the bounds and compiled values of the buckets after position ``after``: their
+    searches ran under a worse value there than the answer's."""
     for report in reports:
-        if report.position > positions[first]:
+        if report.position > after:
             report.bound = report.gap = report.relative_gap = None
             report.compiled_objective = None
             if report.status == OPTIMAL:  # its search ran under the worse earlier value
                 report.status, report.termination = FEASIBLE, "time_limit"
+
+
+def unsettle_below(reports: list[BucketReport], buckets: dict[int, Bucket],
+                   final: Evaluation) -> None:
+    """Where the answer lies below an unproven bucket's reported value by more than its
+    stated error (a local search inside a later bucket walked that position down, at the
+    cost of the later bucket's own value), unsettle the buckets after it (``unsettle``).
+    (A proven bucket's compiled value may lie above the exact one by its over-estimate.)"""
+    for report in reports:
+        reported = [v for v in (report.objective, report.compiled_objective) if v is not None]
+        if not reported or report.status == OPTIMAL or report.position in final.leximin:
+            continue
+        value = sum(final.positions.get(p, 0.0) for p in buckets[report.position].members)
+        if value < max(reported) - report.approximation_error - EXACT * max(map(abs, reported)):
+            unsettle(reports, report.position)
+            return
