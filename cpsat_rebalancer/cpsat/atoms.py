@@ -70,9 +70,13 @@ def term_below(cp: cp_model.CpModel, atom: Atom, exact: Fraction
     # (its domain takes at most a 64th of the room left, as IntegerForms.variable_limit's)
     if divisor > 1 and atom.hi // divisor > (DOMAIN_ROOM - getattr(cp, "domain_sum", 0)) // 64:
         divisor = 1
-    rising = exact > 0  # (a falling term's quotient is taken rounded up)
+    rising = exact > 0
+
+    def quotient(value: int) -> int:  # (a falling term's is taken rounded up)
+        return value // divisor if rising else -(-value // divisor)
+
     if divisor > 1:
-        top = atom.hi // divisor if rising else -(-atom.hi // divisor)
+        top = quotient(atom.hi)
         scaled = exact * divisor
         below = abs(exact) * (divisor - 1) + (scaled - math.floor(scaled)) * top
     if exact > 0 and atom.bounding and atom.lo >= 0 and q > 1 and p < below:
@@ -83,15 +87,13 @@ def term_below(cp: cp_model.CpModel, atom: Atom, exact: Fraction
         return w, p, lo, hi, initial, Fraction(p), Fraction(p)
     if divisor == 1:
         return atom.expr, coef, atom.lo, atom.hi, atom.initial, below, Fraction(0)
-    lo = atom.lo // divisor if rising else -(-atom.lo // divisor)
-    w = cp.new_int_var(lo, top, "quotient_term")
+    w = cp.new_int_var(quotient(atom.lo), top, "quotient_term")
     if rising:
         cp.add(divisor * w >= atom.expr - (divisor - 1))
     else:
         cp.add(divisor * w <= atom.expr + (divisor - 1))
-    initial = None if atom.initial is None else (
-        atom.initial // divisor if rising else -(-atom.initial // divisor))
-    return w, math.floor(scaled), lo, top, initial, below, Fraction(0)
+    initial = None if atom.initial is None else quotient(atom.initial)
+    return w, math.floor(scaled), quotient(atom.lo), top, initial, below, Fraction(0)
 
 
 FINE_UNIT = Fraction(1, 10**12)  # a soft term's unit need be no finer, of its magnitude
