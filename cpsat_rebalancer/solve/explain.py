@@ -31,6 +31,9 @@ def explain_infeasibility(problem: Problem, model: Model, options: SolverOptions
         solver = new_solver()
         solver.parameters.num_workers = 1
         solver.parameters.random_seed = options.seed
+        # the LP's full linearization (guarded rules included): a count argument, such as
+        # more groups than places for them, is there at once, where a search takes minutes
+        solver.parameters.linearization_level = 2
         solver.parameters.max_time_in_seconds = max(0.01, deadline - time.monotonic())
         status, interrupted = run_solver(solver, cp)
         if interrupted:

@@ -182,6 +182,7 @@ class Session:
         self.load_relaxed = False
         self.work = 0.0  # CP-SAT deterministic time spent so far (repeatable, unlike seconds)
         self.interrupted = False
+        self.first_checked = False  # whether a search without a solution held ran first_check
         # the best answer of a local search run inside the chain (bucket.stalled_search),
         # with its evaluation: the answer returned is never worse than it
         self.searched: tuple[np.ndarray, Evaluation] | None = None
@@ -340,6 +341,15 @@ class Session:
                     work: float | None, probing: bool,
                     engine: dict[str, object] | None = None) -> tuple[int, cp_model.CpSolver]:
         cp = self.builder.cp
+        if (self.values is None and objective is not None and not probing
+                and not self.first_checked):
+            self.first_checked = True
+            started = time.monotonic()
+            status, checker = self._first_check(cp, budget)
+            if status == cp_model.INFEASIBLE or self.interrupted:
+                return status, checker
+            if budget is not None:
+                budget = max(0.01, budget - (time.monotonic() - started))
         if objective is None:
             cp.clear_objective()
         else:
@@ -373,6 +383,25 @@ class Session:
             self.values = list(solver.response_proto.solution)
         return status, solver
 
+    def _first_check(self, cp: cp_model.CpModel, budget: float | None
+                     ) -> tuple[int, cp_model.CpSolver]:
+        """Before the first optimizing search with no solution held (a start that breaks
+        hard rules, and no repair), the model without its objective, CHECK_WORK
+        deterministic seconds, with the LP's full linearization: an INFEASIBLE there stands
+        (no objective, none of presolve's false claims; a count argument that an optimizing
+        search took minutes over is there at once), and a solution found is held, to start
+        the search from."""
+        until = time.monotonic() + (budget if budget is not None else math.inf)
+        remaining = self.remaining()
+        if remaining is not None:
+            until = min(until, time.monotonic() + remaining)
+        check, checker = self._check(cp, until)
+        checker.parameters.linearization_level = 2
+        status = self.run(checker, check)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            self.values = list(checker.response_proto.solution)
+        return status, checker
+
     def _doubted(self, solver: cp_model.CpSolver, cp: cp_model.CpModel,
                  reporter: SolutionReporter | None, started: float) -> int:
         """A solve's INFEASIBLE where the held solution satisfies every constraint of it:
@@ -395,10 +424,15 @@ class Session:
         """An optimizing solve's INFEASIBLE with no solution held to doubt it by: CP-SAT's
         presolve has said so of feasible models whose objective has large coefficients
         (a soft term's 10^4 at a fine movement term's scale). The model is searched without
-        its objective (at most CHECK_WORK deterministic seconds, in what is left of the
-        solve's time): a solution there is held, and the claim is then doubted as any other
-        (``_doubted``); INFEASIBLE there too stands; else UNKNOWN, never a proof."""
-        check, checker = self._check(cp, started + solver.parameters.max_time_in_seconds)
+        its objective, for as long as the claim took (at least CHECK_WORK deterministic
+        seconds, in what is left of the solve's time), with the LP's full linearization (a
+        claim that took the search minutes, a count argument such as more groups than
+        places for them, is there at once): a solution there is held, and the claim is
+        then doubted as any other (``_doubted``); INFEASIBLE there too stands; else
+        UNKNOWN, never a proof."""
+        check, checker = self._check(cp, started + solver.parameters.max_time_in_seconds,
+                                     max(CHECK_WORK, solver.response_proto.deterministic_time))
+        checker.parameters.linearization_level = 2
         status = self.run(checker, check)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return cp_model.INFEASIBLE if status == cp_model.INFEASIBLE else cp_model.UNKNOWN
@@ -429,16 +463,16 @@ class Session:
         status = self._again(solver, cp, reporter, until, solver.parameters.random_seed, False)
         return cp_model.UNKNOWN if status is None else status
 
-    def _check(self, cp: cp_model.CpModel, until: float
+    def _check(self, cp: cp_model.CpModel, until: float, work: float = CHECK_WORK
                ) -> tuple[cp_model.CpModel, cp_model.CpSolver]:
         """A copy of ``cp`` without its objective, and a solver for a check of it: the
-        session's workers and seed, CHECK_WORK deterministic seconds, until ``until``."""
+        session's workers and seed, ``work`` deterministic seconds, until ``until``."""
         check = cp.clone()
         check.clear_objective()
         checker = new_solver()
         params = checker.parameters
         params.num_workers, params.random_seed = self.options.workers, self.options.seed
-        params.max_deterministic_time = CHECK_WORK
+        params.max_deterministic_time = work
         params.max_time_in_seconds = max(0.01, until - time.monotonic())
         return check, checker
 
