@@ -27,8 +27,9 @@ def session_and_objective() -> tuple[Session, object]:
     scenario = parse_scenario(balance_instance(24, 8, seed=4))
     builder, _ = compile_model(scenario.problem, scenario.model)
     assert 20 < len(builder.count_vars) <= session_module.CHECKED_COUNTS
-    return Session(builder, scenario.model, SolverOptions(workers=1, seed=3)), \
-        moved_objects(builder)
+    session = Session(builder, scenario.model, SolverOptions(workers=1, seed=3))
+    session.first_checked = True  # (its search without the objective is not under test)
+    return session, moved_objects(builder)
 
 
 def claims_above(monkeypatch: pytest.MonkeyPatch, objective: object, claims: int

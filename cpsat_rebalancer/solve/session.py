@@ -28,9 +28,8 @@ from .budget import DEFAULT_BUDGET, Budget
 
 OVERRUN_SECONDS = 1.0  # past a solve's own time limit, it is stopped from outside
 # an OPTIMAL of CP-SAT's presolve on a model of at most this many count variables (its other
-# variables grow with its specs and with what earlier searches left unconstrained) is checked
-# by a search without presolve for a better solution, of at most CHECK_WORK deterministic
-# seconds
+# variables grow with its specs and what earlier searches left unconstrained) is checked by a
+# search without presolve for a better one, of CHECK_WORK deterministic seconds at most
 CHECKED_COUNTS, CHECK_WORK = 2000, 1.0
 RECHECK_SECONDS = 0.2  # the least a solve refuted so gets to run again
 
@@ -341,15 +340,11 @@ class Session:
                     work: float | None, probing: bool,
                     engine: dict[str, object] | None = None) -> tuple[int, cp_model.CpSolver]:
         cp = self.builder.cp
-        if (self.values is None and objective is not None and not probing
-                and not self.first_checked):
-            self.first_checked = True
-            started = time.monotonic()
-            status, checker = self._first_check(cp, budget)
+        if self.values is None and objective is not None and not probing \
+                and not self.first_checked:
+            status, checker, budget = self._first_check(cp, budget)
             if status == cp_model.INFEASIBLE or self.interrupted:
                 return status, checker
-            if budget is not None:
-                budget = max(0.01, budget - (time.monotonic() - started))
         if objective is None:
             cp.clear_objective()
         else:
@@ -384,23 +379,21 @@ class Session:
         return status, solver
 
     def _first_check(self, cp: cp_model.CpModel, budget: float | None
-                     ) -> tuple[int, cp_model.CpSolver]:
+                     ) -> tuple[int, cp_model.CpSolver, float | None]:
         """Before the first optimizing search with no solution held (a start that breaks
-        hard rules, and no repair), the model without its objective, CHECK_WORK
-        deterministic seconds, with the LP's full linearization: an INFEASIBLE there stands
-        (no objective, none of presolve's false claims; a count argument that an optimizing
-        search took minutes over is there at once), and a solution found is held, to start
-        the search from."""
-        until = time.monotonic() + (budget if budget is not None else math.inf)
-        remaining = self.remaining()
-        if remaining is not None:
-            until = min(until, time.monotonic() + remaining)
-        check, checker = self._check(cp, until)
+        hard rules, no repair), the model without its objective (CHECK_WORK deterministic
+        seconds, the LP's full linearization): its INFEASIBLE stands (no objective, none of
+        presolve's false claims; a count argument is there at once), its solution is held;
+        with what is left of ``budget``."""
+        self.first_checked, started = True, time.monotonic()
+        left = [t for t in (budget, self.remaining()) if t is not None]
+        check, checker = self._check(cp, started + min(left, default=math.inf))
         checker.parameters.linearization_level = 2
         status = self.run(checker, check)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.values = list(checker.response_proto.solution)
-        return status, checker
+        return status, checker, (None if budget is None
+                                 else max(0.01, budget - (time.monotonic() - started)))
 
     def _doubted(self, solver: cp_model.CpSolver, cp: cp_model.CpModel,
                  reporter: SolutionReporter | None, started: float) -> int:
@@ -424,12 +417,9 @@ class Session:
         """An optimizing solve's INFEASIBLE with no solution held to doubt it by: CP-SAT's
         presolve has said so of feasible models whose objective has large coefficients
         (a soft term's 10^4 at a fine movement term's scale). The model is searched without
-        its objective, for as long as the claim took (at least CHECK_WORK deterministic
-        seconds, in what is left of the solve's time), with the LP's full linearization (a
-        claim that took the search minutes, a count argument such as more groups than
-        places for them, is there at once): a solution there is held, and the claim is
-        then doubted as any other (``_doubted``); INFEASIBLE there too stands; else
-        UNKNOWN, never a proof."""
+        its objective as ``_first_check`` does, as long as the claim took (at least
+        CHECK_WORK, in the solve's time): a solution there is held and the claim doubted
+        (``_doubted``); INFEASIBLE there too stands; else UNKNOWN, never a proof."""
         check, checker = self._check(cp, started + solver.parameters.max_time_in_seconds,
                                      max(CHECK_WORK, solver.response_proto.deterministic_time))
         checker.parameters.linearization_level = 2
@@ -465,15 +455,18 @@ class Session:
 
     def _check(self, cp: cp_model.CpModel, until: float, work: float = CHECK_WORK
                ) -> tuple[cp_model.CpModel, cp_model.CpSolver]:
-        """A copy of ``cp`` without its objective, and a solver for a check of it: the
-        session's workers and seed, ``work`` deterministic seconds, until ``until``."""
+        """``cp`` without its objective, and a solver for a check of it: the session's
+        workers, seed and presolve (interleaved as every search), ``work``, until ``until``."""
         check = cp.clone()
         check.clear_objective()
         checker = new_solver()
         params = checker.parameters
         params.num_workers, params.random_seed = self.options.workers, self.options.seed
+        self.presolve(params)
         params.max_deterministic_time = work
         params.max_time_in_seconds = max(0.01, until - time.monotonic())
+        if self.deterministic:
+            params.interleave_search = params.num_workers != 1
         return check, checker
 
     def _again(self, solver: cp_model.CpSolver, cp: cp_model.CpModel,
