@@ -135,6 +135,16 @@ def test_a_freeze_after_the_exact_closure_keeps_no_more_than_ties() -> None:
     check_against_enumeration(random_shape_scenario(10, 2, 2830), 2830)
 
 
+def test_a_freeze_holds_a_bucket_whose_held_excesses_sit_above_their_least() -> None:
+    """Drawn shape 2831 at 6x4: two UtilIncreaseCost goals at position 0 (excesses held from
+    below), proven at 0 from the start, whose values came from a solve without them in the
+    objective; a RELATIVE_UTIL_VARIANCE at position 1 gives the model outer pieces. The
+    freeze took the held values' compiled value (their excesses above their least) for its
+    level, held nothing, and position 1's repair ended at 0.255 at position 0 (raised
+    InternalError from the result check)."""
+    check_against_enumeration(random_shape_scenario(6, 4, 2831), 2831)
+
+
 def test_refining_makes_the_held_compiled_value_exact() -> None:
     """After a solve, every outer piece at the solution's load lies within its rounding of
     g there, so the freeze level is the held assignment's exact value (to those units)."""

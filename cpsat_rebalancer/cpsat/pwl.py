@@ -184,7 +184,9 @@ def convex_pwl(builder: CpBuilder, x: Lin, g: Callable[[float], float],
     hull = _lower_hull(points, [rounding(resolution * v) for v in values])
     scaled = [value for _, value in hull]
     z = builder.cp.new_int_var(min(scaled), max(scaled), "pwl")
-    error = 1.0 / resolution
+    # (no rounding where every value is a whole number of units: squares of integers)
+    error = 0.0 if all(resolution * v == rounding(resolution * v) for v in values) \
+        else 1.0 / resolution
     for (a, ga), (b, gb) in zip(hull, hull[1:]):
         # (a flat segment, however wide, is z >= g there: times its width, z could pass
         # 64 bits)

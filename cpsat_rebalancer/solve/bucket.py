@@ -501,10 +501,16 @@ def outer_level(session: Session, bucket: Bucket, form: Integerized, incumbent: 
     value still lies below its exact value. Tighter than twice the stated error, which
     counts the pieces' gaps between cuts. Held values older than some of the objective's
     variables (no solve since this bucket's objective was built) keep the general rule;
-    variables built since for other ends (the exact closure's) do not matter."""
+    variables built since for other ends (the exact closure's) do not matter. Held values
+    from a solve for another objective may leave the form's bounding variables (excesses
+    held from below only) above their least: the held value above the incumbent is then
+    taken again with them at their least, else the freeze would not hold the bucket."""
     if not expr_known(form.expr, session.values):
         return incumbent, slack
     held = expr_value(form.expr, session.values)
+    if held > incumbent and session.start_from(
+            session.values[: len(session.builder.count_vars)], form.expr):
+        held = session.start_value
     exact = session.held_sum(bucket.members) * form.factor
     tight = math.floor(bucket.over * form.factor + max(0, exact - held)) + 1
     return max(incumbent, held), min(slack, tight)

@@ -21,7 +21,7 @@ from ..context import EvalContext, MoveBatch, positive
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import INT_LIMIT
 from ..cpsat.linear import Lin, lin_sum, to_fraction
-from ..cpsat.pwl import convex_pwl, threshold_table
+from ..cpsat.pwl import VALUE_LIMIT, convex_pwl, threshold_table
 from ..errors import InputError
 from ..fields import Fields
 from ..primitives import TOLERANCE
@@ -609,39 +609,72 @@ class BalanceSpec(Spec):
             for u, a in zip(rel, weights))
 
     def _variance(self, b: CpBuilder, rel: list[Lin], bound: Lin) -> Lin:
-        """Σ v² − (Σ v)²/n with v = (u − B)⁺, through integer products: exact when the
-        excesses fit in 20 bits, else on v divided by D (error stated), so that the squares
-        stay small enough to be weighed precisely in a 64-bit objective."""
+        """n·Var(v) = Σ v² − (Σ v)²/n with v = (u − B)⁺: CP-SAT's integer products, exact,
+        where the excesses fit in 20 bits (their squares then weigh precisely in a 64-bit
+        objective); beyond, squares of spreads (``_spread_squares``)."""
         n = len(rel)
-        # two variables per item span the excess (its positive part and the form itself)
-        forms = b.integerize_all([u - bound for u in rel], b.variable_limit(2 * n, INT_LIMIT))
-        factor = forms[0].factor
-        top = max(max(f.hi for f in forms), 0)
-        widest = min(2**20, (2**31) // n)  # (Σ w)² within 64 bits, squares within 2^40
-        divisor = max(1, -(-top // widest))
+        if n < 2:
+            return Lin()
         what = f"{self.name} (RELATIVE_UTIL_VARIANCE)"
-        coarse, squares = [], []
+        deviations = [u - bound for u in rel]
+        reach = max(max(float(b.bounds(d)[1]) for d in deviations), 0.0)  # v_i in [0, reach]
+        # two variables per item span the excess (its positive part and the form itself)
+        forms = b.integerize_all(deviations, b.variable_limit(2 * n, INT_LIMIT))
+        top = max(max(f.hi for f in forms), 0)
+        if top > min(2**20, 2**31 // n):  # (Σ v)² within 64 bits, squares within 2^40
+            return self._spread_squares(b, deviations, reach, what)
+        # an error e in every v_i moves Σ v² − (Σ v)²/n by at most 4n·(reach + e)·e
+        b.note_error(what, 4 * (reach + 1) * sum(f.error + b.drift(d)
+                                                 for f, d in zip(forms, deviations)))
+        excess, squares = [], []
         for form in forms:
-            b.note_error(what, form.error)
             hi = max(form.hi, 0)
             v = b.cp.new_int_var(0, hi, "excess")
             b.cp.add_max_equality(v, [b.variable(form.expr, form.lo, form.hi, "deviation"), 0])
-            w = v
-            if divisor > 1:
-                w = b.cp.new_int_var(0, hi // divisor, "excess_coarse")
-                b.cp.add_division_equality(w, v, divisor)
-            w_hi = hi // divisor
-            square = b.cp.new_int_var(0, w_hi * w_hi, "excess_sq")
-            b.cp.add_multiplication_equality(square, [w, w])
-            coarse.append((w, w_hi))
-            squares.append(Lin.atom(b.new_atom(square, 0, w_hi * w_hi)))
-        total_hi = sum(hi for _, hi in coarse)
+            square = b.cp.new_int_var(0, hi * hi, "excess_sq")
+            b.cp.add_multiplication_equality(square, [v, v])
+            excess.append(v)
+            squares.append(Lin.atom(b.new_atom(square, 0, hi * hi)))
+        total_hi = sum(max(f.hi, 0) for f in forms)
         total = b.cp.new_int_var(0, total_hi, "excess_sum")
-        b.cp.add(total == sum(w for w, _ in coarse))
+        b.cp.add(total == sum(excess))
         total_sq = b.cp.new_int_var(0, total_hi * total_hi, "excess_sum_sq")
         b.cp.add_multiplication_equality(total_sq, [total, total])
-        if divisor > 1:  # |f(v) - f(D w)| <= 2 D Σ|v_i - mean| + n D² with v_i - D w_i < D
-            b.note_error(what, float((2 * divisor * n * top + n * divisor**2)
-                                     / (factor * factor)))
         value = lin_sum(squares) - Lin.atom(b.new_atom(total_sq, 0, total_hi * total_hi)) / n
-        return value * (divisor * divisor) / (factor * factor)
+        return value / (forms[0].factor ** 2)
+
+    @staticmethod
+    def _spread_squares(b: CpBuilder, deviations: list[Lin], reach: float, what: str) -> Lin:
+        """n·Var(v) as Σ_i (v_i − S/n)² (S = Σ_j v_j): a convex square per item of one
+        integer form, n·v_i − S, on chords from below that the searches refine where their
+        solutions land (``convex_pwl``), so that the answer's value is exact where the
+        excesses are. (The products on the excesses divided to fit stated errors above the
+        value itself, and their difference gave the LP nothing.)"""
+        n = len(deviations)
+        # how an error e in the forms below reaches the value, with |n·v_i − S| <= n·reach:
+        # e in every v_i moves each n·v_i − S by 2n·e, and the n squares over n² by at most
+        # 4n·(reach + e)·e; e in S moves each by e, the squares by 2·(reach + e)·e; e in
+        # one n·v_i − S moves its square by (2n·reach + e)·e/n² (e at most 1 in each)
+        with b.errors_scaled(4 * n * (reach + 1)):
+            excess = [b.exact_max([d, Lin()], what=what) for d in deviations]
+            b.note_error(what, max(b.drift(d) for d in deviations))
+        with b.errors_scaled(2 * (reach + 1)):
+            total = b.as_atom(lin_sum(excess))
+        terms = []
+        for v in excess:
+            with b.errors_scaled((2 * n * reach + 1) / n**2):
+                spread = b.as_atom(v * n - total)
+            if spread.is_constant:
+                terms.append(Lin(const=(spread.const / n) ** 2))
+                continue
+            # squared in the atom's own units, so that the chords' values are integers
+            # (a square of the value in its units is not), halved while the squares pass
+            # what the pieces' values can hold
+            (unit,) = (c for c in spread.terms.values() if c != 0)
+            spread, scale = spread / unit, (unit / n) ** 2
+            while b.magnitude(spread) ** 2 >= VALUE_LIMIT / 2:
+                spread, scale = spread / 2, scale * 4
+            with b.errors_scaled(float(scale)):
+                squares = convex_pwl(b, spread, lambda y: y * y, what=what, from_below=True)
+            terms.append(squares * scale)
+        return lin_sum(terms)
