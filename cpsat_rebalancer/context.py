@@ -71,8 +71,10 @@ class EvalContext:
             item_initial = scope.container_item[self.reference]
             item_final = scope.container_item[self.final]
 
+            scale = self.problem.decimal_scale(dim)
+
             def total(items: np.ndarray, mask: np.ndarray, values: np.ndarray) -> np.ndarray:
-                return np.bincount(items[mask], weights=values[mask], minlength=n).astype(float)
+                return load_totals(items[mask], values[mask], n, scale)
 
             after = total(item_final, item_final != OUT_OF_SCOPE, final_values)
             initial = total(item_initial, item_initial != OUT_OF_SCOPE, initial_values)
@@ -122,7 +124,7 @@ class EvalContext:
             objects, groups = membership(members)
             items = scope.container_item[self.final[objects]]
             return group_totals(groups, items, self.problem.object_dims[dim][objects],
-                                len(members), len(scope.items))
+                                len(members), len(scope.items), self.problem.decimal_scale(dim))
 
         return self.memo_of(members, ("group after", scope.name, dim), compute)
 
@@ -139,8 +141,8 @@ class EvalContext:
             n_items = len(scope.items)
             cells, of = np.unique(groups[inside] * n_items + items[inside],
                                   return_inverse=True)
-            totals = np.bincount(of, weights=self.problem.object_dims[dim][objects[inside]],
-                                 minlength=len(cells)).astype(float)
+            totals = load_totals(of, self.problem.object_dims[dim][objects[inside]],
+                                 len(cells), self.problem.decimal_scale(dim))
             return cells // n_items, cells % n_items, totals
 
         return self.memo_of(members, ("group cells", scope.name, dim), compute)
@@ -156,7 +158,7 @@ class EvalContext:
             values = self.problem.object_dims[dim][objects]
             before = scope.container_item[self.reference[objects]]
             after = scope.container_item[self.final[objects]]
-            shape = (len(members), len(scope.items))
+            shape = (len(members), len(scope.items), self.problem.decimal_scale(dim))
             stayed = group_totals(groups, np.where(after == before, after, OUT_OF_SCOPE),
                                   values, *shape)
             return (self.group_after(scope, dim, members),
@@ -175,7 +177,8 @@ class EvalContext:
         item_initial = scope.container_item[self.reference]
         item_final = scope.container_item[self.final]
         mask = (item_final == OUT_OF_SCOPE) & (item_initial != OUT_OF_SCOPE)
-        return float(values[mask].sum())
+        return float(load_totals(np.zeros(int(mask.sum()), dtype=np.int64), values[mask], 1,
+                                 self.problem.decimal_scale(dim))[0])
 
 
 # ``membership`` per list of groups (kept with the list, so its id is not reused while
@@ -210,14 +213,24 @@ def membership(members: list[np.ndarray], by_object: bool = False
     return objects, groups
 
 
+def load_totals(bins: np.ndarray, values: np.ndarray, n: int, scale: float | None
+                ) -> np.ndarray:
+    """``values`` summed per bin (0 to n - 1); with the dimension's decimal scale
+    (``Problem.decimal_scale``) summed exactly in its units, each total the double nearest
+    the decimal sum whatever the order of the objects."""
+    if scale is None or scale == 1.0:
+        return np.bincount(bins, weights=values, minlength=n).astype(float)
+    return np.bincount(bins, weights=np.round(values * scale), minlength=n) / scale
+
+
 def group_totals(groups: np.ndarray, items: np.ndarray, values: np.ndarray, n_groups: int,
-                 n_items: int) -> np.ndarray:
-    """``values`` summed per (group, item), an array (group, item); pairs whose item is
-    OUT_OF_SCOPE count nowhere."""
+                 n_items: int, scale: float | None) -> np.ndarray:
+    """``values`` summed per (group, item) as ``load_totals``, an array (group, item); pairs
+    whose item is OUT_OF_SCOPE count nowhere."""
     inside = items != OUT_OF_SCOPE
-    flat = np.bincount(groups[inside] * n_items + items[inside], weights=values[inside],
-                       minlength=n_groups * n_items)
-    return flat.astype(float).reshape(n_groups, n_items)
+    flat = load_totals(groups[inside] * n_items + items[inside], values[inside],
+                       n_groups * n_items, scale)
+    return flat.reshape(n_groups, n_items)
 
 
 def step(x: np.ndarray | float) -> np.ndarray:
