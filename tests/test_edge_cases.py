@@ -10,6 +10,7 @@ from test_bruteforce import check_against_enumeration
 from cpsat_rebalancer import ProblemSolver, parse_scenario
 from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.shapes import random_shape_scenario
+from cpsat_rebalancer.solve.compile import compile_model
 from cpsat_rebalancer.solve.pipeline import solve_model
 
 
@@ -45,6 +46,21 @@ def test_a_variance_of_wide_excesses_is_proven_at_the_enumerated_optimum() -> No
     FEASIBLE without a limit, at a stated error above the value; the squares of the
     spreads, refined where the solutions land, prove the enumerated optimum."""
     check_against_enumeration(random_shape_scenario(6, 4, 288), "288 (6, 4)")
+
+
+def test_a_variance_over_loads_of_every_digit_states_less_than_its_largest_value() -> None:
+    """Drawn shape 288 at 200x20 (RELATIVE_UTIL_VARIANCE above 0.5, sizes near 1e7 with
+    every digit): the excesses' integer forms rounded the load's coefficient away, leaving
+    constants with their whole range for an error (11228, where the term can never pass
+    n·reach²/4). A coefficient rounded away is put on the load's quotient instead."""
+    scenario = parse_scenario(random_shape_scenario(200, 20, 288))
+    problem = scenario.problem
+    _, buckets = compile_model(problem, scenario.model, leximin=False)
+    spec = scenario.model.goals[0].spec
+    caps = problem.container_scope.capacity(spec.dimension)
+    reach = problem.object_dims[spec.dimension].sum() / caps.min() - spec.upper_bound
+    assert spec.formula == "RELATIVE_UTIL_VARIANCE"
+    assert buckets[0].error < problem.num_containers * reach**2 / 4
 
 
 @pytest.mark.parametrize("odd", [0, 1])

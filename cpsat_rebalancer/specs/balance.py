@@ -619,7 +619,7 @@ class BalanceSpec(Spec):
         deviations = [u - bound for u in rel]
         reach = max(max(float(b.bounds(d)[1]) for d in deviations), 0.0)  # v_i in [0, reach]
         # two variables per item span the excess (its positive part and the form itself)
-        forms = b.integerize_all(deviations, b.variable_limit(2 * n, INT_LIMIT))
+        forms = b.integerize_all(deviations, b.variable_limit(2 * n, INT_LIMIT), divide=True)
         top = max(max(f.hi for f in forms), 0)
         if top > min(2**20, 2**31 // n):  # (Σ v)² within 64 bits, squares within 2^40
             return self._spread_squares(b, deviations, reach, what)
