@@ -18,8 +18,10 @@ from test_bruteforce import check_against_enumeration, close
 from cpsat_rebalancer import parse_scenario
 from cpsat_rebalancer.cpsat.linear import Lin, lin_sum
 from cpsat_rebalancer.cpsat.outer import OuterPiece
+from cpsat_rebalancer.cpsat.pwl import expr_value, refine
 from cpsat_rebalancer.scenario import SolverOptions
 from cpsat_rebalancer.shapes import random_shape_scenario
+from cpsat_rebalancer.solve import session as session_module
 from cpsat_rebalancer.solve.bucket import outer_level
 from cpsat_rebalancer.solve.compile import compile_model
 from cpsat_rebalancer.solve.pipeline import solve_model
@@ -161,6 +163,34 @@ def test_refining_makes_the_held_compiled_value_exact() -> None:
     level, _ = outer_level(session, bucket, form, 0, 10**9)
     exact = session.held_sum(bucket.members) * form.factor
     assert abs(level - exact) <= len(builder.outer) * 4 + 1
+
+
+@pytest.mark.parametrize("seed", [1, 3])  # (their first solutions lie below a piece)
+def test_a_search_cut_at_its_solution_with_no_time_left_is_valued_as_refined(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search whose solution lay below some piece, cut there with no time left to search
+    again, answers FEASIBLE at the refined solution's value. Drawn shape 288 at 200x20
+    read the solver's own value (the pieces below g, 0 there) and claimed its floor,
+    OPTIMAL at 0, for an assignment at 0.03."""
+    scenario = parse_scenario(wide_scenario(seed))
+    builder, buckets = compile_model(scenario.problem, scenario.model, leximin=False)
+    session = Session(builder, scenario.model, SolverOptions(workers=1, seed=0))
+    form = builder.integerize(lin_sum(buckets[0].terms), objective=True)
+    cuts = []
+
+    def cut_then_out_of_time(builder: object, values: list[int]) -> int:
+        cuts.append(refine(builder, values))
+        monkeypatch.setattr(session, "remaining", lambda: 0.0)
+        return cuts[-1]
+
+    monkeypatch.setattr(session_module, "refine", cut_then_out_of_time)
+    status, solver = session.solve(form.expr, 60.0)
+    assert cuts[0] and status == cp_model.FEASIBLE
+    assert solver.value(form.expr) == expr_value(form.expr, session.values)
+    assert solver.objective_value == expr_value(form.expr, session.values)
+    for piece in builder.outer:
+        load = piece.lo + session.values[piece.u.index]
+        assert session.values[piece.z.index] >= math.floor(piece.units(load)) - 1
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 
 import numpy as np
+from ortools.sat.python import cp_model, cp_model_helper
 
 from ..errors import InputError
 from .builder import CpBuilder
@@ -228,6 +229,36 @@ def _outer(builder: CpBuilder, atom: Atom, at: Callable[[int], float], points: l
               default=0.0)  # (z >= 0 is exact where g is zero at both ends)
     builder.note_error(what, gap + float(max(below, 2)) / resolution, over=0.0)
     return Lin.atom(builder.new_atom(z, 0, top, bounding=True), Fraction(1, resolution))
+
+
+def expr_value(expr: object, values: list[int]) -> int:
+    """A linear expression's value in a full solution (a constant's, when it is one)."""
+    if isinstance(expr, int):
+        return expr
+    flat = cp_model_helper.FlatIntExpr(expr)
+    return int(flat.offset) + sum(int(c) * values[v.index]
+                                  for v, c in zip(flat.vars, flat.coeffs))
+
+
+class RefinedSolver:
+    """A search's solver whose solution ``refine`` cut the pieces at after it ended, with no
+    time left to search again: values, and the objective, are read from the solution as
+    refined (its pieces raised to the cuts), where the solver's own would read the pieces
+    below g; the solver's bound, from before the cuts (which only raise the optimum),
+    still bounds. Anything else is the solver's."""
+
+    def __init__(self, solver: cp_model.CpSolver, values: list[int], objective: object):
+        self._solver, self._values, self._objective = solver, values, objective
+
+    def value(self, expr: object) -> int:
+        return expr_value(expr, self._values)
+
+    @property
+    def objective_value(self) -> float:
+        return float(expr_value(self._objective, self._values))
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._solver, name)
 
 
 def refine(builder: CpBuilder, values: list[int]) -> int:

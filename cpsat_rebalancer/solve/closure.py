@@ -21,8 +21,8 @@ from ortools.sat.python import cp_model
 
 from ..cpsat.builder import CpBuilder
 from ..cpsat.forms import Integerized
+from ..cpsat.pwl import expr_value
 from ..evaluate import Evaluation, evaluate
-from .accelerate import expr_value
 from .accelerate.tuples import beyond_ties, tuple_key
 from .positions import EXACT, FLOAT_NOISE, Bucket
 from .session import Session

@@ -10,9 +10,10 @@ from fractions import Fraction
 from ortools.sat.python import cp_model
 
 from ..cpsat.forms import Integerized
+from ..cpsat.pwl import expr_value
 from ..result import FEASIBLE, NO_SOLUTION, OPTIMAL, BucketReport
 from . import closure
-from .accelerate import descend_leximin, expr_value, held_repair, polish_leximin, step_start
+from .accelerate import descend_leximin, held_repair, polish_leximin, step_start
 from .positions import FLOAT_NOISE, Bucket
 from .session import Session, bucket_report, bucket_values
 

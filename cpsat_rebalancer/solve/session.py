@@ -16,7 +16,7 @@ from ortools.sat.python import cp_model
 
 from ..cpsat.builder import CpBuilder, hint_first
 from ..cpsat.domains import INT64_MAX
-from ..cpsat.pwl import refine
+from ..cpsat.pwl import RefinedSolver, refine
 from ..cpsat_parameters import apply_cpsat_parameters, new_solver
 from ..errors import InputError, InternalError
 from ..evaluate import Evaluation, evaluate
@@ -300,7 +300,7 @@ class Session:
         the solution (if any) for hints and decoding. ``probing``: the solve holds a target
         probe, which the solution kept need not meet. Where the model has outer pieces
         (``pwl.refine``) lying below g at the solution, they are cut there and the solve
-        runs again in what is left, until the solution's compiled value is exact.
+        runs again in what is left until it is exact there (else ``RefinedSolver``).
         ``engine``: CP-SAT parameters of these solves (see _solver)."""
         started, left = time.monotonic(), budget
         while True:
@@ -310,7 +310,7 @@ class Session:
                 return status, solver
             left = None if budget is None else budget - (time.monotonic() - started)
             if any(t is not None and t <= 0.05 for t in (left, self.remaining())):
-                return status, solver
+                return cp_model.FEASIBLE, RefinedSolver(solver, self.values, objective)
             if objective is not None:  # what lies over the refined pieces (an excess of
                 # them) is completed at the solution's counts: a search from a hint that
                 # breaks it can spend its time walking the excess down a unit at a time

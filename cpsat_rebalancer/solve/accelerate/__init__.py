@@ -16,6 +16,7 @@ from ortools.sat.python import cp_model, cp_model_helper
 
 from ...cpsat.forms import Integerized
 from ...cpsat.linear import lin_sum
+from ...cpsat.pwl import expr_value
 from ...errors import OutOfTime
 from ...evaluate import evaluate
 from ..moves import moved_objects
@@ -365,15 +366,6 @@ def _polish_with_scalar(session: Session, bucket: Bucket, budget: float) -> None
     found = evaluate(problem, model, session.decode()).leximin[bucket.position]
     if not leximin_smaller(found, held):
         session.values = before
-
-
-def expr_value(expr: object, values: list[int]) -> int:
-    """A linear expression's value in a full solution (a constant's, when it is one)."""
-    if isinstance(expr, int):
-        return expr
-    flat = cp_model_helper.FlatIntExpr(expr)
-    return int(flat.offset) + sum(int(c) * values[v.index]
-                                  for v, c in zip(flat.vars, flat.coeffs))
 
 
 def expr_known(expr: object, values: list[int]) -> bool:
