@@ -20,10 +20,10 @@ def explain_infeasibility(problem: Problem, model: Model, options: SolverOptions
     then shrunk by deletion while time allows."""
     if seconds <= 0:
         return ["(not explained: no time left)"]
+    deadline = time.monotonic() + seconds  # (the guarded model's compile counts in it)
     guards: list[tuple[object, str, str]] = []
     builder, _ = compile_model(problem, model, guards=guards)
     cp = builder.cp
-    deadline = time.monotonic() + seconds
 
     def infeasible(chosen: list[int]) -> bool | None:
         cp.clear_assumptions()
