@@ -387,8 +387,7 @@ class Session:
         with what is left of ``budget``."""
         self.first_checked, started = True, time.monotonic()
         left = [t for t in (budget, self.remaining()) if t is not None]
-        check, checker = self._check(cp, started + min(left, default=math.inf))
-        checker.parameters.linearization_level = 2
+        check, checker = self._check(cp, started + min(left, default=math.inf), full_lp=True)
         status = self.run(checker, check)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             self.values = list(checker.response_proto.solution)
@@ -421,8 +420,8 @@ class Session:
         CHECK_WORK, in the solve's time): a solution there is held and the claim doubted
         (``_doubted``); INFEASIBLE there too stands; else UNKNOWN, never a proof."""
         check, checker = self._check(cp, started + solver.parameters.max_time_in_seconds,
-                                     max(CHECK_WORK, solver.response_proto.deterministic_time))
-        checker.parameters.linearization_level = 2
+                                     max(CHECK_WORK, solver.response_proto.deterministic_time),
+                                     full_lp=True)
         status = self.run(checker, check)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return cp_model.INFEASIBLE if status == cp_model.INFEASIBLE else cp_model.UNKNOWN
@@ -453,10 +452,10 @@ class Session:
         status = self._again(solver, cp, reporter, until, solver.parameters.random_seed, False)
         return cp_model.UNKNOWN if status is None else status
 
-    def _check(self, cp: cp_model.CpModel, until: float, work: float = CHECK_WORK
-               ) -> tuple[cp_model.CpModel, cp_model.CpSolver]:
-        """``cp`` without its objective, and a solver for a check of it: the session's
-        workers, seed and presolve (interleaved as every search), ``work``, until ``until``."""
+    def _check(self, cp: cp_model.CpModel, until: float, work: float = CHECK_WORK,
+               full_lp: bool = False) -> tuple[cp_model.CpModel, cp_model.CpSolver]:
+        """``cp`` without its objective, and a solver for it: the session's workers, seed,
+        presolve (interleaved as every search), ``work``, until ``until``, full LP or not."""
         check = cp.clone()
         check.clear_objective()
         checker = new_solver()
@@ -467,6 +466,7 @@ class Session:
         params.max_time_in_seconds = max(0.01, until - time.monotonic())
         if self.deterministic:
             params.interleave_search = params.num_workers != 1
+        params.linearization_level = 2 if full_lp else params.linearization_level
         return check, checker
 
     def _again(self, solver: cp_model.CpSolver, cp: cp_model.CpModel,
